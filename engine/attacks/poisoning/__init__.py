@@ -1,0 +1,24 @@
+"""Corpus-poisoning attacks (registry)."""
+from __future__ import annotations
+
+from ...registry import Registry
+from .base import Poison, PoisoningAttack
+from .paraphrase import PARAPHRASERS, RuleParaphraser
+from .poisonedrag import PoisonedRAGBlackBox
+from .targets import TARGET_KINDS, target_text
+from .universal import ParaphrasedPoisoning, UniversalPoisoning
+
+POISONING_ATTACKS: Registry[PoisoningAttack] = Registry("attack")
+POISONING_ATTACKS.register("universal")(UniversalPoisoning)
+POISONING_ATTACKS.register("paraphrased")(ParaphrasedPoisoning)
+POISONING_ATTACKS.register("poisonedrag")(PoisonedRAGBlackBox)
+
+
+def make_attack(name: str, params: dict | None = None, *, seed: int = 0, data_dir: str | None = None) -> PoisoningAttack:
+    cls = POISONING_ATTACKS.get(name)
+    p = cls.Params.from_dict(params, where=f"attack {name}")
+    return cls(p, seed=seed, data_dir=data_dir)
+
+
+__all__ = ["POISONING_ATTACKS", "PARAPHRASERS", "Poison", "PoisoningAttack", "TARGET_KINDS", "make_attack",
+           "target_text", "UniversalPoisoning", "ParaphrasedPoisoning", "PoisonedRAGBlackBox", "RuleParaphraser"]

@@ -1,0 +1,265 @@
+"""Corpus loading: bundled corpora, benchmark data by name, and any user corpus.
+
+A corpus spec is one of
+* a bundled name (``clinic_handbook``) from ``corpora/``;
+* a benchmark name (``bioasq``, ``healthcaremagic``, ``enron``) read from the data dir;
+* a path to a ``.jsonl`` (``text`` field, optional ``id`` and metadata), ``.csv`` (``text``
+  column), ``.txt``/``.md`` or ``.pdf`` file, or a folder of such files.
+
+Documents are chunked with llama-index's ``SentenceSplitter`` (chunk size and overlap in
+tokens); a document shorter than one chunk stays whole and keeps its id.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .errors import CorpusError
+from .paths import BUNDLED_CORPORA, data_file
+from .types import Document
+
+SUPPORTED_SUFFIXES = (".jsonl", ".csv", ".txt", ".md", ".pdf")
+BENCHMARK_CORPORA = {
+    "bioasq": "medical/bioasq_snippets.jsonl",
+    "healthcaremagic": "kb/healthcaremagic_1k.jsonl",
+    "enron": "kb/enron_2k.jsonl",
+}
+BUNDLED = ("clinic_handbook",)
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A named list of chunks plus a fingerprint of their ids and texts."""
+
+    name: str
+    documents: tuple[Document, ...]
+    fingerprint: str = field(default="")
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    @property
+    def texts(self) -> list[str]:
+        return [d.text for d in self.documents]
+
+    @property
+    def ids(self) -> list[str]:
+        return [d.id for d in self.documents]
+
+
+def fingerprint(docs: Iterable[Document]) -> str:
+    h = hashlib.sha256()
+    for d in docs:
+        h.update(d.id.encode())
+        h.update(b"\0")
+        h.update(d.text.encode())
+        h.update(b"\1")
+    return h.hexdigest()
+
+
+def available_corpora() -> list[str]:
+    return list(BUNDLED) + list(BENCHMARK_CORPORA)
+
+
+# --------------------------------------------------------------------------- readers
+
+def _read_text(path: Path, data: bytes | None = None) -> str:
+    raw = data if data is not None else path.read_bytes()
+    if b"\x00" in raw[:8192]:
+        raise CorpusError(f"{path.name}: looks like a binary file, not text")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise CorpusError(f"{path.name}: not valid UTF-8 (byte {e.start}); re-save it as UTF-8") from None
+
+
+def _enron_text(rec: dict) -> str:
+    head = [f"From: {rec['from']}" if rec.get("from") else "", f"To: {rec['to']}" if rec.get("to") else "",
+            f"Subject: {rec['subject']}" if rec.get("subject") else ""]
+    return "\n".join([h for h in head if h] + ["", str(rec.get("body", ""))]).strip()
+
+
+def read_jsonl(path: Path, data: bytes | None = None) -> list[Document]:
+    text = _read_text(path, data)
+    docs = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise CorpusError(f"{path.name}: line {lineno} is not valid JSON ({e.msg})") from None
+        if not isinstance(rec, dict):
+            raise CorpusError(f"{path.name}: line {lineno} is not a JSON object")
+        body = rec.get("text")
+        if body is None and "body" in rec:
+            body = _enron_text(rec)
+        if not isinstance(body, str) or not body.strip():
+            raise CorpusError(f"{path.name}: line {lineno} has no non-empty 'text' field")
+        doc_id = str(rec.get("id", f"{path.stem}-{lineno}"))
+        meta = {k: v for k, v in rec.items() if k not in ("id", "text") and isinstance(v, (str, int, float, bool))}
+        docs.append(Document(doc_id, body.strip(), meta))
+    return docs
+
+
+def read_csv(path: Path, data: bytes | None = None) -> list[Document]:
+    text = _read_text(path, data)
+    try:
+        rows = list(csv.DictReader(io.StringIO(text)))
+    except csv.Error as e:
+        raise CorpusError(f"{path.name}: malformed CSV ({e})") from None
+    if not rows:
+        return []
+    cols = list(rows[0].keys())
+    col = "text" if "text" in cols else (cols[0] if len(cols) == 1 else None)
+    if col is None:
+        raise CorpusError(f"{path.name}: needs a 'text' column (found: {', '.join(map(str, cols))})")
+    docs = []
+    for i, row in enumerate(rows, 2):
+        body = (row.get(col) or "").strip()
+        if body:
+            meta = {k: v for k, v in row.items() if k not in (col, "id") and isinstance(k, str)}
+            docs.append(Document(str(row.get("id") or f"{path.stem}-{i}"), body, meta))
+    return docs
+
+
+def read_plain(path: Path, data: bytes | None = None) -> list[Document]:
+    body = _read_text(path, data).strip()
+    return [Document(path.stem, body, {"source": path.name})] if body else []
+
+
+def read_pdf(path: Path, data: bytes | None = None) -> list[Document]:
+    from llama_index.readers.file import PDFReader
+
+    if data is not None:
+        if not data.startswith(b"%PDF"):
+            raise CorpusError(f"{path.name}: not a PDF file")
+        import tempfile
+        with tempfile.NamedTemporaryFile(suffix=".pdf") as tmp:
+            tmp.write(data)
+            tmp.flush()
+            return read_pdf(Path(tmp.name))
+    try:
+        pages = PDFReader().load_data(file=path)
+    except Exception as e:  # pypdf raises many types on broken files
+        raise CorpusError(f"{path.name}: could not read PDF ({type(e).__name__})") from None
+    docs = []
+    for i, page in enumerate(pages, 1):
+        if page.text.strip():
+            docs.append(Document(f"{path.stem}-p{i}", page.text.strip(), {"source": path.name, "page": i}))
+    return docs
+
+
+READERS = {".jsonl": read_jsonl, ".csv": read_csv, ".txt": read_plain, ".md": read_plain, ".pdf": read_pdf}
+
+
+def read_file(path: Path, data: bytes | None = None) -> list[Document]:
+    """Read one file (or uploaded bytes named ``path``) into documents."""
+    reader = READERS.get(path.suffix.lower())
+    if reader is None:
+        raise CorpusError(f"{path.name}: unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
+    size = len(data) if data is not None else path.stat().st_size
+    if size > MAX_UPLOAD_BYTES:
+        raise CorpusError(f"{path.name}: {size / 1e6:.0f} MB is over the {MAX_UPLOAD_BYTES // 1e6:.0f} MB limit")
+    if size == 0:
+        raise CorpusError(f"{path.name}: the file is empty")
+    return reader(path, data)
+
+
+def _iter_files(folder: Path) -> Iterator[Path]:
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES and not p.name.startswith("."):
+            yield p
+
+
+def _bundled(name: str) -> list[Document]:
+    folder = BUNDLED_CORPORA / name
+    docs: list[Document] = []
+    for p in sorted(folder.glob("part_*.jsonl")):
+        docs.extend(read_jsonl(p))
+    return docs
+
+
+# --------------------------------------------------------------------------- chunking
+
+def chunk_documents(docs: list[Document], chunk_size: int | None, chunk_overlap: int = 0) -> list[Document]:
+    """Split documents with llama-index's SentenceSplitter; short documents keep their id."""
+    if not chunk_size:
+        return docs
+    if chunk_overlap >= chunk_size:
+        raise CorpusError(f"chunk overlap ({chunk_overlap}) must be smaller than chunk size ({chunk_size})")
+    from llama_index.core.node_parser import SentenceSplitter
+
+    splitter = SentenceSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    out: list[Document] = []
+    for d in docs:
+        # cheap pre-check: a document of fewer words than a quarter chunk never splits
+        if len(d.text.split()) * 2 < chunk_size:
+            out.append(d)
+            continue
+        parts = splitter.split_text(d.text)
+        if len(parts) <= 1:
+            out.append(d)
+            continue
+        for i, part in enumerate(parts):
+            out.append(Document(f"{d.id}#c{i}", part, {**d.metadata, "parent_id": d.id, "chunk": i}))
+    return out
+
+
+def load_corpus(spec: str, *, data_dir: str | None = None, chunk_size: int | None = 512,
+                chunk_overlap: int = 32, limit: int | None = None) -> Corpus:
+    """Load and chunk a corpus from a bundled name, a benchmark name or a path."""
+    if not spec or not str(spec).strip():
+        raise CorpusError("no corpus given")
+    spec = str(spec).strip()
+    if spec in BUNDLED:
+        docs, name = _bundled(spec), spec
+    elif spec in BENCHMARK_CORPORA:
+        docs, name = read_jsonl(data_file(BENCHMARK_CORPORA[spec], data_dir, what=f"corpus {spec!r}")), spec
+    else:
+        path = Path(spec).expanduser()
+        if not path.exists():
+            raise CorpusError(f"corpus {spec!r} not found: not a bundled name ({', '.join(BUNDLED)}), "
+                              f"not a benchmark name ({', '.join(BENCHMARK_CORPORA)}) and no such file")
+        if path.is_dir():
+            files = list(_iter_files(path))
+            if not files:
+                raise CorpusError(f"folder {spec!r} has no {', '.join(SUPPORTED_SUFFIXES)} files")
+            docs = [d for f in files for d in read_file(f)]
+        else:
+            docs = read_file(path)
+        name = path.stem
+    if limit:
+        docs = docs[:limit]
+    docs = chunk_documents(docs, chunk_size, chunk_overlap)
+    docs = _dedupe_ids(docs)
+    if not docs:
+        raise CorpusError(f"corpus {spec!r} is empty (no non-empty documents)")
+    return Corpus(name, tuple(docs), fingerprint(docs))
+
+
+def corpus_from_documents(name: str, docs: list[Document], *, chunk_size: int | None = 512,
+                          chunk_overlap: int = 32) -> Corpus:
+    docs = _dedupe_ids(chunk_documents(list(docs), chunk_size, chunk_overlap))
+    if not docs:
+        raise CorpusError(f"corpus {name!r} is empty (no non-empty documents)")
+    return Corpus(name, tuple(docs), fingerprint(docs))
+
+
+def _dedupe_ids(docs: list[Document]) -> list[Document]:
+    seen: dict[str, int] = {}
+    out = []
+    for d in docs:
+        if d.id in seen:
+            seen[d.id] += 1
+            d = Document(f"{d.id}~{seen[d.id]}", d.text, d.metadata)
+        else:
+            seen[d.id] = 0
+        out.append(d)
+    return out

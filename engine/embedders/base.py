@@ -1,0 +1,79 @@
+"""The retriever contract.
+
+A retriever scores (query, document) pairs. Dense retrievers embed queries and documents
+(possibly with different encoders or prefixes: asymmetric retrievers such as E5 or MedCPT
+are first-class) and score by their *native* similarity: ``ip`` (inner product on the raw,
+possibly unnormalised vectors) or ``cosine``. Sparse retrievers (BM25) score lexically and
+have no embeddings. Model weights load lazily on first use, so building a retriever is cheap
+and never touches the network.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable, ClassVar, Sequence
+
+import numpy as np
+
+from ..params import Params
+from .cache import shared_cache
+
+Progress = Callable[[int, int], None]
+
+
+class Retriever:
+    """Base class of every retriever plugin."""
+
+    name: ClassVar[str] = ""
+    dense: ClassVar[bool] = True
+    Params: ClassVar[type[Params]]
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+        self._lock = threading.Lock()
+
+    # identity ------------------------------------------------------------------------
+    @property
+    def model_id(self) -> str:
+        """Stable id of the weights + preprocessing; the embedding-cache key prefix."""
+        raise NotImplementedError
+
+    @property
+    def similarity(self) -> str:
+        """``ip`` or ``cosine``: the native geometry this model was trained for."""
+        return "ip"
+
+    def describe(self) -> dict:
+        return {"name": self.name, "model_id": self.model_id, "similarity": self.similarity,
+                "dense": self.dense, "params": self.params.to_dict()}
+
+    # encoding ------------------------------------------------------------------------
+    def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def _encode_documents(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def encode_queries(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        mat, _ = shared_cache().encode(self.model_id + ":query", list(texts), self._locked(self._encode_queries),
+                                       progress)
+        return mat
+
+    def encode_documents(self, texts: Sequence[str], progress: Progress | None = None) -> tuple[np.ndarray, int]:
+        """Document embeddings (cached on disk) and how many had to be encoded now."""
+        return shared_cache().encode(self.model_id + ":doc", list(texts), self._locked(self._encode_documents),
+                                     progress)
+
+    def _locked(self, fn: Callable[[list[str]], np.ndarray]) -> Callable[[list[str]], np.ndarray]:
+        def run(batch: list[str]) -> np.ndarray:
+            with self._lock:  # models are shared between sessions; torch is not re-entrant-safe
+                return fn(batch)
+        return run
+
+    def score(self, query_vecs: np.ndarray, doc_vecs: np.ndarray) -> np.ndarray:
+        """Exact similarity matrix (n_queries × n_docs) under the native geometry."""
+        q = np.atleast_2d(query_vecs).astype(np.float32, copy=False)
+        d = np.atleast_2d(doc_vecs).astype(np.float32, copy=False)
+        if self.similarity == "cosine":
+            q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
+            d = d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
+        return q @ d.T

@@ -1,0 +1,101 @@
+"""Dense retrievers backed by sentence-transformers (any model name or local path)."""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, ModelUnavailableError
+from ..params import Params, param
+from .base import Retriever
+
+_models: dict[tuple, Any] = {}
+_models_lock = threading.Lock()
+
+
+def load_sentence_transformer(name_or_path: str, pooling: str = "auto") -> Any:
+    """Load (once per process) a SentenceTransformer; a clear error if it is not available.
+
+    ``pooling`` = ``cls`` or ``mean`` builds the model from a plain transformer checkpoint with
+    that pooling (MedCPT uses [CLS]); ``auto`` uses the checkpoint's own configuration.
+    """
+    key = (name_or_path, pooling)
+    with _models_lock:
+        if key in _models:
+            return _models[key]
+        try:
+            from sentence_transformers import SentenceTransformer, models
+            if pooling == "auto":
+                model = SentenceTransformer(name_or_path, device="cpu")
+            else:
+                word = models.Transformer(name_or_path)
+                pool = models.Pooling(word.get_word_embedding_dimension(), pooling_mode=pooling)
+                model = SentenceTransformer(modules=[word, pool], device="cpu")
+        except Exception as e:  # OSError / HF errors when offline or the name is wrong
+            raise ModelUnavailableError(
+                f"model {name_or_path!r} could not be loaded ({type(e).__name__}): it is not a local "
+                f"sentence-transformers folder and could not be fetched from the Hugging Face hub "
+                f"(offline here; with internet any model name works)") from None
+        _models[key] = model
+        return model
+
+
+class SentenceTransformerRetriever(Retriever):
+    """Any sentence-transformers model: name or path, optional separate query encoder, prefixes.
+
+    Source: Reimers & Gurevych, "Sentence-BERT", EMNLP 2019 (sentence-transformers).
+    Asymmetric retrievers (a separate query encoder, as MedCPT; or query/passage prefixes, as
+    E5) are expressed with ``query_model`` and the two prefix fields.
+    """
+
+    class Params(Params):
+        model: str = param("sentence-transformers/all-MiniLM-L6-v2", help="Document encoder: model name or local path")
+        query_model: str = param("", help="Separate query encoder (asymmetric retrievers); empty = same as model")
+        query_prefix: str = param("", help="Text prepended to every query (e.g. 'query: ' for E5)")
+        document_prefix: str = param("", help="Text prepended to every document (e.g. 'passage: ')")
+        similarity: str = param("auto", choices=("auto", "ip", "cosine"),
+                                help="Native geometry; auto = the model's configured similarity")
+        pooling: str = param("auto", choices=("auto", "cls", "mean"), help="Pooling for plain transformer checkpoints")
+        batch_size: int = param(64, min=1, max=1024, help="Encoding batch size")
+
+        def validate(self) -> None:
+            if not self.model.strip():
+                raise ConfigError("model: give a sentence-transformers model name or a local path")
+
+    def _model_path(self) -> str:
+        return self.params.model
+
+    def _doc_model(self) -> Any:
+        return load_sentence_transformer(self._model_path(), self.params.pooling)
+
+    def _query_model(self) -> Any:
+        if self.params.query_model:
+            return load_sentence_transformer(self.params.query_model, self.params.pooling)
+        return self._doc_model()
+
+    @property
+    def model_id(self) -> str:
+        p = self.params
+        return f"st:{self._weights_id()}|q={p.query_model}|qp={p.query_prefix}|dp={p.document_prefix}|pool={p.pooling}"
+
+    def _weights_id(self) -> str:
+        return self.params.model
+
+    @property
+    def similarity(self) -> str:
+        if self.params.similarity != "auto":
+            return self.params.similarity
+        fn = getattr(self._doc_model(), "similarity_fn_name", None) or "cosine"
+        return "ip" if str(fn) in ("dot", "dot_product", "SimilarityFunction.DOT_PRODUCT") else "cosine"
+
+    def _encode(self, model: Any, texts: list[str], prefix: str) -> np.ndarray:
+        texts = [prefix + t for t in texts] if prefix else texts
+        return model.encode(texts, batch_size=self.params.batch_size, convert_to_numpy=True,
+                            show_progress_bar=False, normalize_embeddings=False)
+
+    def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        return self._encode(self._query_model(), texts, self.params.query_prefix)
+
+    def _encode_documents(self, texts: list[str]) -> np.ndarray:
+        return self._encode(self._doc_model(), texts, self.params.document_prefix)

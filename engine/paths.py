@@ -1,0 +1,50 @@
+"""Where the engine keeps caches and finds benchmark data.
+
+* Cache: ``$RAG_PLAYGROUND_CACHE`` or ``~/.cache/rag-playground`` (embeddings, assembled
+  models, the Chroma store of base indexes).
+* Data dir: the ``--data-dir`` option, else ``$RAG_PLAYGROUND_DATA_DIR``. It holds the
+  benchmark data laid out as in ``shared/corpora`` (``medical/``, ``queries/``, ``kb/``,
+  ``targets/``).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BUNDLED_CORPORA = REPO_ROOT / "corpora"
+PRESETS_DIR = REPO_ROOT / "presets"
+DATA_DIR_ENV = "RAG_PLAYGROUND_DATA_DIR"
+CACHE_ENV = "RAG_PLAYGROUND_CACHE"
+
+
+def cache_dir(sub: str | None = None) -> Path:
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "rag-playground")
+    path = root / sub if sub else root
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None = None, *, required: bool = False,
+                     what: str = "this dataset") -> Path | None:
+    """The data dir from the option or the environment; checks that it exists."""
+    raw = data_dir if data_dir not in (None, "") else os.environ.get(DATA_DIR_ENV)
+    if not raw:
+        if required:
+            raise ConfigError(f"{what} needs the benchmark data dir: pass --data-dir DIR or set "
+                              f"{DATA_DIR_ENV} (e.g. to ../shared/corpora)")
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_dir():
+        raise ConfigError(f"data dir {str(path)!r} does not exist or is not a folder")
+    return path
+
+
+def data_file(rel: str, data_dir: str | os.PathLike | None = None, *, what: str) -> Path:
+    root = resolve_data_dir(data_dir, required=True, what=what)
+    path = root / rel
+    if not path.is_file():
+        raise ConfigError(f"{what}: {rel} not found in data dir {str(root)!r}")
+    return path

@@ -1,0 +1,55 @@
+"""One small generic registry for every plugin kind (retrievers, attacks, detectors ...).
+
+Plugins register explicitly with ``@REGISTRY.register("name")``; nothing is looked up by
+dotted-string import. Every plugin class has a nested ``Params`` dataclass and a docstring
+whose first line describes it and which cites its source.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Generic, Mapping, TypeVar
+
+from .errors import UnknownNameError
+from .params import Params
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._items: dict[str, type] = {}
+
+    def register(self, name: str) -> Callable[[type], type]:
+        def deco(cls: type) -> type:
+            if name in self._items:
+                raise ValueError(f"{self.kind} {name!r} registered twice")
+            if not (isinstance(getattr(cls, "Params", None), type) and issubclass(cls.Params, Params)):
+                raise TypeError(f"{cls.__name__} needs a nested Params dataclass")
+            if not (cls.__doc__ or "").strip():
+                raise TypeError(f"{cls.__name__} needs a docstring")
+            cls.name = name
+            self._items[name] = cls
+            return cls
+        return deco
+
+    def names(self) -> list[str]:
+        return sorted(self._items)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._items
+
+    def get(self, name: str) -> type:
+        try:
+            return self._items[name]
+        except KeyError:
+            raise UnknownNameError(
+                f"unknown {self.kind} {name!r} (choose from: {', '.join(self.names())})") from None
+
+    def create(self, name: str, params: Params | Mapping[str, Any] | None = None) -> T:
+        cls = self.get(name)
+        if not isinstance(params, Params):
+            params = cls.Params.from_dict(params, where=f"{self.kind} {name}")
+        return cls(params)
+
+    def describe(self, name: str) -> str:
+        return (self.get(name).__doc__ or "").strip().splitlines()[0]
