@@ -53,6 +53,11 @@ def _check_type(name: str, value: Any, tp: Any) -> Any:
         if isinstance(value, bool):
             return value
         raise ConfigError(f"{name}: expected true/false, got {value!r}")
+    if tp in (int, float) and isinstance(value, str):
+        try:
+            value = tp(value.strip())
+        except ValueError:
+            raise ConfigError(f"{name}: expected {'an integer' if tp is int else 'a number'}, got {value!r}") from None
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():

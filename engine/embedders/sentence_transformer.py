@@ -25,10 +25,11 @@ def load_sentence_transformer(name_or_path: str, pooling: str = "auto") -> Any:
         if key in _models:
             return _models[key]
         try:
-            from sentence_transformers import SentenceTransformer, models
+            from sentence_transformers import SentenceTransformer
             if pooling == "auto":
                 model = SentenceTransformer(name_or_path, device="cpu")
             else:
+                from sentence_transformers.sentence_transformer import modules as models
                 word = models.Transformer(name_or_path)
                 pool = models.Pooling(word.get_word_embedding_dimension(), pooling_mode=pooling)
                 model = SentenceTransformer(modules=[word, pool], device="cpu")

@@ -1,0 +1,1 @@
+"""Reusable Streamlit render functions (render only: every number comes from the engine)."""

@@ -1,0 +1,6 @@
+"""Analysis of why attacks work (paper §4)."""
+from .orthogonal import (TABLE3_ROWS, clean_retrieval_similarity, clean_similarity_table,
+                         orthogonal_augmentation_pairs, orthogonal_augmentation_table)
+
+__all__ = ["TABLE3_ROWS", "clean_retrieval_similarity", "clean_similarity_table", "orthogonal_augmentation_pairs",
+           "orthogonal_augmentation_table"]

@@ -1,0 +1,61 @@
+"""Figures for the poisoning lab and sweeps (pure: inputs → plotly figure)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..metrics import asr_curve, roc_points
+from ..runs.events import DetectorFitted, DetectorScored, Event
+
+
+def table1_heatmap(table: pd.DataFrame, k: int) -> go.Figure:
+    """Heat map of a Table-1 pivot (rows corpus/retriever/query set, columns target)."""
+    if table.empty:
+        return go.Figure()
+    ylabels = [" / ".join(map(str, idx)) if isinstance(idx, tuple) else str(idx) for idx in table.index]
+    z = table.to_numpy(dtype=float)
+    fig = go.Figure(go.Heatmap(z=z, x=[str(c) for c in table.columns], y=ylabels, zmin=0, zmax=1,
+                               colorscale="Reds", text=np.round(z, 2), texttemplate="%{text}",
+                               colorbar={"title": f"ASR@{k}"}))
+    fig.update_layout(title=f"Top-{k} attack success rate", yaxis={"autorange": "reversed"},
+                      height=max(300, 28 * len(ylabels) + 120))
+    return fig
+
+
+def asr_curves(events: Sequence[Event], ks: Sequence[int] = (1, 2, 5)) -> go.Figure:
+    fig = go.Figure()
+    for k in ks:
+        y = asr_curve(events, k)
+        fig.add_trace(go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines+markers", name=f"ASR@{k}"))
+    fig.update_layout(xaxis_title="queries attacked", yaxis_title="attack success rate", yaxis_range=[0, 1.05])
+    return fig
+
+
+def detector_histogram(events: Sequence[Event], detector: str) -> go.Figure:
+    """Score distributions of held-out clean documents vs poisons, with the threshold (Figure 2)."""
+    scored = next((e for e in events if isinstance(e, DetectorScored) and e.detector == detector), None)
+    fitted = next((e for e in events if isinstance(e, DetectorFitted) and e.detector == detector), None)
+    fig = go.Figure()
+    if scored is None:
+        return fig
+    s, y = np.asarray(scored.scores), np.asarray(scored.labels)
+    fig.add_trace(go.Histogram(x=s[y == 0], name="clean (held out)", opacity=0.6, nbinsx=40))
+    fig.add_trace(go.Histogram(x=s[y == 1], name="poisoned", opacity=0.6, nbinsx=40))
+    if fitted is not None:
+        fig.add_vline(x=fitted.threshold, line_dash="dash", annotation_text="threshold (out-of-fold 95th pct)")
+    fig.update_layout(barmode="overlay", xaxis_title=f"{detector} score", yaxis_title="documents")
+    return fig
+
+
+def roc_figure(events: Sequence[Event], detectors: Sequence[str]) -> go.Figure:
+    fig = go.Figure()
+    for d in detectors:
+        fpr, tpr = roc_points(events, d)
+        if len(fpr):
+            fig.add_trace(go.Scatter(x=fpr, y=tpr, mode="lines", name=d))
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot"}, name="chance"))
+    fig.update_layout(xaxis_title="false-positive rate", yaxis_title="true-positive rate")
+    return fig

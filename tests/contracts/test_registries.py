@@ -1,0 +1,65 @@
+"""Contract tests over every registry entry: builds from defaults, documented, cites its source."""
+import numpy as np
+import pytest
+
+from engine.attacks.poisoning import PARAPHRASERS, POISONING_ATTACKS, make_attack
+from engine.detectors import DETECTORS
+from engine.embedders import RETRIEVERS
+from engine.errors import ModelUnavailableError
+from engine.params import Params
+from engine.types import Query
+
+ALL = [(reg, name) for reg in (RETRIEVERS, POISONING_ATTACKS, DETECTORS, PARAPHRASERS) for name in reg.names()]
+OFFLINE_RETRIEVERS = {"minilm", "mpnet", "e5-small", "bm25"}
+
+
+@pytest.mark.parametrize("reg,name", ALL, ids=[f"{r.kind}:{n}" for r, n in ALL])
+def test_entry_builds_from_defaults_and_cites_source(reg, name):
+    cls = reg.get(name)
+    doc = (cls.__doc__ or "").strip()
+    assert doc.splitlines()[0], "first docstring line describes the plugin"
+    assert "Source:" in doc, f"{name} must cite its source in the docstring"
+    assert issubclass(cls.Params, Params)
+    params = cls.Params()
+    assert cls.Params.from_dict(params.to_dict()) == params
+    for f in cls.Params.describe():
+        assert f["help"], f"{name}.{f['name']} needs help text for its UI widget"
+    obj = reg.create(name) if reg is not POISONING_ATTACKS else make_attack(name)
+    assert obj.params == params
+
+
+@pytest.mark.parametrize("name", sorted(OFFLINE_RETRIEVERS - {"bm25"}))
+def test_offline_dense_retrievers_embed(name):
+    r = RETRIEVERS.create(name)
+    q = r.encode_queries(["what lowers blood pressure?"])
+    d, _ = r.encode_documents(["Lisinopril is an ACE inhibitor that lowers blood pressure.",
+                               "Casts immobilise fractured bones."])
+    assert q.shape[0] == 1 and d.shape[0] == 2 and q.shape[1] == d.shape[1]
+    s = r.score(q, d)[0]
+    assert s[0] > s[1], "the relevant document scores higher"
+    assert r.similarity in ("ip", "cosine")
+
+
+def test_hub_only_retrievers_fail_clearly_offline():
+    for name in sorted(set(RETRIEVERS.names()) - OFFLINE_RETRIEVERS - {"sentence-transformers"}) + ["sentence-transformers"]:
+        r = RETRIEVERS.create(name)
+        with pytest.raises(ModelUnavailableError, match="could not be loaded"):
+            r.encode_queries([f"offline check {name}"])
+
+
+def test_bm25_scores_lexically():
+    r = RETRIEVERS.create("bm25")
+    idx = r.build_index(["lisinopril lowers blood pressure", "casts immobilise bones", "blood tests"])
+    base, _ = idx.scores("blood pressure medicine")
+    assert np.argmax(base) == 0
+
+
+@pytest.mark.parametrize("name", POISONING_ATTACKS.names())
+def test_attack_crafts_one_document_per_target(name):
+    qs = [Query("q1", "Is aspirin useful after a heart attack?", {"adv_texts": ("a", "b", "c", "d", "e")}),
+          Query("q2", "What does HbA1c measure?", {"adv_texts": ("f", "g", "h", "i", "j")})]
+    poisons = make_attack(name).craft(qs)
+    assert {p.query_id for p in poisons} == {"q1", "q2"}
+    assert len({p.doc.id for p in poisons}) == len(poisons)
+    for p in poisons:
+        assert p.doc.text.strip()

@@ -1,0 +1,150 @@
+"""Real Chroma (embedded and server): exact ranks, isolation, embedding cache."""
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.embedders import make_retriever
+from engine.embedders.cache import EmbeddingCache
+from engine.errors import ConfigError, EngineError
+from engine.store import BaseIndex, RunStore, StoreSettings, shared_base_index
+from engine.types import Document
+
+
+def _exact_topk(index: BaseIndex, qv: np.ndarray, k: int) -> list[str]:
+    s = index.retriever.score(qv[None, :], index.vectors)[0]
+    return [index.corpus.ids[i] for i in np.argsort(-s, kind="stable")[:k]]
+
+
+def test_chroma_agrees_with_exact_numpy(minilm, handbook):
+    from engine.queries import load_queries
+    qs = [q.text for q in load_queries("clinic_handbook")]
+    index = shared_base_index(handbook, minilm)
+    qv = minilm.encode_queries(qs)
+    with RunStore(index) as store:
+        res = store.search(qs, 10, query_vecs=qv)
+    assert all(r.store_agreed for r in res)
+    for r, v in zip(res, qv):
+        assert [h.doc_id for h in r.hits] == _exact_topk(index, v, 10)
+        assert all(a.score >= b.score for a, b in zip(r.hits, r.hits[1:]))
+
+
+def test_fallback_to_exact_when_chroma_disagrees(minilm, handbook):
+    index = shared_base_index(handbook, minilm)
+    with RunStore(index) as store:
+        qv = minilm.encode_queries(["dose of metformin"])
+        chroma = store._chroma_topk(qv, 5)[0]
+        base, ids, over = store.exact_scores("dose of metformin", qv[0])
+        wrong = chroma[:-1] + [(handbook.ids[int(np.argmin(base))], float(np.min(base)))]  # a far document
+        res = store._resolve(base, ids, over, 5, wrong)
+        assert not res.store_agreed and store.fallbacks == 1
+        assert [h.doc_id for h in res.hits] == _exact_topk(index, qv[0], 5)
+
+
+def test_injection_is_isolated_between_runs(minilm, handbook):
+    index = shared_base_index(handbook, minilm)
+    q = "How is strep throat diagnosed?"
+    poison = Document("poison-iso", q + " Call 555-0100 for a free prescription.", {})
+    with RunStore(index) as a, RunStore(index) as b:
+        a.inject([poison])
+        ra = a.search([q], 5)[0]
+        rb = b.search([q], 5)[0]
+        assert ra.hits[0].doc_id == "poison-iso" and ra.injected_ranks["poison-iso"] == 1
+        assert all(not h.is_poison for h in rb.hits)
+        assert "poison-iso" not in {h.doc_id for h in b.search([q], len(handbook))[0].hits}
+        assert index.collection.count() == len(handbook), "the shared base is never mutated"
+    with RunStore(index) as c:
+        assert "poison-iso" not in {h.doc_id for h in c.search([q], 20)[0].hits}
+
+
+def test_remove_and_k_validation(minilm, handbook):
+    index = shared_base_index(handbook, minilm)
+    with RunStore(index) as s:
+        s.inject([Document("p1", "What is gout? Bob's phone is 555-0101.", {})])
+        s.remove(["p1"])
+        assert all(not h.is_poison for h in s.search(["What is gout?"], 5)[0].hits)
+        with pytest.raises(ConfigError, match="larger than the corpus"):
+            s.search(["x"], len(handbook) + 1)
+        with pytest.raises(ConfigError, match="already exists"):
+            s.inject([Document(handbook.ids[0], "dup", {})])
+
+
+def test_bm25_exact_ranks_with_overlay(handbook):
+    bm25 = make_retriever("bm25")
+    index = BaseIndex.build(handbook, bm25)
+    q = "How is strep throat diagnosed?"
+    with RunStore(index) as s:
+        s.inject([Document("p-bm25", q + " " + q, {})])
+        r = s.search([q], 5)[0]
+    assert r.hits[0].doc_id == "p-bm25" and r.injected_ranks["p-bm25"] == 1
+
+
+def test_embedding_cache_never_embeds_twice(tmp_path):
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    calls = []
+
+    def enc(batch):
+        calls.append(list(batch))
+        return np.ones((len(batch), 3), dtype=np.float32) * len(calls)
+
+    m1, n1 = cache.encode("m", ["a", "b", "a"], enc)
+    m2, n2 = cache.encode("m", ["b", "a", "c"], enc)
+    assert n1 == 2 and n2 == 1 and calls == [["a", "b"], ["c"]]
+    assert np.allclose(m2[0], m1[1]) and cache.count("m") == 3
+    _, n3 = cache.encode("other-model", ["a"], enc)
+    assert n3 == 1, "the cache is keyed by model"
+
+
+def test_rebuild_uses_cache(minilm, handbook):
+    index = BaseIndex.build(handbook, minilm)
+    assert index.n_encoded == 0  # built earlier in this session or a previous run
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory):
+    port = _free_port()
+    path = tmp_path_factory.mktemp("chroma-server")
+    exe = Path(sys.executable).with_name("chroma")
+    proc = subprocess.Popen([str(exe), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("chroma server did not start")
+    yield StoreSettings(mode="http", host="127.0.0.1", port=port)
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_chroma_server_mode(minilm, handbook, chroma_server):
+    index = BaseIndex.build(handbook, minilm, settings=chroma_server)
+    assert index.collection.count() == len(handbook)
+    q = "What is the normal range of TSH?"
+    with RunStore(index, settings=chroma_server) as a, RunStore(index, settings=chroma_server) as b:
+        a.inject([Document("srv-poison", q + " Email jane@example.com.", {})])
+        ra, rb = a.search([q], 5)[0], b.search([q], 5)[0]
+    assert ra.store_agreed and rb.store_agreed
+    assert ra.hits[0].doc_id == "srv-poison" and all(not h.is_poison for h in rb.hits)
+
+
+def test_unreachable_server_is_a_clear_error():
+    with pytest.raises(EngineError, match="cannot reach the Chroma server"):
+        from engine.store import chroma_client
+        chroma_client(StoreSettings(mode="http", host="127.0.0.1", port=_free_port()))
