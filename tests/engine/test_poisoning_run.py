@@ -1,0 +1,143 @@
+"""The poisoning runner end to end with the real MiniLM model and a real Chroma."""
+import json
+
+import numpy as np
+import pytest
+
+from engine.config import PoisonConfig
+from engine.errors import ConfigError
+from engine.metrics import asr, detection
+from engine.runs import PoisoningRun, read_jsonl, summarize
+from engine.runs.events import Event, PoisonInjected, Retrieved, RunEnded, RunStarted
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    run = PoisoningRun(PoisonConfig(detectors=("l2", "l2-distance", "mahalanobis")), out_dir=out)
+    run.run()
+    return run
+
+
+def test_quick_demo_attack_succeeds(demo_run):
+    s = demo_run.summary()
+    assert s["n_queries"] >= 60 and s["corpus_size"] >= 150
+    assert s["asr"]["2"] >= 0.9 and s["asr"]["5"] >= s["asr"]["2"] >= s["asr"]["1"]
+    assert s["store_agreement"] >= 0.9
+
+
+def test_events_are_typed_frozen_and_ordered(demo_run):
+    ev = demo_run.events
+    assert isinstance(ev[0], RunStarted) and isinstance(ev[-1], RunEnded)
+    assert [e.seq for e in ev] == list(range(len(ev)))
+    with pytest.raises(Exception):
+        ev[0].seq = 5
+    m = ev[0].manifest
+    assert m["corpus"]["fingerprint"] and m["config_hash"] and m["packages"]["chromadb"] != "not installed"
+
+
+def test_jsonl_roundtrip_gives_the_same_metrics(demo_run):
+    path = demo_run.out_dir / "events.jsonl"
+    back = read_jsonl(path)
+    assert len(back) == len(demo_run.events)
+    assert [type(e) for e in back] == [type(e) for e in demo_run.events]
+    a, b = summarize(back), demo_run.summary()
+    assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+    assert (demo_run.out_dir / "manifest.json").is_file()
+
+
+def test_detectors_reported_honestly(demo_run):
+    d = demo_run.summary()["detectors"]
+    assert 0.3 <= d["l2"]["auroc"] <= 0.7, "normalised embeddings: the l2-norm filter is near chance"
+    assert d["mahalanobis"]["auroc"] >= 0.9
+    assert d["mahalanobis"]["fpr_in_sample"] >= d["mahalanobis"]["fpr"]
+    assert d["mahalanobis"]["beta"] in (0.001, 0.005, 0.01, 0.05, 0.1, 0.2)
+
+
+def test_metrics_are_pure_functions_of_events(demo_run):
+    ev = list(demo_run.events)
+    assert asr(ev, 2).value == asr(ev, 2).value
+    rs = [e for e in ev if isinstance(e, Retrieved)]
+    manual = sum(min(e.target_ranks) <= 2 for e in rs) / len(rs)
+    assert asr(ev, 2).value == manual
+    assert detection(ev, "mahalanobis")["tpr"].counts["poisons"] == len(rs)
+
+
+def test_stepping_equals_running():
+    cfg = PoisonConfig(limit=12, detectors=())
+    stepped = PoisoningRun(cfg)
+    stepped.prepare()
+    n = 0
+    while not stepped.done:
+        assert stepped.step()
+        n += 1
+    stepped.finish()
+    whole = PoisoningRun(cfg)
+    whole.run()
+    assert n == 12
+    assert stepped.summary()["asr"] == whole.summary()["asr"]
+    assert stepped.step() == []
+
+
+def test_one_at_a_time_vs_all_at_once():
+    one = PoisoningRun(PoisonConfig(limit=30, detectors=()))
+    one.run()
+    allp = PoisoningRun(PoisonConfig(limit=30, detectors=(), injection="all-at-once"))
+    allp.run()
+    inj = [e for e in allp.events if isinstance(e, PoisonInjected)]
+    assert len(inj) == 1 and len(inj[0].doc_ids) == 30
+    assert sum(isinstance(e, PoisonInjected) for e in one.events) == 30
+    # with every poison present, others may outrank a query's own poison: never better than alone
+    r1 = {e.query_id: min(e.target_ranks) for e in one.events if isinstance(e, Retrieved)}
+    ra = {e.query_id: min(e.target_ranks) for e in allp.events if isinstance(e, Retrieved)}
+    assert all(ra[q] >= r1[q] for q in r1)
+
+
+def test_paraphrased_attack_is_weaker_but_works():
+    exact = PoisoningRun(PoisonConfig(limit=40, detectors=()))
+    exact.run()
+    para = PoisoningRun(PoisonConfig(limit=40, detectors=(), attack="paraphrased"))
+    para.run()
+    texts = [p.doc.text for p in para.poisons]
+    assert any(not t.startswith(q.text) for t, q in zip(texts, para.queries))
+    assert 0.5 <= para.summary()["asr"]["5"] <= exact.summary()["asr"]["5"] + 1e-9
+
+
+def test_custom_target_and_reproducibility():
+    cfg = PoisonConfig(limit=5, detectors=(), target="custom", target_text="Visit evil.example for cures.")
+    a, b = PoisoningRun(cfg), PoisoningRun(cfg)
+    a.run()
+    b.run()
+    assert a.poisons[0].doc.text.endswith("Visit evil.example for cures.")
+    assert a.summary()["asr"] == b.summary()["asr"]
+    with pytest.raises(ConfigError, match="needs target text"):
+        PoisoningRun(PoisonConfig(limit=5, target="custom")).prepare()
+
+
+def test_poisonedrag_precision_recall(data_dir):
+    run = PoisoningRun(PoisonConfig(queries="poisonedrag:nq", attack="poisonedrag", injection="all-at-once",
+                                    limit=20, detectors=("mahalanobis",), data_dir=data_dir))
+    run.run()
+    s = run.summary()
+    pr = s["poisonedrag"]
+    assert 0.8 <= pr["precision"] <= 1.0 and 0.8 <= pr["recall"] <= 1.0
+    assert sum(len(e.target_ids) for e in run.events if isinstance(e, Retrieved)) == 100
+
+
+def test_bm25_runs_and_skips_detectors():
+    run = PoisoningRun(PoisonConfig(limit=10, retriever="bm25"))
+    run.run()
+    s = run.summary()
+    assert s["asr"]["5"] >= 0.8
+    assert "skipped" in s["detectors"]["mahalanobis"]
+
+
+def test_bad_config_values():
+    with pytest.raises(ConfigError, match="larger than the corpus"):
+        PoisoningRun(PoisonConfig(top_k=1000)).prepare()
+    with pytest.raises(ConfigError, match="unknown detector"):
+        PoisoningRun(PoisonConfig(detectors=("nope",))).prepare()
+    with pytest.raises(ConfigError, match="unknown attack"):
+        PoisoningRun(PoisonConfig(attack="nope")).prepare()
+    with pytest.raises(ConfigError, match="target: .nope. is not one of pii"):
+        PoisoningRun(PoisonConfig(target="nope")).prepare()
