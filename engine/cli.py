@@ -16,18 +16,29 @@ from typing import Any, Sequence
 from .errors import EngineError
 
 
+_partial_line = {"open": False}
+
+
 def _progress_printer(enabled: bool):
+    """Progress on stderr: a live line on a terminal, one line per finished stage otherwise."""
     state = {"stage": None, "t": 0.0}
+    tty = sys.stderr.isatty()
 
     def cb(stage: str, done: int, total: int) -> None:
         if not enabled:
             return
         now = time.monotonic()
-        if stage != state["stage"] or done >= total or now - state["t"] > 0.5:
+        finished = done >= total
+        if not tty:
+            if finished and stage != state["stage"]:
+                state["stage"] = stage
+                sys.stderr.write(f"{stage}: {done}/{total}\n")
+            return
+        if stage != state["stage"] or finished or now - state["t"] > 0.5:
             state.update(stage=stage, t=now)
-            end = "\n" if done >= total else ""
-            sys.stderr.write(f"\r{stage}: {done}/{total}{' ' * 10}{end}")
+            sys.stderr.write(f"\r{stage}: {done}/{total}{' ' * 10}" + ("\n" if finished else ""))
             sys.stderr.flush()
+            _partial_line["open"] = not finished
     return cb
 
 
@@ -45,8 +56,9 @@ def _print_summary(s: dict) -> None:
     print(f"run {s['run_id']}: {s['attack']} attack ({s['target']}), {s['injection']}, retriever {s['retriever']}")
     print(f"  corpus {s['corpus_size']} docs, {s['n_queries']} queries; Chroma agreed with exact search on "
           f"{s['store_agreement']:.0%} of searches")
-    print("  ASR@1 {1:.3f}   ASR@2 {2:.3f}   ASR@5 {5:.3f}   mean poison rank {r:.2f}".format(
-        **{int(k): v for k, v in s["asr"].items()}, r=s["mean_poison_rank"]))
+    a = s["asr"]
+    print(f"  ASR@1 {a['1']:.3f}   ASR@2 {a['2']:.3f}   ASR@5 {a['5']:.3f}   "
+          f"mean poison rank {s['mean_poison_rank']:.2f}")
     if "poisonedrag" in s:
         p = s["poisonedrag"]
         print(f"  PoisonedRAG top-{s['top_k']}: precision {p['precision']:.3f}  recall {p['recall']:.3f}  F1 {p['f1']:.3f}")
@@ -288,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except EngineError as e:
+        if _partial_line["open"]:
+            sys.stderr.write("\n")
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
