@@ -152,7 +152,7 @@ class BaseIndex:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """Top-K hits for one query (exact), whether Chroma agreed, and exact ranks of injected docs."""
+    """Top-K hits for one query (exact), whether Chroma agreed, and exact ranks of requested injected docs."""
 
     hits: tuple[Hit, ...]
     store_agreed: bool
@@ -160,7 +160,13 @@ class SearchResult:
 
 
 class RunStore:
-    """One run's view: the shared base plus this run's own overlay of injected documents."""
+    """One run's view: the shared base plus this run's own overlay of injected documents.
+
+    Injected documents can carry a *group* (e.g. the query they target); a search may make only
+    one group visible per query. That is how "one poison at a time" runs: every poison lives in
+    the run's overlay, and each query sees the base plus its own poison only (a Chroma metadata
+    filter, and the same mask in exact scoring) — equivalent to injecting it alone.
+    """
 
     def __init__(self, base: BaseIndex, *, settings: StoreSettings | None = None, run_id: str | None = None,
                  use_chroma: bool = True) -> None:
@@ -169,9 +175,11 @@ class RunStore:
         self.settings = settings
         self.use_chroma = use_chroma and base.dense
         self.injected: dict[str, Document] = {}
+        self._group: dict[str, str] = {}
         self._vecs: dict[str, np.ndarray] = {}
         self._counts: dict[str, Counter] = {}
         self._overlay = None
+        self._over_cache: tuple | None = None
         self.fallbacks = 0
         self.searches = 0
 
@@ -200,40 +208,52 @@ class RunStore:
         self.close()
 
     # ---------------------------------------------------------------- mutation
-    def inject(self, docs: Sequence[Document], vectors: np.ndarray | None = None) -> np.ndarray | None:
+    def inject(self, docs: Sequence[Document], vectors: np.ndarray | None = None,
+               groups: Sequence[str] | None = None) -> np.ndarray | None:
         """Add documents to this run only; returns their native embeddings (dense)."""
         docs = list(docs)
         if not docs:
             return None
+        groups = list(groups) if groups is not None else [""] * len(docs)
+        seen = set()
         for d in docs:
-            if d.id in self.base.id_to_row or d.id in self.injected:
+            if d.id in self.base.id_to_row or d.id in self.injected or d.id in seen:
                 raise ConfigError(f"document id {d.id!r} already exists in this run")
+            seen.add(d.id)
+        self._over_cache = None
         if not self.base.dense:
-            for d in docs:
+            for d, g in zip(docs, groups):
                 self.injected[d.id] = d
+                self._group[d.id] = g
                 self._counts[d.id] = Counter(self.base.retriever.tokenize(d.text))
             return None
         if vectors is None:
             vectors, _ = self.base.retriever.encode_documents([d.text for d in docs])
-        for d, v in zip(docs, vectors):
+        vectors = np.asarray(vectors, dtype=np.float32)
+        for d, v, g in zip(docs, vectors, groups):
             self.injected[d.id] = d
-            self._vecs[d.id] = np.asarray(v, dtype=np.float32)
+            self._group[d.id] = g
+            self._vecs[d.id] = v
         if self.use_chroma:
-            self._overlay_collection().add(ids=[d.id for d in docs], embeddings=np.asarray(vectors),
-                                           documents=[d.text for d in docs],
-                                           metadatas=[{"poison": True} for _ in docs])
+            col = self._overlay_collection()
+            step = 4096
+            for a, b in _batches(len(docs), step):
+                col.add(ids=[d.id for d in docs[a:b]], embeddings=vectors[a:b], documents=[d.text for d in docs[a:b]],
+                        metadatas=[{"poison": True, "group": g} for g in groups[a:b]])
         return vectors
 
     def remove(self, ids: Sequence[str]) -> None:
         ids = [i for i in ids if i in self.injected]
         for i in ids:
             self.injected.pop(i)
+            self._group.pop(i, None)
             self._vecs.pop(i, None)
             self._counts.pop(i, None)
+        self._over_cache = None
         if ids and self.use_chroma and self._overlay is not None:
             self._overlay.delete(ids=ids)
 
-    # ---------------------------------------------------------------- search
+    # ---------------------------------------------------------------- lookup
     def __len__(self) -> int:
         return len(self.base.corpus) + len(self.injected)
 
@@ -247,90 +267,127 @@ class RunStore:
             return self._vecs[doc_id]
         return self.base.vectors[self.base.id_to_row[doc_id]]
 
-    def exact_scores(self, query: str, query_vec: np.ndarray | None = None) -> tuple[np.ndarray, list[str], np.ndarray]:
-        """Exact scores of every base doc, and (ids, scores) of the injected docs."""
-        inj_ids = list(self.injected)
-        if not self.base.dense:
-            base, over = self.base.bm25.scores(query, [self._counts[i] for i in inj_ids])
-            return base, inj_ids, over
-        q = np.asarray(query_vec, dtype=np.float32).reshape(1, -1)
-        if self.base.retriever.similarity == "cosine":
-            q = q / max(float(np.linalg.norm(q)), 1e-12)
-        base = (self.base.search_matrix() @ q[0])
-        over = self.base.retriever.score(q, np.vstack([self._vecs[i] for i in inj_ids]))[0] if inj_ids \
-            else np.zeros(0, dtype=np.float32)
-        return base, inj_ids, over
+    def _overlay_arrays(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Injected ids, their search-space vectors and group labels (cached until the overlay changes)."""
+        if self._over_cache is None:
+            ids = list(self.injected)
+            groups = np.asarray([self._group[i] for i in ids], dtype=object)
+            if self.base.dense and ids:
+                V = np.vstack([self._vecs[i] for i in ids])
+                if self.base.retriever.similarity == "cosine":
+                    V = V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-12)
+            else:
+                V = np.zeros((0, self.base.vectors.shape[1] if self.base.dense else 0), dtype=np.float32)
+            self._over_cache = (ids, V, groups)
+        return self._over_cache
 
-    def search(self, queries: Sequence[str], k: int, query_vecs: np.ndarray | None = None) -> list[SearchResult]:
-        """Top-``k`` per query, exact; Chroma is asked first and checked against exact scores."""
-        n = len(self)
+    # ---------------------------------------------------------------- search
+    def search(self, queries: Sequence[str], k: int, query_vecs: np.ndarray | None = None, *,
+               groups: Sequence[str] | None = None, rank_ids: Sequence[Sequence[str]] | None = None
+               ) -> list[SearchResult]:
+        """Exact top-``k`` per query, and Chroma's answer checked against it.
+
+        ``groups``: per query, the only group of injected documents it can see (None: all).
+        ``rank_ids``: per query, injected ids whose exact rank among all visible documents to report.
+        """
+        queries = list(queries)
+        n_docs = len(self.base.corpus) + (len(self.injected) if groups is None else
+                                          max((sum(1 for g in self._group.values() if g == grp) for grp in groups),
+                                              default=0))
         if k < 1:
             raise ConfigError(f"top-k must be at least 1, got {k}")
-        if k > n:
-            raise ConfigError(f"top-k ({k}) is larger than the corpus ({n} documents)")
-        queries = list(queries)
-        if self.base.dense and query_vecs is None:
-            query_vecs = self.base.retriever.encode_queries(queries)
-        chroma = self._chroma_topk(query_vecs, k) if self.use_chroma else [None] * len(queries)
+        if k > n_docs:
+            raise ConfigError(f"top-k ({k}) is larger than the corpus ({n_docs} documents)")
+        if not queries:
+            return []
+        inj_ids, V, inj_groups = self._overlay_arrays()
+        if groups is not None:
+            visible = np.asarray(inj_groups)[None, :] == np.asarray(list(groups), dtype=object)[:, None]
+        else:
+            visible = np.ones((len(queries), len(inj_ids)), dtype=bool)
+        if self.base.dense:
+            if query_vecs is None:
+                query_vecs = self.base.retriever.encode_queries(queries)
+            Q = np.asarray(query_vecs, dtype=np.float32)
+            Qs = Q / np.maximum(np.linalg.norm(Q, axis=1, keepdims=True), 1e-12) \
+                if self.base.retriever.similarity == "cosine" else Q
+            S_base = Qs @ self.base.search_matrix().T
+            S_over = Qs @ V.T if len(inj_ids) else np.zeros((len(queries), 0), dtype=np.float32)
+        else:
+            S_base = np.zeros((len(queries), len(self.base.corpus)), dtype=np.float32)
+            S_over = np.zeros((len(queries), len(inj_ids)), dtype=np.float32)
+            for i, q in enumerate(queries):
+                vis = [inj_ids[j] for j in np.flatnonzero(visible[i])]
+                b, o = self.base.bm25.scores(q, [self._counts[d] for d in vis])
+                S_base[i] = b
+                S_over[i, np.flatnonzero(visible[i])] = o
+        S_over = np.where(visible, S_over, -np.inf).astype(np.float32)
+        kb = min(k, S_base.shape[1])
+        top_base = np.argpartition(-S_base, kb - 1, axis=1)[:, :kb] if kb < S_base.shape[1] else \
+            np.tile(np.arange(S_base.shape[1]), (len(queries), 1))
+        chroma = self._chroma_topk(Q, k, groups) if self.use_chroma else None
+        ids_of = self.base.corpus.ids
         out = []
-        for i, q in enumerate(queries):
-            base, inj_ids, over = self.exact_scores(q, None if query_vecs is None else query_vecs[i])
-            out.append(self._resolve(base, inj_ids, over, k, chroma[i]))
+        for i in range(len(queries)):
+            cand = [(ids_of[r], float(S_base[i, r]), False) for r in top_base[i]]
+            for j in np.flatnonzero(visible[i]):
+                cand.append((inj_ids[j], float(S_over[i, j]), True))
+            cand.sort(key=lambda t: -t[1])
+            exact = cand[:k]
+            agreed = True
+            if chroma is not None:
+                ch = chroma[i]
+                agreed = len(ch) == len(exact) and {d for d, _ in ch} == {d for d, _, _ in exact} and \
+                    all(abs(a[1] - b[1]) <= 1e-3 for a, b in zip(ch, exact))
+                if not agreed:  # tied scores may legitimately order differently: accept equal score multisets
+                    kth = exact[-1][1]
+                    agreed = len(ch) == len(exact) and all(
+                        abs(sc - self._exact_score(i, d, S_base, S_over, inj_ids)) <= 1e-3 and sc >= kth - _TIE_TOL
+                        for d, sc in ch)
+                if not agreed:
+                    self.fallbacks += 1
+            hits = tuple(Hit(d, sc, r, p) for r, (d, sc, p) in enumerate(exact, 1))
+            ranks = {}
+            for did in (rank_ids[i] if rank_ids is not None else ()):
+                j = inj_ids.index(did)
+                sc = S_over[i, j]
+                above = int(np.count_nonzero(S_base[i] > sc + _TIE_TOL) + np.count_nonzero(S_over[i] > sc + _TIE_TOL))
+                tied = int(np.count_nonzero(np.abs(S_base[i] - sc) <= _TIE_TOL) +
+                           np.count_nonzero(np.abs(S_over[i] - sc) <= _TIE_TOL)) - 1
+                # ties count against the injected document (a conservative attack success) unless
+                # it is already listed in the exact top-k at a better position
+                pos = next((h.rank for h in hits if h.doc_id == did), None)
+                ranks[did] = min(1 + above + tied, pos) if pos is not None else 1 + above + tied
+            out.append(SearchResult(hits, agreed, ranks))
         self.searches += len(queries)
         return out
 
-    def _chroma_topk(self, query_vecs: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
-        res_base = self.base.collection.query(query_embeddings=np.asarray(query_vecs, dtype=np.float32),
-                                              n_results=min(k, len(self.base.corpus)), include=["distances"])
-        merged = [list(zip(ids, (1.0 - np.asarray(d)).tolist())) for ids, d in
-                  zip(res_base["ids"], res_base["distances"])]
-        if self.injected and self._overlay is not None:
-            res_o = self._overlay.query(query_embeddings=np.asarray(query_vecs, dtype=np.float32),
-                                        n_results=min(k, len(self.injected)), include=["distances"])
-            for m, ids, d in zip(merged, res_o["ids"], res_o["distances"]):
-                m.extend(zip(ids, (1.0 - np.asarray(d)).tolist()))
-        return [sorted(m, key=lambda t: -t[1])[:k] for m in merged]
+    def _exact_score(self, i: int, did: str, S_base: np.ndarray, S_over: np.ndarray, inj_ids: list[str]) -> float:
+        if did in self.injected:
+            return float(S_over[i, inj_ids.index(did)])
+        row = self.base.id_to_row.get(did)
+        return float(S_base[i, row]) if row is not None else float("nan")
 
-    def _resolve(self, base: np.ndarray, inj_ids: list[str], over: np.ndarray, k: int,
-                 chroma: list[tuple[str, float]] | None) -> SearchResult:
-        all_scores = np.concatenate([base, over]) if len(over) else base
-        ids_of = self.base.corpus.ids
-        # exact rank of an injected doc: 1 + the documents scoring higher, + the other documents tied
-        # with it within float tolerance (ties count against the attacker: conservative success)
-        inj_ranks = {}
-        for j, did in enumerate(inj_ids):
-            s = over[j]
-            above = np.count_nonzero(all_scores > s + _TIE_TOL)
-            tied_others = np.count_nonzero(np.abs(all_scores - s) <= _TIE_TOL) - 1
-            inj_ranks[did] = int(1 + above + tied_others)
-        agreed = True
-        if chroma is not None:
-            # Chroma's top-k is exact iff it returned k hits, fewer than k documents score strictly
-            # above its k-th score, and the scores it reports match the exact ones
-            kth = chroma[-1][1] if len(chroma) == k else -np.inf
-            agreed = len(chroma) == k and int(np.count_nonzero(all_scores > kth + _TIE_TOL)) < k
-            if agreed:
-                for did, sc in chroma:
-                    exact = over[inj_ids.index(did)] if did in self.injected else base[self.base.id_to_row[did]]
-                    if abs(float(exact) - sc) > 1e-3:
-                        agreed = False
-                        break
-        if chroma is not None and agreed:
-            order = [(did, over[inj_ids.index(did)] if did in self.injected else base[self.base.id_to_row[did]])
-                     for did, _ in chroma]
-            order.sort(key=lambda t: -t[1])
-        else:
-            if chroma is not None:
-                self.fallbacks += 1
-            top = np.argpartition(-all_scores, k - 1)[:k] if k < len(all_scores) else np.arange(len(all_scores))
-            top = top[np.argsort(-all_scores[top], kind="stable")]
-            order = [((ids_of[t] if t < len(base) else inj_ids[t - len(base)]), all_scores[t]) for t in top]
-        hits = tuple(Hit(did, float(sc), r, did in self.injected) for r, (did, sc) in enumerate(order, 1))
-        # the exact rank of an injected doc inside the top-k equals its position there
-        for h in hits:
-            if h.is_poison:
-                inj_ranks[h.doc_id] = min(inj_ranks[h.doc_id], h.rank)
-        return SearchResult(hits, agreed, inj_ranks)
+    def _chroma_topk(self, Q: np.ndarray, k: int, groups: Sequence[str] | None) -> list[list[tuple[str, float]]]:
+        """Chroma's answer: the base collection and this run's overlay, merged by score."""
+        res = self.base.collection.query(query_embeddings=Q, n_results=min(k, len(self.base.corpus)),
+                                         include=["distances"])
+        merged = [list(zip(ids, (1.0 - np.asarray(d, dtype=np.float64)).tolist()))
+                  for ids, d in zip(res["ids"], res["distances"])]
+        if self.injected and self._overlay is not None:
+            if groups is None:
+                r = self._overlay.query(query_embeddings=Q, n_results=min(k, len(self.injected)), include=["distances"])
+                for m, ids, d in zip(merged, r["ids"], r["distances"]):
+                    m.extend(zip(ids, (1.0 - np.asarray(d, dtype=np.float64)).tolist()))
+            else:
+                for i, g in enumerate(groups):
+                    n_g = sum(1 for x in self._group.values() if x == g)
+                    if not n_g:
+                        continue
+                    r = self._overlay.query(query_embeddings=Q[i:i + 1], n_results=min(k, n_g),
+                                            where={"group": g}, include=["distances"])
+                    merged[i].extend(zip(r["ids"][0], (1.0 - np.asarray(r["distances"][0], dtype=np.float64)).tolist()))
+        return [sorted(m, key=lambda t: -t[1])[:k] for m in merged]
 
 
 _index_cache: "dict[tuple, BaseIndex]" = {}

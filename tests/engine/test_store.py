@@ -34,16 +34,29 @@ def test_chroma_agrees_with_exact_numpy(minilm, handbook):
         assert all(a.score >= b.score for a, b in zip(r.hits, r.hits[1:]))
 
 
-def test_fallback_to_exact_when_chroma_disagrees(minilm, handbook):
+def test_fallback_to_exact_when_chroma_disagrees(minilm, handbook, monkeypatch):
     index = shared_base_index(handbook, minilm)
     with RunStore(index) as store:
         qv = minilm.encode_queries(["dose of metformin"])
-        chroma = store._chroma_topk(qv, 5)[0]
-        base, ids, over = store.exact_scores("dose of metformin", qv[0])
-        wrong = chroma[:-1] + [(handbook.ids[int(np.argmin(base))], float(np.min(base)))]  # a far document
-        res = store._resolve(base, ids, over, 5, wrong)
+        right = store._chroma_topk(qv, 5, None)
+        far = handbook.ids[int(np.argmin(index.retriever.score(qv, index.vectors)[0]))]
+        monkeypatch.setattr(store, "_chroma_topk", lambda *a: [right[0][:-1] + [(far, -1.0)]])
+        res = store.search(["dose of metformin"], 5, query_vecs=qv)[0]
         assert not res.store_agreed and store.fallbacks == 1
         assert [h.doc_id for h in res.hits] == _exact_topk(index, qv[0], 5)
+
+
+def test_groups_make_one_poison_visible_per_query(minilm, handbook):
+    index = shared_base_index(handbook, minilm)
+    qa, qb = "How is strep throat diagnosed?", "What is the normal range of TSH?"
+    with RunStore(index) as s:
+        s.inject([Document("pa", qa + " Call 555-0100.", {}), Document("pb", qb + " Call 555-0101.", {})],
+                 groups=["a", "b"])
+        ra, rb = s.search([qa, qb], 5, groups=["a", "b"], rank_ids=[["pa"], ["pb"]])
+        assert ra.store_agreed and rb.store_agreed
+        assert {h.doc_id for h in ra.hits if h.is_poison} == {"pa"}
+        assert {h.doc_id for h in rb.hits if h.is_poison} == {"pb"}
+        assert ra.injected_ranks == {"pa": 1} and rb.injected_ranks == {"pb": 1}
 
 
 def test_injection_is_isolated_between_runs(minilm, handbook):
@@ -52,7 +65,7 @@ def test_injection_is_isolated_between_runs(minilm, handbook):
     poison = Document("poison-iso", q + " Call 555-0100 for a free prescription.", {})
     with RunStore(index) as a, RunStore(index) as b:
         a.inject([poison])
-        ra = a.search([q], 5)[0]
+        ra = a.search([q], 5, rank_ids=[["poison-iso"]])[0]
         rb = b.search([q], 5)[0]
         assert ra.hits[0].doc_id == "poison-iso" and ra.injected_ranks["poison-iso"] == 1
         assert all(not h.is_poison for h in rb.hits)
@@ -80,7 +93,7 @@ def test_bm25_exact_ranks_with_overlay(handbook):
     q = "How is strep throat diagnosed?"
     with RunStore(index) as s:
         s.inject([Document("p-bm25", q + " " + q, {})])
-        r = s.search([q], 5)[0]
+        r = s.search([q], 5, rank_ids=[["p-bm25"]])[0]
     assert r.hits[0].doc_id == "p-bm25" and r.injected_ranks["p-bm25"] == 1
 
 
