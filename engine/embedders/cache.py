@@ -66,7 +66,7 @@ class EmbeddingCache:
         return int(self._con().execute(sql, args).fetchone()[0])
 
     def encode(self, model: str, texts: Sequence[str], encode_fn: Callable[[list[str]], np.ndarray],
-               progress: Callable[[int, int], None] | None = None, batch_size: int = 256) -> tuple[np.ndarray, int]:
+               progress: Callable[[int, int], None] | None = None, batch_size: int = 1024) -> tuple[np.ndarray, int]:
         """Vectors for ``texts``, encoding only the missing ones; returns (matrix, n_encoded)."""
         cached = self.get_many(model, texts)
         missing = list(dict.fromkeys(t for t, v in zip(texts, cached) if v is None))

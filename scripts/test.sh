@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Quick start 2: install into .venv/ and run the whole test suite (real models, real Chroma).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh requirements-dev.txt
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+# the benchmark data lies beside the repo (../shared/corpora) unless told otherwise
+if [ -z "${RAG_PLAYGROUND_DATA_DIR:-}" ] && [ -d ../shared/corpora ]; then
+  export RAG_PLAYGROUND_DATA_DIR="$(cd ../shared/corpora && pwd)"
+fi
+exec .venv/bin/python -m pytest -q "$@"
