@@ -20,7 +20,7 @@ if "RAG_PLAYGROUND_DATA_DIR" not in os.environ and _shared.is_dir():
 DATA_DIR = os.environ.get("RAG_PLAYGROUND_DATA_DIR")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def data_dir() -> str:
     if not DATA_DIR or not Path(DATA_DIR).is_dir():
         pytest.fail("benchmark data dir missing: set RAG_PLAYGROUND_DATA_DIR (CI has ../shared/corpora)")

@@ -161,3 +161,22 @@ def test_unreachable_server_is_a_clear_error():
     with pytest.raises(EngineError, match="cannot reach the Chroma server"):
         from engine.store import chroma_client
         chroma_client(StoreSettings(mode="http", host="127.0.0.1", port=_free_port()))
+
+
+def test_poisoning_run_against_the_server(chroma_server):
+    from engine.config import PoisonConfig
+    from engine.runs import PoisoningRun
+    run = PoisoningRun(PoisonConfig(limit=8, detectors=(), store="http", chroma_host=chroma_server.host,
+                                    chroma_port=chroma_server.port))
+    run.run()
+    s = run.summary()
+    assert s["asr"]["5"] >= 0.8 and s["store_agreement"] == 1.0
+
+
+def test_mpnet_assembly_refuses_a_hash_mismatch(tmp_path, monkeypatch):
+    from engine.embedders import packaged
+    from engine.errors import ModelUnavailableError
+    monkeypatch.setattr(packaged, "MPNET_SAFETENSORS_SHA256", "0" * 64)
+    with pytest.raises(ModelUnavailableError, match="does not match the pinned"):
+        packaged.assemble_mpnet(tmp_path / "mpnet")
+    assert not (tmp_path / "mpnet" / ".verified").exists()
