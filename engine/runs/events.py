@@ -1,0 +1,178 @@
+"""A run is a sequence of typed, frozen, numbered events.
+
+Events are appended to the run's log as they happen, written to JSONL (one object per line,
+with its ``kind``), and read back for metrics, plots and the UI's step-through. Every field
+is a JSON-friendly value (str, number, bool, tuples, dicts of those).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable, Mapping
+
+EVENT_TYPES: dict[str, type["Event"]] = {}
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    run_id: str
+    kind: ClassVar[str] = "event"
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        EVENT_TYPES[cls.kind] = cls
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **dataclasses.asdict(self)}
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
+    kind: ClassVar[str] = "run_started"
+    config: Mapping[str, Any] = field(default_factory=dict)
+    manifest: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IndexBuilt(Event):
+    kind: ClassVar[str] = "index_built"
+    corpus: str = ""
+    n_docs: int = 0
+    retriever: str = ""
+    model_id: str = ""
+    similarity: str = ""
+    dim: int = 0
+    n_embedded_now: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class PoisonInjected(Event):
+    """Poisons become visible: all at once at the start, or one query's poison for its round
+    (one-at-a-time; removed again by the round's ``PoisonRemoved``)."""
+
+    kind: ClassVar[str] = "poison_injected"
+    doc_ids: tuple[str, ...] = ()
+    query_ids: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
+    mode: str = ""
+
+
+@dataclass(frozen=True)
+class PoisonRemoved(Event):
+    kind: ClassVar[str] = "poison_removed"
+    doc_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RoundStarted(Event):
+    kind: ClassVar[str] = "round_started"
+    round: int = 0
+    query_id: str = ""
+
+
+@dataclass(frozen=True)
+class QueryIssued(Event):
+    kind: ClassVar[str] = "query_issued"
+    round: int = 0
+    query_id: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Retrieved(Event):
+    """Top-K (exact) for one query, plus the exact full rank of every poison aimed at it."""
+
+    kind: ClassVar[str] = "retrieved"
+    round: int = 0
+    query_id: str = ""
+    doc_ids: tuple[str, ...] = ()
+    scores: tuple[float, ...] = ()
+    ranks: tuple[int, ...] = ()
+    is_poison: tuple[bool, ...] = ()
+    target_ids: tuple[str, ...] = ()          # poisons crafted for this query
+    target_ranks: tuple[int, ...] = ()        # their exact ranks among all documents of the run
+    store_agreed: bool = True                 # Chroma's answer equalled the exact top-K
+
+
+@dataclass(frozen=True)
+class RoundEnded(Event):
+    kind: ClassVar[str] = "round_ended"
+    round: int = 0
+    query_id: str = ""
+
+
+@dataclass(frozen=True)
+class DetectorFitted(Event):
+    kind: ClassVar[str] = "detector_fitted"
+    detector: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    n_anchors: int = 0
+    threshold: float = 0.0
+    threshold_in_sample: float = 0.0
+    threshold_out_of_fold: float = 0.0
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DetectorScored(Event):
+    """Scores of held-out clean documents (label 0) and poisons (label 1)."""
+
+    kind: ClassVar[str] = "detector_scored"
+    detector: str = ""
+    doc_ids: tuple[str, ...] = ()
+    scores: tuple[float, ...] = ()
+    labels: tuple[int, ...] = ()
+    flagged: tuple[bool, ...] = ()
+
+
+@dataclass(frozen=True)
+class DetectorSkipped(Event):
+    kind: ClassVar[str] = "detector_skipped"
+    detector: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class RunEnded(Event):
+    kind: ClassVar[str] = "run_ended"
+    status: str = "completed"
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if hasattr(v, "item") and callable(v.item):  # numpy scalars
+        return v.item()
+    return v
+
+
+def event_to_json(e: Event) -> str:
+    return json.dumps(_jsonable(e.to_dict()), ensure_ascii=False)
+
+
+def event_from_dict(d: Mapping[str, Any]) -> Event:
+    d = dict(d)
+    cls = EVENT_TYPES[d.pop("kind")]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for k, v in d.items():
+        if k in fields:
+            kwargs[k] = tuple(v) if isinstance(v, list) else v
+    return cls(**kwargs)
+
+
+def write_jsonl(events: Iterable[Event], path) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for e in events:
+            f.write(event_to_json(e) + "\n")
+
+
+def read_jsonl(path) -> list[Event]:
+    with open(path, encoding="utf-8") as f:
+        return [event_from_dict(json.loads(line)) for line in f if line.strip()]

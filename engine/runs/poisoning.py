@@ -1,0 +1,301 @@
+"""The poisoning runner: set up, step one query at a time, evaluate detectors, end.
+
+Lifecycle (PyRIT-style, tear-down guaranteed by ``close``/context manager):
+``prepare()`` loads the corpus, queries and retriever, builds (or reuses) the shared base
+index, crafts the poisons and opens the run's own overlay store; ``step()`` plays one round
+(inject → query → retrieve → [remove]); ``finish()`` fits and scores the detectors and ends
+the run. Every action is an event, appended to ``events`` and to ``events.jsonl`` when an
+output folder is given. The engine never knows a UI exists: the app just calls ``step()``.
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..attacks.poisoning import Poison, make_attack
+from ..config import PoisonConfig
+from ..corpora import Corpus, load_corpus
+from ..detectors import DETECTORS
+from ..embedders import make_retriever
+from ..errors import ConfigError
+from ..metrics import asr, detection, mean_poison_rank, poisonedrag_prf, store_agreement
+from ..queries import load_queries
+from ..store import RunStore, StoreSettings, shared_base_index
+from ..types import Query
+from .events import (DetectorFitted, DetectorScored, DetectorSkipped, Event, IndexBuilt, PoisonInjected,
+                     PoisonRemoved, QueryIssued, Retrieved, RoundEnded, RoundStarted, RunEnded, RunStarted,
+                     event_to_json)
+from .manifest import build_manifest
+
+Progress = Callable[[str, int, int], None]
+ASR_KS = (1, 2, 5)
+
+
+class PoisoningRun:
+    """One poisoning run over a corpus, a query set, a retriever, an attack and detectors."""
+
+    def __init__(self, config: PoisonConfig, *, out_dir: str | Path | None = None,
+                 progress: Progress | None = None, run_id: str | None = None,
+                 corpus: Corpus | None = None) -> None:
+        self.config = config
+        self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+        self.out_dir = Path(out_dir) / self.run_id if out_dir else None
+        self.progress = progress
+        self.events: list[Event] = []
+        self._corpus_override = corpus
+        self._sink = None
+        self.store: Optional[RunStore] = None
+        self.queries: list[Query] = []
+        self.poisons: list[Poison] = []
+        self._round = 0
+        self._prepared = False
+        self._finished = False
+
+    # ------------------------------------------------------------------ plumbing
+    def _emit(self, cls: type[Event], **fields: Any) -> Event:
+        e = cls(seq=len(self.events), run_id=self.run_id, **fields)
+        self.events.append(e)
+        if self._sink is not None:
+            self._sink.write(event_to_json(e) + "\n")
+            self._sink.flush()
+        return e
+
+    def _tick(self, stage: str, done: int, total: int) -> None:
+        if self.progress:
+            self.progress(stage, done, total)
+
+    @property
+    def data_dir(self) -> str | None:
+        return self.config.data_dir or None
+
+    @property
+    def done(self) -> bool:
+        return self._prepared and self._round >= len(self.queries)
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    # ------------------------------------------------------------------ lifecycle
+    def prepare(self) -> list[Event]:
+        """Load everything, build the index, craft the poisons. Returns the events emitted."""
+        if self._prepared:
+            return []
+        c = self.config
+        start = len(self.events)
+        retriever = make_retriever(c.retriever, dict(c.retriever_params or {}))
+        attack = make_attack(c.attack, c.resolved_attack_params(), seed=c.seed, data_dir=self.data_dir)
+        for name in c.detectors:
+            DETECTORS.get(name)
+        self._tick("loading corpus", 0, 1)
+        corpus = self._corpus_override or load_corpus(c.corpus, data_dir=self.data_dir, chunk_size=c.chunk_size,
+                                                      chunk_overlap=c.chunk_overlap)
+        self.queries = load_queries(c.queries, data_dir=self.data_dir, limit=c.limit)
+        if c.top_k > len(corpus):
+            raise ConfigError(f"top-k ({c.top_k}) is larger than the corpus ({len(corpus)} documents)")
+        self.poisons = attack.craft(self.queries)
+        if self.out_dir:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._sink = open(self.out_dir / "events.jsonl", "w", encoding="utf-8")
+        settings = StoreSettings(mode=c.store, host=c.chroma_host, port=c.chroma_port)
+        manifest = build_manifest(config=c.to_dict(), config_hash=c.config_hash(), seed=c.seed,
+                                  corpus={"name": corpus.name, "size": len(corpus), "fingerprint": corpus.fingerprint},
+                                  retriever=retriever.describe() if not retriever.dense else
+                                  {"name": retriever.name, "model_id": retriever.model_id},
+                                  extra={"attack": {"name": c.attack, "params": attack.params.to_dict()},
+                                         "n_queries": len(self.queries), "run_id": self.run_id})
+        self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
+        if self.out_dir:
+            (self.out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
+        t0 = time.perf_counter()
+        base = shared_base_index(corpus, retriever, settings=settings, progress=self._tick)
+        self._emit(IndexBuilt, corpus=corpus.name, n_docs=len(corpus), retriever=c.retriever,
+                   model_id=retriever.model_id, similarity=retriever.similarity,
+                   dim=int(base.vectors.shape[1]) if base.dense else 0, n_embedded_now=base.n_encoded,
+                   seconds=round(time.perf_counter() - t0, 3))
+        self.store = RunStore(base, settings=settings, run_id=self.run_id.replace("_", "-"))
+        self._tick("embedding queries and poisons", 0, 2)
+        self._qvecs = retriever.encode_queries([q.text for q in self.queries]) if base.dense else None
+        self._pvecs = retriever.encode_documents([p.doc.text for p in self.poisons])[0] if base.dense else None
+        self._tick("embedding queries and poisons", 2, 2)
+        self._poisons_of: dict[str, list[int]] = {}
+        for i, p in enumerate(self.poisons):
+            self._poisons_of.setdefault(p.query_id, []).append(i)
+        if c.injection == "all-at-once":
+            self.store.inject([p.doc for p in self.poisons], self._pvecs)
+            self._emit(PoisonInjected, doc_ids=tuple(p.doc.id for p in self.poisons),
+                       query_ids=tuple(p.query_id for p in self.poisons),
+                       texts=tuple(p.doc.text for p in self.poisons), mode=c.injection)
+        else:
+            # every poison goes into the run's overlay once, visible only to the query it targets
+            # (a Chroma metadata filter + the same mask in exact scoring): each round then sees the
+            # corpus plus its own poison alone, as if injected and removed around the query
+            self.store.inject([p.doc for p in self.poisons], self._pvecs, groups=[p.query_id for p in self.poisons])
+        self._prepared = True
+        return self.events[start:]
+
+    def step(self, count: int = 1) -> list[Event]:
+        """Play the next ``count`` queries' rounds (one batched search); returns their events."""
+        if not self._prepared:
+            self.prepare()
+        if self.done:
+            return []
+        c = self.config
+        start = len(self.events)
+        idx = list(range(self._round, min(self._round + max(1, count), len(self.queries))))
+        qs = [self.queries[i] for i in idx]
+        mine = [[self.poisons[j] for j in self._poisons_of.get(q.id, [])] for q in qs]
+        one = c.injection == "one-at-a-time"
+        results = self.store.search([q.text for q in qs], c.top_k,
+                                    query_vecs=self._qvecs[idx] if self._qvecs is not None else None,
+                                    groups=[q.id for q in qs] if one else None,
+                                    rank_ids=[[p.doc.id for p in m] for m in mine])
+        for i, q, m, res in zip(idx, qs, mine, results):
+            self._emit(RoundStarted, round=i, query_id=q.id)
+            if one and m:
+                self._emit(PoisonInjected, doc_ids=tuple(p.doc.id for p in m), query_ids=(q.id,) * len(m),
+                           texts=tuple(p.doc.text for p in m), mode=c.injection)
+            self._emit(QueryIssued, round=i, query_id=q.id, text=q.text)
+            self._emit(Retrieved, round=i, query_id=q.id, doc_ids=tuple(h.doc_id for h in res.hits),
+                       scores=tuple(round(h.score, 6) for h in res.hits), ranks=tuple(h.rank for h in res.hits),
+                       is_poison=tuple(h.is_poison for h in res.hits), target_ids=tuple(p.doc.id for p in m),
+                       target_ranks=tuple(res.injected_ranks[p.doc.id] for p in m), store_agreed=res.store_agreed)
+            if one and m:
+                self._emit(PoisonRemoved, doc_ids=tuple(p.doc.id for p in m))
+            self._emit(RoundEnded, round=i, query_id=q.id)
+        self._round = idx[-1] + 1
+        self._tick("attacking", self._round, len(self.queries))
+        return self.events[start:]
+
+    def finish(self) -> list[Event]:
+        """Evaluate the detectors and end the run (plays any remaining rounds first)."""
+        if self._finished:
+            return []
+        while not self.done:
+            self.step(64)
+        start = len(self.events)
+        self._evaluate_detectors()
+        self._emit(RunEnded, status="completed", summary=self.summary())
+        self._finished = True
+        self.close()
+        return self.events[start:]
+
+    def run(self) -> list[Event]:
+        try:
+            self.prepare()
+            self.finish()
+        finally:
+            self.close()
+        return self.events
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+
+    def __enter__(self) -> "PoisoningRun":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ detectors
+    def detection_split(self) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
+        """Anchors (clean docs retrieved for the fit half of the protected queries) and held-out
+        clean docs (retrieved for the other half, never used for fitting)."""
+        c = self.config
+        base = self.store.base
+        order = np.random.default_rng(c.seed).permutation(len(self.queries))
+        n_fit = max(1, int(round(len(order) * c.anchor_fraction)))
+        fit_q, test_q = order[:n_fit], order[n_fit:]
+        k = min(c.anchor_k, len(base.corpus))
+        q = self._qvecs
+        if base.retriever.similarity == "cosine":
+            q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
+        scores = q @ base.search_matrix().T
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k] if k < scores.shape[1] else \
+            np.tile(np.arange(scores.shape[1]), (len(q), 1))
+        anchor_rows = sorted({int(r) for qi in fit_q for r in top[qi]})
+        anchor_set = set(anchor_rows)
+        held_rows = sorted({int(r) for qi in test_q for r in top[qi]} - anchor_set)
+        ids = base.corpus.ids
+        return (base.vectors[anchor_rows], [ids[r] for r in anchor_rows],
+                base.vectors[held_rows] if held_rows else np.zeros((0, base.vectors.shape[1])),
+                [ids[r] for r in held_rows])
+
+    def _evaluate_detectors(self) -> None:
+        c = self.config
+        if not c.detectors:
+            return
+        if not self.store.base.dense:
+            for name in c.detectors:
+                self._emit(DetectorSkipped, detector=name, reason="detectors need embeddings; "
+                                                                   f"{c.retriever} is a sparse retriever")
+            return
+        anchors, _, held, held_ids = self.detection_split()
+        per = dict(c.detector_params or {})
+        for name in c.detectors:
+            det = DETECTORS.create(name, per.get(name))
+            try:
+                det.fit(anchors)
+            except ConfigError as e:
+                self._emit(DetectorSkipped, detector=name, reason=str(e))
+                continue
+            cal = det.calibration
+            self._emit(DetectorFitted, detector=name, params=det.params.to_dict(), n_anchors=len(anchors),
+                       threshold=cal.threshold, threshold_in_sample=cal.threshold_in_sample,
+                       threshold_out_of_fold=cal.threshold_out_of_fold, info=det.fitted_info)
+            X = np.vstack([held, self._pvecs]) if len(held) else self._pvecs
+            s = det.score(X)
+            labels = [0] * len(held) + [1] * len(self._pvecs)
+            self._emit(DetectorScored, detector=name, doc_ids=tuple(held_ids) + tuple(p.doc.id for p in self.poisons),
+                       scores=tuple(float(x) for x in s), labels=tuple(labels),
+                       flagged=tuple(bool(x) for x in s > cal.threshold))
+
+    # ------------------------------------------------------------------ results
+    def summary(self) -> dict[str, Any]:
+        return summarize(self.events)
+
+
+def summarize(events: list[Event]) -> dict[str, Any]:
+    """The run's headline numbers, computed from its events only."""
+    started = next(e for e in events if isinstance(e, RunStarted))
+    built = next((e for e in events if isinstance(e, IndexBuilt)), None)
+    cfg = started.config
+    out: dict[str, Any] = {
+        "run_id": started.run_id,
+        "asr": {str(k): asr(events, k).value for k in ASR_KS},
+        "asr_top_k": asr(events, cfg["top_k"]).value,
+        "mean_poison_rank": mean_poison_rank(events).value,
+        "n_queries": sum(1 for e in events if isinstance(e, Retrieved)),
+        "corpus_size": built.n_docs if built else None,
+        "top_k": cfg["top_k"],
+        "injection": cfg["injection"],
+        "retriever": cfg["retriever"],
+        "attack": cfg["attack"],
+        "target": cfg["target"] if cfg["attack"] != "poisonedrag" else "poisonedrag",
+        "store_agreement": store_agreement(events).value,
+        "detectors": {},
+    }
+    if cfg["attack"] == "poisonedrag":
+        out["poisonedrag"] = {k: v.value for k, v in poisonedrag_prf(events, cfg["top_k"]).items()}
+    for e in events:
+        if isinstance(e, DetectorSkipped):
+            out["detectors"][e.detector] = {"skipped": e.reason}
+        elif isinstance(e, DetectorFitted):
+            m = detection(events, e.detector)
+            out["detectors"][e.detector] = {
+                **{k: v.value for k, v in m.items()},
+                "threshold": e.threshold, "threshold_in_sample": e.threshold_in_sample,
+                "n_anchors": e.n_anchors, "n_clean_held_out": m["tpr"].counts["clean_held_out"] if m else 0,
+                "n_poisons": m["tpr"].counts["poisons"] if m else 0,
+                **({"beta": e.info.get("beta")} if "beta" in e.info else {}),
+            }
+    return out
