@@ -2,5 +2,7 @@
 from .orthogonal import (TABLE3_ROWS, clean_retrieval_similarity, clean_similarity_table,
                          orthogonal_augmentation_pairs, orthogonal_augmentation_table)
 
-__all__ = ["TABLE3_ROWS", "clean_retrieval_similarity", "clean_similarity_table", "orthogonal_augmentation_pairs",
+from .views import detector_report, embedding_map, rounds_table
+
+__all__ = ["detector_report", "embedding_map", "rounds_table", "TABLE3_ROWS", "clean_retrieval_similarity", "clean_similarity_table", "orthogonal_augmentation_pairs",
            "orthogonal_augmentation_table"]

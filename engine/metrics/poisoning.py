@@ -85,23 +85,41 @@ def store_agreement(events: Sequence[Event]) -> MetricValue:
                        "searches where Chroma's top-K equalled exact search", {"agreed": ok, "searches": len(rs)})
 
 
-def detection(events: Sequence[Event], detector: str) -> dict[str, MetricValue]:
-    """TPR on poisons, FPR on held-out clean documents (out-of-fold and in-sample thresholds), AUROC."""
+def detector_scores(events: Sequence[Event], detector: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """All scores a detector gave so far (held-out clean: label 0, poisons: label 1)."""
+    s, y, ids = [], [], []
+    for e in events:
+        if isinstance(e, DetectorScored) and e.detector == detector:
+            s.extend(e.scores)
+            y.extend(e.labels)
+            ids.extend(e.doc_ids)
+    return np.asarray(s, dtype=float), np.asarray(y, dtype=int), ids
+
+
+def rates_at(scores: np.ndarray, labels: np.ndarray, threshold: float) -> tuple[float, float]:
+    """(TPR, FPR) when flagging scores above ``threshold``."""
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    tpr = float(np.mean(pos > threshold)) if len(pos) else float("nan")
+    fpr = float(np.mean(neg > threshold)) if len(neg) else float("nan")
+    return tpr, fpr
+
+
+def detection(events: Sequence[Event], detector: str, threshold: float | None = None) -> dict[str, MetricValue]:
+    """TPR on poisons, FPR on held-out clean documents (out-of-fold and in-sample thresholds), AUROC.
+
+    ``threshold`` overrides the fitted one (the UI's threshold slider)."""
     from sklearn.metrics import roc_auc_score
 
     fitted = next((e for e in events if isinstance(e, DetectorFitted) and e.detector == detector), None)
-    scored = next((e for e in events if isinstance(e, DetectorScored) and e.detector == detector), None)
-    if fitted is None or scored is None:
+    if fitted is None:
         return {}
-    s = np.asarray(scored.scores)
-    y = np.asarray(scored.labels)
-    pos, neg = s[y == 1], s[y == 0]
-    tpr = float(np.mean(pos > fitted.threshold)) if len(pos) else float("nan")
-    fpr = float(np.mean(neg > fitted.threshold)) if len(neg) else float("nan")
-    fpr_in = float(np.mean(neg > fitted.threshold_in_sample)) if len(neg) else float("nan")
-    tpr_in = float(np.mean(pos > fitted.threshold_in_sample)) if len(pos) else float("nan")
-    auroc = float(roc_auc_score(y, s)) if len(pos) and len(neg) else float("nan")
-    counts = {"poisons": int(len(pos)), "clean_held_out": int(len(neg)), "anchors": fitted.n_anchors}
+    s, y, _ = detector_scores(events, detector)
+    thr = fitted.threshold if threshold is None else threshold
+    tpr, fpr = rates_at(s, y, thr)
+    tpr_in, fpr_in = rates_at(s, y, fitted.threshold_in_sample)
+    n_pos, n_neg = int(np.sum(y == 1)), int(np.sum(y == 0))
+    auroc = float(roc_auc_score(y, s)) if n_pos and n_neg else float("nan")
+    counts = {"poisons": n_pos, "clean_held_out": n_neg, "anchors": fitted.n_anchors, "threshold": round(thr, 6)}
     return {
         "tpr": MetricValue("TPR", tpr, "poisons flagged / poisons", counts),
         "fpr": MetricValue("FPR", fpr, "held-out clean flagged / held-out clean (out-of-fold threshold)", counts),
@@ -115,8 +133,8 @@ def detection(events: Sequence[Event], detector: str) -> dict[str, MetricValue]:
 def roc_points(events: Sequence[Event], detector: str) -> tuple[np.ndarray, np.ndarray]:
     from sklearn.metrics import roc_curve
 
-    scored = next((e for e in events if isinstance(e, DetectorScored) and e.detector == detector), None)
-    if scored is None:
+    s, y, _ = detector_scores(events, detector)
+    if len(set(y.tolist())) < 2:
         return np.zeros(0), np.zeros(0)
-    fpr, tpr, _ = roc_curve(np.asarray(scored.labels), np.asarray(scored.scores))
+    fpr, tpr, _ = roc_curve(y, s)
     return fpr, tpr

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..metrics import asr_curve, roc_points
-from ..runs.events import DetectorFitted, DetectorScored, Event
+from ..metrics import asr_curve, detector_scores, roc_points
+from ..runs.events import DetectorFitted, Event
 
 
 def table1_heatmap(table: pd.DataFrame, k: int) -> go.Figure:
@@ -36,12 +36,11 @@ def asr_curves(events: Sequence[Event], ks: Sequence[int] = (1, 2, 5)) -> go.Fig
 
 def detector_histogram(events: Sequence[Event], detector: str) -> go.Figure:
     """Score distributions of held-out clean documents vs poisons, with the threshold (Figure 2)."""
-    scored = next((e for e in events if isinstance(e, DetectorScored) and e.detector == detector), None)
     fitted = next((e for e in events if isinstance(e, DetectorFitted) and e.detector == detector), None)
     fig = go.Figure()
-    if scored is None:
+    s, y, _ = detector_scores(events, detector)
+    if not len(s):
         return fig
-    s, y = np.asarray(scored.scores), np.asarray(scored.labels)
     fig.add_trace(go.Histogram(x=s[y == 0], name="clean (held out)", opacity=0.6, nbinsx=40))
     fig.add_trace(go.Histogram(x=s[y == 1], name="poisoned", opacity=0.6, nbinsx=40))
     if fitted is not None:
@@ -58,4 +57,51 @@ def roc_figure(events: Sequence[Event], detectors: Sequence[str]) -> go.Figure:
             fig.add_trace(go.Scatter(x=fpr, y=tpr, mode="lines", name=d))
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot"}, name="chance"))
     fig.update_layout(xaxis_title="false-positive rate", yaxis_title="true-positive rate")
+    return fig
+
+
+def score_histogram(clean: np.ndarray, poison: np.ndarray, threshold: float, name: str) -> go.Figure:
+    """Clean vs poisoned score distributions with a (possibly user-set) threshold (paper Figure 2)."""
+    fig = go.Figure()
+    fig.add_trace(go.Histogram(x=clean, name="clean (held out)", opacity=0.6, nbinsx=40))
+    fig.add_trace(go.Histogram(x=poison, name="poisoned", opacity=0.6, nbinsx=40))
+    fig.add_vline(x=threshold, line_dash="dash", annotation_text="threshold")
+    fig.update_layout(barmode="overlay", xaxis_title=f"{name} score", yaxis_title="documents",
+                      margin={"t": 30})
+    return fig
+
+
+def roc_from_scores(curves: dict[str, tuple[np.ndarray, np.ndarray]]) -> go.Figure:
+    """ROC curves from {detector: (clean scores, poison scores)}."""
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    fig = go.Figure()
+    for name, (clean, poison) in curves.items():
+        if len(clean) and len(poison):
+            y = np.r_[np.zeros(len(clean)), np.ones(len(poison))]
+            s = np.r_[clean, poison]
+            f, t, _ = roc_curve(y, s)
+            fig.add_trace(go.Scatter(x=f, y=t, mode="lines", name=f"{name} (AUROC {roc_auc_score(y, s):.3f})"))
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot"}, name="chance"))
+    fig.update_layout(xaxis_title="false-positive rate", yaxis_title="true-positive rate", margin={"t": 30})
+    return fig
+
+
+def embedding_scatter(df: pd.DataFrame, detector: str | None = None) -> go.Figure:
+    """2-D PCA map of a round: query, clean top-K, poison (marked by the detector's verdict), anchors."""
+    fig = go.Figure()
+    styles = {"anchor sample": ("#bbbbbb", "circle", 6), "clean top-K": ("#1f77b4", "circle", 10),
+              "query": ("#2ca02c", "star", 16), "poison": ("#d62728", "x", 14)}
+    for kind, (color, symbol, size) in styles.items():
+        part = df[df.kind == kind]
+        if part.empty:
+            continue
+        label = kind
+        if kind == "poison" and detector and f"{detector}_flagged" in part:
+            flagged = bool(part[f"{detector}_flagged"].eq(True).any())
+            label = f"poison ({'flagged' if flagged else 'missed'} by {detector})"
+        fig.add_trace(go.Scatter(x=part.x, y=part.y, mode="markers", name=label, text=part.doc_id,
+                                 hovertemplate="%{text}<extra></extra>",
+                                 marker={"color": color, "symbol": symbol, "size": size}))
+    fig.update_layout(xaxis_title="PC 1", yaxis_title="PC 2", margin={"t": 30})
     return fig

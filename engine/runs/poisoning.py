@@ -124,8 +124,10 @@ class PoisoningRun:
         self._pvecs = retriever.encode_documents([p.doc.text for p in self.poisons])[0] if base.dense else None
         self._tick("embedding queries and poisons", 2, 2)
         self._poisons_of: dict[str, list[int]] = {}
+        self._poison_row: dict[str, int] = {}
         for i, p in enumerate(self.poisons):
             self._poisons_of.setdefault(p.query_id, []).append(i)
+            self._poison_row[p.doc.id] = i
         if c.injection == "all-at-once":
             self.store.inject([p.doc for p in self.poisons], self._pvecs)
             self._emit(PoisonInjected, doc_ids=tuple(p.doc.id for p in self.poisons),
@@ -136,6 +138,7 @@ class PoisoningRun:
             # (a Chroma metadata filter + the same mask in exact scoring): each round then sees the
             # corpus plus its own poison alone, as if injected and removed around the query
             self.store.inject([p.doc for p in self.poisons], self._pvecs, groups=[p.query_id for p in self.poisons])
+        self._fit_detectors()
         self._prepared = True
         return self.events[start:]
 
@@ -165,6 +168,7 @@ class PoisoningRun:
                        scores=tuple(round(h.score, 6) for h in res.hits), ranks=tuple(h.rank for h in res.hits),
                        is_poison=tuple(h.is_poison for h in res.hits), target_ids=tuple(p.doc.id for p in m),
                        target_ranks=tuple(res.injected_ranks[p.doc.id] for p in m), store_agreed=res.store_agreed)
+            self._score_round_poisons(m)
             if one and m:
                 self._emit(PoisonRemoved, doc_ids=tuple(p.doc.id for p in m))
             self._emit(RoundEnded, round=i, query_id=q.id)
@@ -179,7 +183,6 @@ class PoisoningRun:
         while not self.done:
             self.step(64)
         start = len(self.events)
-        self._evaluate_detectors()
         self._emit(RunEnded, status="completed", summary=self.summary())
         self._finished = True
         self.close()
@@ -230,8 +233,14 @@ class PoisoningRun:
                 base.vectors[held_rows] if held_rows else np.zeros((0, base.vectors.shape[1])),
                 [ids[r] for r in held_rows])
 
-    def _evaluate_detectors(self) -> None:
+    def _fit_detectors(self) -> None:
+        """Fit each detector on the anchors and score the held-out clean documents (label 0).
+
+        Anchors depend only on the clean index and the protected queries, so detectors are ready
+        before the first round; each round then scores its own poisons (label 1), live.
+        """
         c = self.config
+        self._detectors: dict[str, Any] = {}
         if not c.detectors:
             return
         if not self.store.base.dense:
@@ -249,15 +258,25 @@ class PoisoningRun:
                 self._emit(DetectorSkipped, detector=name, reason=str(e))
                 continue
             cal = det.calibration
+            self._detectors[name] = det
             self._emit(DetectorFitted, detector=name, params=det.params.to_dict(), n_anchors=len(anchors),
                        threshold=cal.threshold, threshold_in_sample=cal.threshold_in_sample,
                        threshold_out_of_fold=cal.threshold_out_of_fold, info=det.fitted_info)
-            X = np.vstack([held, self._pvecs]) if len(held) else self._pvecs
+            if len(held):
+                s = det.score(held)
+                self._emit(DetectorScored, detector=name, doc_ids=tuple(held_ids), scores=tuple(map(float, s)),
+                           labels=(0,) * len(held), flagged=tuple(bool(x) for x in s > cal.threshold))
+
+    def _score_round_poisons(self, poisons: list[Poison]) -> None:
+        if not poisons or not getattr(self, "_detectors", None):
+            return
+        rows = [self._poison_row[p.doc.id] for p in poisons]
+        X = self._pvecs[rows]
+        for name, det in self._detectors.items():
             s = det.score(X)
-            labels = [0] * len(held) + [1] * len(self._pvecs)
-            self._emit(DetectorScored, detector=name, doc_ids=tuple(held_ids) + tuple(p.doc.id for p in self.poisons),
-                       scores=tuple(float(x) for x in s), labels=tuple(labels),
-                       flagged=tuple(bool(x) for x in s > cal.threshold))
+            self._emit(DetectorScored, detector=name, doc_ids=tuple(p.doc.id for p in poisons),
+                       scores=tuple(map(float, s)), labels=(1,) * len(poisons),
+                       flagged=tuple(bool(x) for x in s > det.calibration.threshold))
 
     # ------------------------------------------------------------------ results
     def summary(self) -> dict[str, Any]:

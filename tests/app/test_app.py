@@ -1,40 +1,163 @@
-"""Streamlit AppTest over every page: renders, main controls exist, the demo runs."""
+"""Streamlit AppTest over every page, the live stepping, session isolation and bad uploads."""
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from engine.config import PoisonConfig
+from engine.runs import PoisoningRun
+from engine.runs.events import Retrieved
+
 REPO = Path(__file__).resolve().parents[2]
-PAGES = sorted((REPO / "pages").glob("*.py"))
+PAGES = ["pages/home.py", "pages/pipeline.py", "pages/poisoning_lab.py"]
 
 
-def test_home_renders_and_runs_the_demo():
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600)
+def app(timeout=300) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=timeout)
     at.run()
     assert not at.exception
+    return at
+
+
+def prepare_lab(at: AppTest, limit: int = 6, target: str = "pii") -> AppTest:
+    at.switch_page("pages/poisoning_lab.py").run()
+    ni = next(n for n in at.number_input if n.label.startswith("How many"))
+    ni.set_value(limit)
+    next(s for s in at.selectbox if s.label == "Target information").set_value(target)
+    next(b for b in at.button if b.label == "Prepare attack").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_standalone(page):
+    at = AppTest.from_file(str(REPO / page), default_timeout=120)
+    at.run()
+    assert not at.exception
+
+
+def test_home_has_presets_and_tour():
+    at = app()
     assert at.selectbox[0].value == "quick-demo"
-    at.button[0].click().run()
-    assert not at.exception
-    assert not at.error, [e.value for e in at.error]
-    labels = [m.label for m in at.metric]
-    assert {"ASR@1", "ASR@2", "ASR@5"} <= set(labels)
-    assert float(at.metric[1].value) >= 0.9
+    assert {b.label for b in at.button} >= {"Run the demo", "Load preset only"}
+    assert any("Guided tour" in e.label for e in at.expander)
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
-def test_every_page_renders(page):
-    at = AppTest.from_file(str(page), default_timeout=120)
-    at.run()
-    assert not at.exception
-    assert len(at.selectbox) >= 3
+def test_pipeline_controls_build_and_try_a_query():
+    at = app()
+    at.switch_page("pages/pipeline.py").run()
+    assert {r.label for r in at.radio} >= {"Corpus source"}
+    assert any(s.label == "Retriever" for s in at.selectbox)
+    next(b for b in at.button if b.label == "Build index").click().run()
+    assert not at.error and any("Index ready" in c.value for c in at.caption)
+    at.text_input[0].set_value("What is a normal HbA1c?").run()
+    assert not at.exception and len(at.dataframe) == 1
+    assert len(at.dataframe[0].value) == 5
 
 
-def test_lab_bad_config_shows_an_error_not_a_traceback():
-    at = AppTest.from_file(str(REPO / "pages" / "1_Poisoning_lab.py"), default_timeout=300)
-    at.run()
-    sb = {s.label: s for s in at.selectbox}
-    sb["Target information"].set_value("custom")
-    at.number_input[0].set_value(3)
-    at.button[0].click().run()
-    assert not at.exception
+def test_run_the_demo_prepares_the_lab():
+    at = app()
+    next(b for b in at.button if b.label == "Run the demo").click().run()
+    assert not at.exception and not at.error
+    assert {"Step", "Play", "Reset"} <= {b.label for b in at.button}
+
+
+def test_stepping_matches_the_engine():
+    at = prepare_lab(app(), limit=6)
+    for _ in range(6):
+        at.button(key="btn_step").click().run()
+        assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    run = at.session_state["lab_run"]
+    assert run.done and run.finished
+    engine_run = PoisoningRun(PoisonConfig(limit=6, detectors=("l2", "mahalanobis"), seed=0))
+    engine_run.run()
+    for k in ("1", "2", "5"):
+        assert float(metrics[f"ASR@{k}"]) == pytest.approx(engine_run.summary()["asr"][k], abs=0.005)
+
+
+def test_play_and_reset():
+    at = prepare_lab(app(), limit=4)
+    at.button(key="btn_play").click().run()
+    assert at.session_state["lab_playing"] is True
+    at.button(key="btn_pause").click().run()
+    assert at.session_state["lab_playing"] is False
+    at.button(key="btn_step").click().run()
+    assert at.session_state["lab_run"]._round == 2  # Play attacks one question at once, then Step one more
+    at.button(key="btn_reset").click().run()
+    assert at.session_state["lab_run"]._round == 0 and not at.exception
+
+
+def test_lab_panels_render_after_steps():
+    at = prepare_lab(app(), limit=5)
+    for _ in range(3):
+        at.button(key="btn_step").click().run()
+    labels = {m.label for m in at.metric}
+    assert {"TPR", "FPR", "AUROC"} <= labels  # detector panel
+    assert len(at.get("download_button")) == 3
+    next(b for b in at.button if b.label == "Compute for this configuration").click().run()
+    assert not at.exception and len(at.dataframe) >= 3  # top-K + Tables 3 and 4
+
+
+def test_custom_target_without_text_is_a_friendly_error():
+    at = prepare_lab(app(), limit=3, target="custom")
     assert any("needs target text" in e.value for e in at.error)
+    assert at.session_state["lab_run"] is None
+
+
+def test_two_concurrent_sessions_never_see_each_others_poison():
+    """Two live sessions, interleaved: A injects all its poisons at once; B steps its own attack and
+    tries a query on its pipeline page meanwhile. Zero retrievals of A's poisons in B."""
+    at_a = app()
+    at_a.switch_page("pages/poisoning_lab.py").run()
+    next(n for n in at_a.number_input if n.label.startswith("How many")).set_value(8)
+    next(r for r in at_a.radio if r.label == "Injection").set_value("all-at-once")
+    next(b for b in at_a.button if b.label == "Prepare attack").click().run()
+    at_b = prepare_lab(app(), limit=8, target="diagnosis")
+    for _ in range(8):
+        at_a.button(key="btn_step").click().run()
+        at_b.button(key="btn_step").click().run()
+    a, b = at_a.session_state["lab_run"], at_b.session_state["lab_run"]
+    assert a.summary()["asr"]["5"] > 0.5, "A's poisons are live in A"
+    at_p = app()
+    at_p.switch_page("pages/pipeline.py").run()
+    at_p.text_input[0].set_value(a.queries[0].text).run()
+    tried = at_p.dataframe[0].value
+    a_texts = {p.doc.text for p in a.poisons}
+    b_texts = {b.store.text_of(d) for e in b.events if isinstance(e, Retrieved) for d in e.doc_ids}
+    assert not (b_texts & a_texts), "session B retrieved a document injected by session A"
+    assert not (set(tried["text"]) & a_texts), "a clean pipeline query saw session A's poison"
+    assert a.store.run_id != b.store.run_id
+
+
+BAD_UPLOADS = [
+    ("empty.txt", b"", "the file is empty"),
+    ("binary.txt", b"\x00\x01\x02\x03", "binary"),
+    ("latin1.txt", "caf\xe9 cr\xe8me".encode("latin-1"), "not valid UTF-8"),
+    ("broken.jsonl", b'{"text": "ok"}\n{not json}\n', "line 2 is not valid JSON"),
+    ("fake.pdf", b"this is not a pdf", "not a PDF file"),
+]
+
+
+@pytest.mark.parametrize("name,content,message", BAD_UPLOADS, ids=[b[0] for b in BAD_UPLOADS])
+def test_bad_uploads_give_a_clear_message_and_keep_the_app_usable(name, content, message):
+    at = app()
+    at.switch_page("pages/pipeline.py").run()
+    at.radio[0].set_value("Upload").run()
+    at.file_uploader[0].set_value([(name, content, "application/octet-stream"),
+                                   ("good.txt", b"Aspirin thins the blood.", "text/plain")]).run()
+    assert not at.exception
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert any("1 documents" in s.value for s in at.success)  # the good file is kept
+    next(b for b in at.button if b.label == "Build index").click().run()
+    assert not at.exception and any("Index ready" in c.value for c in at.caption)
+
+
+def test_oversized_upload_is_refused(monkeypatch):
+    from engine import corpora
+    monkeypatch.setattr(corpora, "MAX_UPLOAD_BYTES", 10)
+    at = app()
+    at.switch_page("pages/pipeline.py").run()
+    at.radio[0].set_value("Upload").run()
+    at.file_uploader[0].set_value(("big.txt", b"x" * 100, "text/plain")).run()
+    assert any("over the" in e.value for e in at.error)

@@ -180,3 +180,28 @@ def test_mpnet_assembly_refuses_a_hash_mismatch(tmp_path, monkeypatch):
     with pytest.raises(ModelUnavailableError, match="does not match the pinned"):
         packaged.assemble_mpnet(tmp_path / "mpnet")
     assert not (tmp_path / "mpnet" / ".verified").exists()
+
+
+def test_concurrent_runs_in_threads_stay_isolated(minilm, handbook):
+    import threading
+    index = shared_base_index(handbook, minilm)
+    q = "How is gout treated?"
+    seen: dict[str, set] = {}
+
+    def worker(name: str, inject: bool) -> None:
+        with RunStore(index) as s:
+            if inject:
+                s.inject([Document(f"poison-{name}", q + f" Contact {name}@example.com.", {})])
+            ids = set()
+            for _ in range(20):
+                ids |= {h.doc_id for h in s.search([q], 10)[0].hits}
+            seen[name] = ids
+
+    threads = [threading.Thread(target=worker, args=(f"t{i}", i % 2 == 0)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for name, ids in seen.items():
+        poisons = {i for i in ids if i.startswith("poison-")}
+        assert poisons == ({f"poison-{name}"} if int(name[1:]) % 2 == 0 else set()), (name, poisons)

@@ -1,0 +1,136 @@
+"""Poisoning-lab panels. Render only: runs step and compute in the engine."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from engine.analysis import detector_report, embedding_map, rounds_table
+from engine.metrics import asr, detection
+from engine.plots import asr_curves, embedding_scatter, roc_from_scores, score_histogram
+from engine.runs.events import DetectorFitted, DetectorSkipped, Retrieved, event_to_json
+
+
+def last_retrieval(run) -> Retrieved | None:
+    return next((e for e in reversed(run.events) if isinstance(e, Retrieved)), None)
+
+
+def render_round(run) -> None:
+    """The current round: attacker (query + poison), retriever (top-K, poison marked), detectors' verdicts."""
+    ret = last_retrieval(run)
+    if ret is None:
+        st.info("Press **Step** or **Play** to attack the first question.")
+        return
+    left, mid, right = st.columns([1, 2, 1])
+    with left:
+        st.markdown(f"**Attacker — question {ret.round + 1}/{len(run.queries)}**")
+        st.text(run.queries[ret.round].text)
+        for t in ret.target_ids:
+            st.caption("Poisoned document (question ⊕ target information):")
+            st.text(run.store.text_of(t))
+    with mid:
+        best = min(ret.target_ranks) if ret.target_ranks else None
+        st.markdown(f"**Retriever — top-{len(ret.doc_ids)}** · poison's exact rank: **{best}**"
+                    + ("" if ret.store_agreed else " · Chroma's HNSW answer differed; exact ranking shown"))
+        df = pd.DataFrame({"rank": ret.ranks, "score": ret.scores,
+                           "document": ["☣ POISON" if p else "clean" for p in ret.is_poison],
+                           "text": [run.store.text_of(d)[:300] for d in ret.doc_ids]})
+        st.dataframe(df.style.apply(lambda r: ["background-color: rgba(214,39,40,0.25)" if r["document"] != "clean"
+                                                else "" for _ in r], axis=1),
+                     hide_index=True, width="stretch")
+    with right:
+        st.markdown("**Detectors**")
+        verdicts = {}
+        for e in run.events[::-1]:
+            if getattr(e, "kind", "") == "detector_scored" and set(e.doc_ids) & set(ret.target_ids):
+                verdicts.setdefault(e.detector, any(e.flagged))
+            if isinstance(e, Retrieved) and e.round < ret.round:
+                break
+        if not verdicts:
+            st.caption("none switched on")
+        for name, flagged in verdicts.items():
+            st.markdown(f"{'🚩 flagged' if flagged else '✅ passed'} by **{name}**")
+
+
+def render_live_metrics(run) -> None:
+    n = sum(isinstance(e, Retrieved) for e in run.events)
+    cols = st.columns(3 + len(run.config.detectors))
+    for col, k in zip(cols, (1, 2, 5)):
+        m = asr(run.events, k)
+        col.metric(f"ASR@{k}", f"{m.value:.2f}" if n else "–", help=f"{m.formula}: {m.counts}")
+    for col, name in zip(cols[3:], run.config.detectors):
+        d = detection(run.events, name)
+        if d and n:
+            col.metric(f"{name} TPR / FPR", f"{d['tpr'].value:.2f} / {d['fpr'].value:.2f}",
+                       help="poisons flagged so far / held-out clean documents flagged")
+        else:
+            skipped = next((e.reason for e in run.events if isinstance(e, DetectorSkipped) and e.detector == name), None)
+            col.metric(f"{name}", "skipped" if skipped else "–", help=skipped)
+    if n:
+        st.plotly_chart(asr_curves(run.events), width="stretch", key="asr_curves")
+        st.caption("Running attack success: the share of attacked questions whose poison is in the top K.")
+
+
+def render_detectors(run) -> None:
+    fitted = [e for e in run.events if isinstance(e, DetectorFitted)]
+    if not fitted:
+        st.info("No detector fitted: switch detectors on in the attack setup (dense retrievers only).")
+        return
+    if not any(isinstance(e, Retrieved) for e in run.events):
+        st.info("Attack some questions first: the detectors score each poison as it is injected.")
+        return
+    curves = {}
+    for e in fitted:
+        with st.container(border=True):
+            st.markdown(f"**{e.detector}** — fitted on {e.n_anchors} clean anchor documents")
+            params = None
+            if e.detector == "mahalanobis":
+                grid = ["CV"] + [str(b) for b in (0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5)]
+                beta = st.select_slider("Shrinkage β", grid, value="CV", key=f"beta_{e.detector}",
+                                        help="CV = chosen by cross-validation on the anchors (paper App. C.2)")
+                params = None if beta == "CV" else {"beta": float(beta)}
+            rep = detector_report(run, e.detector, params)
+            lo = float(min(rep["clean_scores"].min(initial=rep["threshold"]), rep["poison_scores"].min(initial=rep["threshold"])))
+            hi = float(max(rep["clean_scores"].max(initial=rep["threshold"]), rep["poison_scores"].max(initial=rep["threshold"])))
+            thr = st.slider("Threshold", lo, hi if hi > lo else lo + 1.0, float(rep["calibrated_threshold"]),
+                            key=f"thr_{e.detector}_{params}",
+                            help="Starts at the 95th percentile of out-of-fold anchor scores")
+            if thr != rep["calibrated_threshold"]:
+                rep = detector_report(run, e.detector, params, threshold=thr)
+            c = st.columns(4)
+            c[0].metric("TPR", f"{rep['tpr']:.2f}")
+            c[1].metric("FPR", f"{rep['fpr']:.2f}")
+            c[2].metric("AUROC", f"{rep['auroc']:.3f}")
+            c[3].metric("β", f"{rep['info'].get('beta', '–')}")
+            st.plotly_chart(score_histogram(rep["clean_scores"], rep["poison_scores"], thr, e.detector),
+                            width="stretch", key=f"hist_{e.detector}")
+            st.caption("Clean held-out documents vs poisons; everything right of the dashed line is flagged.")
+            curves[e.detector] = (rep["clean_scores"], rep["poison_scores"])
+    st.plotly_chart(roc_from_scores(curves), width="stretch", key="roc")
+    st.caption("ROC: every threshold at once. The ℓ2-norm of a normalised model sits on the diagonal.")
+
+
+def render_embedding_map(run) -> None:
+    done = sum(isinstance(e, Retrieved) for e in run.events)
+    if not done:
+        st.info("Attack a question first.")
+        return
+    r = st.slider("Question", 1, done, done, key="map_round") if done > 1 else 1
+    df = embedding_map(run, r - 1)
+    if df.empty:
+        st.info("The embedding map needs a dense retriever.")
+        return
+    det = "mahalanobis" if "mahalanobis" in run.config.detectors else (run.config.detectors[0] if run.config.detectors else None)
+    st.plotly_chart(embedding_scatter(df, det), width="stretch", key="embmap")
+    st.caption("PCA of the question, its clean top-K, its poison and a sample of clean anchors: the poison sits "
+               "near the question but away from the cloud of clean documents.")
+
+
+def render_exports(run) -> None:
+    events = "\n".join(event_to_json(e) for e in run.events) + "\n"
+    c = st.columns(3)
+    c[0].download_button("Events (JSONL)", events, file_name=f"{run.run_id}-events.jsonl", mime="application/json")
+    c[1].download_button("Metrics per question (CSV)", rounds_table(run.events).to_csv(index=False),
+                         file_name=f"{run.run_id}-rounds.csv", mime="text/csv")
+    c[2].download_button("ASR curves (HTML)", asr_curves(run.events).to_html(include_plotlyjs=True),
+                         file_name=f"{run.run_id}-asr.html", mime="text/html")
+    st.caption("Every figure also has a camera button (top right) that saves it as PNG.")

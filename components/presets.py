@@ -1,0 +1,31 @@
+"""Load a preset into the session (pipeline + lab settings)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from components.state import close_run
+from engine.config import PoisonConfig, list_presets, load_preset
+from engine.errors import EngineError
+
+
+def poison_presets() -> list[dict]:
+    return [p for p in list_presets() if p["kind"] == "poison"]
+
+
+def apply_preset(name: str) -> bool:
+    try:
+        kind, cfg, _ = load_preset(name)
+    except EngineError as e:
+        st.error(f"Could not load preset {name}: {e}")
+        return False
+    if kind != "poison" or not isinstance(cfg, PoisonConfig):
+        st.error(f"{name} is a {kind} preset; run it with `python -m engine run {name}`.")
+        return False
+    close_run()
+    st.session_state["pipeline"] = {"corpus": cfg.corpus, "chunk_size": cfg.chunk_size,
+                                    "chunk_overlap": cfg.chunk_overlap, "retriever": cfg.retriever,
+                                    "top_k": cfg.top_k}
+    st.session_state["lab"] = {"queries": cfg.queries, "attack": cfg.attack, "target": cfg.target,
+                               "target_text": cfg.target_text, "injection": cfg.injection,
+                               "limit": cfg.limit or 0, "detectors": list(cfg.detectors), "seed": cfg.seed}
+    return True

@@ -1,0 +1,39 @@
+"""Home: what the playground shows, presets, a short guided tour."""
+from __future__ import annotations
+
+import streamlit as st
+
+from components.presets import apply_preset, poison_presets
+from components.state import init_state
+
+init_state()
+st.title("RAG Attack & Defense Playground")
+st.write("A retrieval-augmented generation (RAG) system answers from the documents its retriever finds. "
+         "Here you poison that knowledge base — a document made of a question plus an attacker's text — "
+         "watch it climb to the top of the results for that question, and see which detectors catch it. "
+         "Real embedding models, a real Chroma vector database, all on your machine.")
+
+presets = poison_presets()
+names = [p["name"] for p in presets]
+choice = st.selectbox("Preset", names, index=names.index("quick-demo") if "quick-demo" in names else 0,
+                      help="A whole configuration: corpus, retriever, query set, target, detectors")
+st.caption(next((p["description"] for p in presets if p["name"] == choice), ""))
+c1, c2 = st.columns(2)
+if c1.button("Run the demo", type="primary", help="Load the preset and open the poisoning lab"):
+    if apply_preset(choice):
+        st.session_state["lab_autoprepare"] = True
+        st.switch_page("pages/poisoning_lab.py")
+if c2.button("Load preset only"):
+    if apply_preset(choice):
+        st.success(f"Loaded {choice}: see the Pipeline and Poisoning lab pages.")
+
+with st.expander("Guided tour (3 steps)", expanded=True):
+    st.markdown(
+        "1. **Pipeline** — pick a corpus (the bundled clinic handbook, benchmark data, or your own files), "
+        "a retriever and K; build the index and try a query.\n"
+        "2. **Poisoning lab** — choose the questions to attack and the text to smuggle in (fake personal data, "
+        "a fake diagnosis, misinformation), then **Step** or **Play** through the attack: each question gets its "
+        "poisoned document and you see the rank it reaches. Attack success rate (ASR@K) grows as you go.\n"
+        "3. **Defend** — switch detectors on: the ℓ2-norm filter is blind for normalised models, while the "
+        "Mahalanobis distance over clean anchor documents separates poisons from clean text. Move the threshold "
+        "and watch true and false positives trade off; open *Why does it work?* to see the geometry.")

@@ -1,0 +1,91 @@
+"""Pipeline: corpus, chunking, retriever, K; build the index; try a query."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from components.state import close_run, data_dir, init_state, progress_callback
+from engine.corpora import BENCHMARK_CORPORA, BUNDLED, MAX_UPLOAD_BYTES, SUPPORTED_SUFFIXES
+from engine.embedders import RETRIEVERS
+from engine.errors import EngineError
+from engine.pipeline import Pipeline, PipelineConfig, documents_from_uploads
+
+init_state()
+st.title("Pipeline")
+st.caption("The retrieval half of a RAG system: which documents, cut into which chunks, embedded by which model, "
+           "and how many come back per question.")
+p = dict(st.session_state["pipeline"])
+OFFLINE = ["minilm", "mpnet", "e5-small", "bm25"]
+
+sources = ["Bundled", "Benchmark data", "Upload"]
+current = "Upload" if p["corpus"] == "upload" else ("Benchmark data" if p["corpus"] in BENCHMARK_CORPORA else "Bundled")
+source = st.radio("Corpus source", sources, index=sources.index(current), horizontal=True)
+if source == "Bundled":
+    corpus = st.selectbox("Corpus", list(BUNDLED), index=0)
+elif source == "Benchmark data":
+    names = list(BENCHMARK_CORPORA)
+    corpus = st.selectbox("Corpus", names, index=names.index(p["corpus"]) if p["corpus"] in names else 0)
+    if not data_dir():
+        st.warning("Benchmark corpora need the data dir: start the app with RAG_PLAYGROUND_DATA_DIR set "
+                   "(e.g. to ../shared/corpora).")
+else:
+    corpus = "upload"
+    files = st.file_uploader(f"Your documents ({', '.join(SUPPORTED_SUFFIXES)}; up to "
+                             f"{MAX_UPLOAD_BYTES // 2**20} MB each)", type=[s.lstrip('.') for s in SUPPORTED_SUFFIXES],
+                             accept_multiple_files=True, key="uploads")
+    if files:
+        docs, errors = documents_from_uploads(files)
+        for e in errors:
+            st.error(f"{e} — fix or remove this file; the others are kept.")
+        st.session_state["uploaded_docs"] = docs
+        if docs:
+            st.success(f"{len(docs)} documents from {len(files) - len(errors)} file(s) ready.")
+    elif st.session_state["uploaded_docs"]:
+        st.info(f"Using {len(st.session_state['uploaded_docs'])} previously uploaded documents.")
+
+c1, c2, c3, c4 = st.columns(4)
+chunking = c1.toggle("Chunk documents", value=p["chunk_size"] is not None)
+chunk_size = c2.number_input("Chunk size (tokens)", 16, 4096, int(p["chunk_size"] or 512), step=16, disabled=not chunking)
+chunk_overlap = c3.number_input("Overlap (tokens)", 0, 1024, int(p["chunk_overlap"]), step=8, disabled=not chunking)
+top_k = c4.number_input("Top-K", 1, 100, int(p["top_k"]))
+names = OFFLINE + [n for n in RETRIEVERS.names() if n not in OFFLINE]
+retriever = st.selectbox("Retriever", names, index=names.index(p["retriever"]) if p["retriever"] in names else 0,
+                         format_func=lambda n: f"{n} — {RETRIEVERS.describe(n)[:90]}")
+new = {"corpus": corpus, "chunk_size": int(chunk_size) if chunking else None, "chunk_overlap": int(chunk_overlap),
+       "retriever": retriever, "top_k": int(top_k)}
+if new != st.session_state["pipeline"]:
+    st.session_state["pipeline"] = new
+    close_run()  # a prepared attack belongs to the old pipeline
+
+
+def make_pipeline() -> Pipeline:
+    cfg = PipelineConfig(**new, data_dir=data_dir())
+    return Pipeline(cfg, uploaded=st.session_state["uploaded_docs"])
+
+
+if st.button("Build index", type="primary"):
+    bar = st.progress(0.0, text="loading corpus")
+    try:
+        pipe = make_pipeline()
+        index = pipe.build(progress=progress_callback(bar))
+        bar.empty()
+        st.session_state["pipeline_info"] = {"docs": len(pipe.corpus), "dim": None if index.vectors is None
+                                             else int(index.vectors.shape[1]), "embedded_now": index.n_encoded,
+                                             "similarity": pipe.retriever.similarity}
+    except EngineError as e:
+        bar.empty()
+        st.error(f"{e}")
+info = st.session_state.get("pipeline_info")
+if info:
+    st.caption(f"Index ready: {info['docs']:,} chunks, {info['similarity']} similarity"
+               + (f", {info['dim']}-d" if info["dim"] else "")
+               + f"; {info['embedded_now']:,} embedded now, the rest from the cache.")
+
+st.subheader("Try a query")
+q = st.text_input("Question", placeholder="e.g. What is a normal HbA1c?")
+if q:
+    try:
+        rows = make_pipeline().try_query(q, int(top_k))
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    except EngineError as e:
+        st.error(f"{e}")

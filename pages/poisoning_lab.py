@@ -1,0 +1,164 @@
+"""Poisoning lab: set up the attack, step through it live, inspect detectors and geometry."""
+from __future__ import annotations
+
+import streamlit as st
+
+from components.lab import (render_detectors, render_embedding_map, render_exports, render_live_metrics,
+                            render_round)
+from components.state import close_run, data_dir, init_state, progress_callback
+from engine.analysis.why import why_it_works
+from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
+from engine.config import INJECTION_MODES, PoisonConfig
+from engine.corpora import corpus_from_documents
+from engine.detectors import DETECTORS
+from engine.errors import EngineError
+from engine.queries import available_query_sets
+from engine.runs import PoisoningRun
+
+init_state()
+st.title("Poisoning lab")
+st.caption("Universal poisoning (q ⊕ target): the attacker appends its text to a question it expects users to ask, "
+           "and plants that document in the corpus.")
+p, lab = st.session_state["pipeline"], st.session_state["lab"]
+run = st.session_state["lab_run"]
+
+
+def build_config() -> PoisonConfig:
+    return PoisonConfig(corpus=p["corpus"] if p["corpus"] != "upload" else "upload", queries=lab["queries"],
+                        retriever=p["retriever"], attack=lab["attack"], target=lab["target"],
+                        target_text=lab["target_text"], injection=lab["injection"], limit=lab["limit"] or None,
+                        top_k=p["top_k"], detectors=tuple(lab["detectors"]), chunk_size=p["chunk_size"],
+                        chunk_overlap=p["chunk_overlap"], seed=lab["seed"], data_dir=data_dir())
+
+
+def prepare() -> None:
+    close_run()
+    bar = st.progress(0.0, text="starting")
+    try:
+        cfg = build_config()
+        corpus = None
+        if p["corpus"] == "upload":
+            corpus = corpus_from_documents("upload", st.session_state["uploaded_docs"], chunk_size=p["chunk_size"],
+                                           chunk_overlap=p["chunk_overlap"])
+        new = PoisoningRun(cfg, progress=progress_callback(bar), corpus=corpus)
+        new.prepare()
+        st.session_state["lab_run"] = new
+    except EngineError as e:
+        st.session_state["lab_error"] = str(e)  # shown after the rerun below
+    finally:
+        bar.empty()
+
+
+with st.expander("Attack setup", expanded=run is None):
+    with st.form("attack_setup"):
+        c1, c2, c3 = st.columns(3)
+        qsets = available_query_sets()
+        queries = c1.selectbox("Questions to attack", qsets, index=qsets.index(lab["queries"]) if lab["queries"] in qsets else 0)
+        limit = c1.number_input("How many (first N; 0 = all)", 0, 5000, int(lab["limit"] or 0))
+        attacks = POISONING_ATTACKS.names()
+        attack = c2.selectbox("Attack", attacks, index=attacks.index(lab["attack"]),
+                              format_func=lambda n: f"{n} — {POISONING_ATTACKS.describe(n)[:70]}")
+        injection = c2.radio("Injection", INJECTION_MODES, index=INJECTION_MODES.index(lab["injection"]),
+                             help="one-at-a-time: each question sees only its own poison (the paper); "
+                                  "all-at-once: every poison is in the corpus together")
+        target = c3.selectbox("Target information", TARGET_KINDS, index=TARGET_KINDS.index(lab["target"]),
+                              help="pii / diagnosis: generated fake records; nq / msmarco / hotpotqa: PoisonedRAG "
+                                   "misinformation (data dir); custom: your text")
+        target_text = c3.text_area("Your target text (custom)", lab["target_text"], height=80)
+        detectors = st.multiselect("Detectors", DETECTORS.names(), default=lab["detectors"],
+                                   format_func=lambda n: f"{n} — {DETECTORS.describe(n)[:60]}")
+        seed = st.number_input("Seed", 0, 10_000, int(lab["seed"]))
+        submitted = st.form_submit_button("Prepare attack", type="primary")
+    if submitted:
+        st.session_state["lab"] = lab = {"queries": queries, "attack": attack, "target": target,
+                                         "target_text": target_text, "injection": injection, "limit": int(limit),
+                                         "detectors": list(detectors), "seed": int(seed)}
+        prepare()
+        st.rerun()
+
+if st.session_state.pop("lab_autoprepare", False):
+    prepare()
+    st.rerun()
+
+if err := st.session_state.pop("lab_error", None):
+    st.error(f"{err} — change the attack setup above and prepare again.")
+run = st.session_state["lab_run"]
+if run is None:
+    st.stop()
+
+
+def step_once() -> None:
+    r = st.session_state["lab_run"]
+    if r is not None and not r.done:
+        r.step()
+        if r.done:
+            r.finish()
+
+
+def play() -> None:
+    st.session_state["lab_playing"] = True
+
+
+def pause() -> None:
+    st.session_state["lab_playing"] = False
+
+
+def reset() -> None:
+    cfg, corpus = st.session_state["lab_run"].config, st.session_state["lab_run"].store.base.corpus
+    close_run()
+    new = PoisoningRun(cfg, corpus=corpus)
+    new.prepare()
+    st.session_state["lab_run"] = new
+
+
+playing = st.session_state["lab_playing"] and not run.done
+speed = st.session_state["lab_speed"]
+
+
+@st.fragment(run_every=speed if playing else None)
+def live_panel() -> None:
+    r = st.session_state["lab_run"]
+    if st.session_state["lab_playing"] != playing:
+        st.rerun()  # Play/Pause changed: a full rerun starts or stops the fragment's timer
+    if playing:
+        step_once()
+        if r.done:
+            st.session_state["lab_playing"] = False
+            st.rerun()  # finished: stop the timer, refresh the panels below
+    c = st.columns([1, 1, 1, 4])
+    c[0].button("Step", on_click=step_once, disabled=r.done or playing, key="btn_step")
+    if playing:
+        c[1].button("Pause", on_click=pause, key="btn_pause")
+    else:
+        c[1].button("Play", on_click=play, disabled=r.done, key="btn_play")
+    c[2].button("Reset", on_click=reset, key="btn_reset")
+    c[3].caption(f"{r._round}/{len(r.queries)} questions attacked · corpus {len(r.store.base.corpus):,} documents · "
+                 + ("run complete" if r.done else ("playing" if playing else "paused")))
+    render_round(r)
+    render_live_metrics(r)
+
+
+st.slider("Seconds per step while playing", 0.2, 3.0, key="lab_speed", step=0.1)
+live_panel()
+
+tabs = st.tabs(["Detectors", "Why does it work?", "Embedding map", "Exports"])
+with tabs[0]:
+    render_detectors(run)
+with tabs[1]:
+    st.caption("Paper §4. Table 3: appending an unrelated text p to q moves f(q) mostly *perpendicular* to f(q), so "
+               "the poison keeps the question's similarity. Table 4: clean documents are far from their questions.")
+    key = f"why-{run.config.config_hash()}"
+    if st.button("Compute for this configuration", key="why_btn"):
+        try:
+            with st.spinner("embedding questions, targets and concatenations"):
+                st.session_state[key] = why_it_works(run.config.replace(limit=min(len(run.queries), 50)))
+        except EngineError as e:
+            st.error(f"{e}")
+    if key in st.session_state:
+        for name, df in st.session_state[key].items():
+            st.markdown(f"**{name.replace('_', ' ')}**")
+            st.dataframe(df, width="stretch")
+with tabs[2]:
+    render_embedding_map(run)
+with tabs[3]:
+    render_exports(run)

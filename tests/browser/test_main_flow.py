@@ -1,0 +1,185 @@
+"""End-to-end browser test: a real `streamlit run` driven by headless Debian chromium through Playwright.
+
+Flow: home -> Pipeline (build index) -> Poisoning lab (prepare 8 questions, Step x5) -> Detectors tab
+(move the Mahalanobis shrinkage slider). Screenshots go to tests/artifacts/ (git-ignored).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "tests" / "artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LONG = 120_000  # ms: model loading / index building on a small CPU box
+SHORT = 30_000
+T0 = time.monotonic()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200 and r.read().decode().strip() == "ok"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def streamlit_url():
+    port = _free_port()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    log = ARTIFACTS / "streamlit.log"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    cmd = [str(Path(sys.executable).with_name("streamlit")), "run", "app.py", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--server.headless", "true",
+           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    with open(log, "w") as logf:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=logf, stderr=subprocess.STDOUT)
+        try:
+            health = f"http://127.0.0.1:{port}/_stcore/health"
+            deadline = time.monotonic() + 90
+            while not _healthy(health):
+                if proc.poll() is not None:
+                    pytest.fail(f"streamlit exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+                if time.monotonic() > deadline:
+                    pytest.fail(f"streamlit not healthy after 90 s:\n{log.read_text()[-3000:]}")
+                time.sleep(0.5)
+            print(f"[{time.monotonic() - T0:6.1f}s] streamlit healthy on port {port}")
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def page(streamlit_url):
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian chromium (apt-get install chromium) for the browser test")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            pg = context.new_page()
+            pg.set_default_timeout(SHORT)
+            pg.goto(streamlit_url, wait_until="domcontentloaded")
+            yield pg
+        finally:
+            browser.close()
+
+
+def settle(page, timeout: int = LONG) -> None:
+    """Wait until Streamlit's "Running..." status widget is gone and no exception box is shown."""
+    page.wait_for_timeout(300)  # let a just-triggered rerun show its status widget
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+    assert_no_exception(page)
+
+
+def assert_no_exception(page) -> None:
+    from playwright.sync_api import expect
+
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    expect(page.get_by_text("Traceback")).to_have_count(0)
+
+
+def shot(page, name: str) -> None:
+    """Full-page screenshot. Streamlit scrolls inside its own container, not the document, so
+    full_page alone stops at the viewport: grow the viewport to the content height first."""
+    size = page.viewport_size
+    height = page.evaluate("""() => Math.max(...['[data-testid="stMain"]', '[data-testid="stAppViewContainer"]',
+        '[data-testid="stSidebarContent"]'].map(s => document.querySelector(s)?.scrollHeight || 0))""")
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], min(int(height), 8000))})
+    page.wait_for_timeout(500)  # let charts re-layout
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+    page.set_viewport_size(size)
+    print(f"[{time.monotonic() - T0:6.1f}s] {name}")
+
+
+def test_main_flow(page):
+    from playwright.sync_api import expect
+
+    main = page.locator('[data-testid="stMain"]')
+    sidebar = page.locator('[data-testid="stSidebar"]')
+
+    # Home
+    expect(page.get_by_role("heading", name="RAG Attack & Defense Playground")).to_be_visible(timeout=LONG)
+    expect(page.get_by_text("Guided tour (3 steps)")).to_be_visible()
+    settle(page)
+    shot(page, "01_home.png")
+
+    # Pipeline: build the index
+    sidebar.get_by_role("link", name="Pipeline").click()
+    expect(main.get_by_role("heading", name="Pipeline")).to_be_visible(timeout=LONG)
+    settle(page)
+    page.get_by_role("button", name="Build index").click()
+    expect(page.get_by_text("Index ready")).to_be_visible(timeout=LONG)
+    settle(page)
+    shot(page, "02_pipeline.png")
+
+    # Poisoning lab: prepare an attack on the first 8 questions
+    sidebar.get_by_role("link", name="Poisoning lab").click()
+    expect(main.get_by_role("heading", name="Poisoning lab")).to_be_visible(timeout=LONG)
+    settle(page)
+    form = page.locator('[data-testid="stForm"]')
+    expect(form).to_be_visible()
+    expect(page.get_by_text("Attack setup")).to_be_visible()
+    how_many = page.get_by_label("How many (first N; 0 = all)")
+    how_many.fill("8")
+    how_many.press("Tab")
+    page.get_by_role("button", name="Prepare attack").click()
+    step = page.get_by_role("button", name="Step", exact=True)
+    expect(step).to_be_visible(timeout=LONG)
+    expect(page.get_by_text("0/8 questions attacked")).to_be_visible(timeout=LONG)
+    settle(page)
+    shot(page, "03_lab_prepared.png")
+
+    # Step through five questions
+    for n in range(1, 6):
+        expect(step).to_be_enabled(timeout=LONG)
+        step.click()
+        expect(page.get_by_text(f"{n}/8 questions attacked")).to_be_visible(timeout=LONG)
+        settle(page)
+    expect(page.get_by_text("ASR@2").first).to_be_visible()
+    expect(page.get_by_text("poison's exact rank")).to_be_visible()
+    shot(page, "04_after_5_steps.png")
+
+    # Detectors tab: mahalanobis, TPR; move the Mahalanobis shrinkage slider
+    page.get_by_role("tab", name="Detectors").click()
+    panel = page.get_by_role("tabpanel", name="Detectors")
+    # Step reruns only the live-panel fragment; the tabs below must still reflect the attacked questions
+    expect(panel.get_by_text("Attack some questions first"),
+           "Detectors tab is stale after Step: it still says 'Attack some questions first' although 5/8 "
+           "questions were attacked (Step reruns only the live_panel fragment)").to_have_count(0, timeout=SHORT)
+    expect(panel.get_by_text("mahalanobis", exact=True).first).to_be_visible(timeout=LONG)
+    expect(panel.get_by_text("TPR", exact=True).first).to_be_visible()
+    beta = panel.get_by_role("slider", name="Shrinkage β")  # only the mahalanobis card has it
+    expect(beta).to_be_visible()
+    expect(beta).to_have_attribute("aria-valuetext", "CV")
+    beta.focus()
+    beta.press("ArrowRight")
+    expect(beta).to_have_attribute("aria-valuetext", "0.001", timeout=SHORT)
+    settle(page)
+    expect(panel.get_by_text("TPR", exact=True).first).to_be_visible(timeout=LONG)
+    expect(panel.get_by_text("0.001").first).to_be_visible()
+    assert_no_exception(page)
+    shot(page, "05_detectors.png")
