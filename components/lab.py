@@ -88,14 +88,15 @@ def render_detectors(run) -> None:
                 beta = st.select_slider("Shrinkage β", grid, value="CV", key=f"beta_{e.detector}",
                                         help="CV = chosen by cross-validation on the anchors (paper App. C.2)")
                 params = None if beta == "CV" else {"beta": float(beta)}
-            rep = detector_report(run, e.detector, params)
+            cache = st.session_state.setdefault("detector_cache", {})
+            rep = detector_report(run, e.detector, params, cache=cache)
             lo = float(min(rep["clean_scores"].min(initial=rep["threshold"]), rep["poison_scores"].min(initial=rep["threshold"])))
             hi = float(max(rep["clean_scores"].max(initial=rep["threshold"]), rep["poison_scores"].max(initial=rep["threshold"])))
             thr = st.slider("Threshold", lo, hi if hi > lo else lo + 1.0, float(rep["calibrated_threshold"]),
                             key=f"thr_{e.detector}_{params}",
                             help="Starts at the 95th percentile of out-of-fold anchor scores")
             if thr != rep["calibrated_threshold"]:
-                rep = detector_report(run, e.detector, params, threshold=thr)
+                rep = detector_report(run, e.detector, params, threshold=thr, cache=cache)
             c = st.columns(4)
             c[0].metric("TPR", f"{rep['tpr']:.2f}")
             c[1].metric("FPR", f"{rep['fpr']:.2f}")
@@ -126,11 +127,12 @@ def render_embedding_map(run) -> None:
 
 
 def render_exports(run) -> None:
-    events = "\n".join(event_to_json(e) for e in run.events) + "\n"
+    # files are generated when clicked (callables), not on every step
     c = st.columns(3)
-    c[0].download_button("Events (JSONL)", events, file_name=f"{run.run_id}-events.jsonl", mime="application/json")
-    c[1].download_button("Metrics per question (CSV)", rounds_table(run.events).to_csv(index=False),
-                         file_name=f"{run.run_id}-rounds.csv", mime="text/csv")
-    c[2].download_button("ASR curves (HTML)", asr_curves(run.events).to_html(include_plotlyjs=True),
-                         file_name=f"{run.run_id}-asr.html", mime="text/html")
+    c[0].download_button("Events (JSONL)", lambda: "\n".join(event_to_json(e) for e in list(run.events)) + "\n",
+                         file_name=f"{run.run_id}-events.jsonl", mime="application/json", on_click="ignore")
+    c[1].download_button("Metrics per question (CSV)", lambda: rounds_table(list(run.events)).to_csv(index=False),
+                         file_name=f"{run.run_id}-rounds.csv", mime="text/csv", on_click="ignore")
+    c[2].download_button("ASR curves (HTML)", lambda: asr_curves(list(run.events)).to_html(include_plotlyjs=True),
+                         file_name=f"{run.run_id}-asr.html", mime="text/html", on_click="ignore")
     st.caption("Every figure also has a camera button (top right) that saves it as PNG.")

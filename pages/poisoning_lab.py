@@ -126,12 +126,16 @@ def live_panel() -> None:
             st.session_state["lab_playing"] = False
             st.rerun()  # finished: stop the timer, refresh the panels below
     c = st.columns([1, 1, 1, 4])
-    c[0].button("Step", on_click=step_once, disabled=r.done or playing, key="btn_step")
+    if c[0].button("Step", disabled=r.done or playing, key="btn_step"):
+        step_once()
+        st.rerun()  # a full rerun, so the tabs below (detectors, map, exports) follow the step
     if playing:
         c[1].button("Pause", on_click=pause, key="btn_pause")
     else:
         c[1].button("Play", on_click=play, disabled=r.done, key="btn_play")
-    c[2].button("Reset", on_click=reset, key="btn_reset")
+    if c[2].button("Reset", key="btn_reset"):
+        reset()
+        st.rerun()
     c[3].caption(f"{r._round}/{len(r.queries)} questions attacked · corpus {len(r.store.base.corpus):,} documents · "
                  + ("run complete" if r.done else ("playing" if playing else "paused")))
     render_round(r)

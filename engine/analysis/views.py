@@ -76,17 +76,35 @@ def embedding_map(run: "PoisoningRun", round_index: int, n_background: int = 300
     return df
 
 
-def detector_report(run: "PoisoningRun", name: str, params: dict | None = None,
-                    threshold: float | None = None) -> dict[str, Any]:
-    """Re-fit one detector on the run's anchors with other parameters (e.g. β) and score the
-    held-out clean documents and the poisons attacked so far — without touching the run's events.
-    ``threshold`` overrides the calibrated one (the UI slider)."""
-    from sklearn.metrics import roc_auc_score
-
+def fit_detector(run: "PoisoningRun", name: str, params: dict | None = None, cache: dict | None = None):
+    """The run's own fitted detector (default parameters), or one re-fitted on the run's anchors with
+    other parameters (e.g. a fixed β); ``cache`` (any dict the caller keeps) avoids refitting."""
     from ..detectors import DETECTORS
 
+    key = (run.run_id, name, repr(sorted((params or {}).items())))
+    if cache is not None and key in cache:
+        return cache[key]
+    own = getattr(run, "_detectors", {}).get(name)
+    if params is None and own is not None:
+        det = own
+    else:
+        anchors, _, _, _ = run.detection_split()
+        det = DETECTORS.create(name, {**dict((run.config.detector_params or {}).get(name, {})), **(params or {})})
+        det.fit(anchors)
+    if cache is not None:
+        cache[key] = det
+    return det
+
+
+def detector_report(run: "PoisoningRun", name: str, params: dict | None = None, threshold: float | None = None,
+                    cache: dict | None = None) -> dict[str, Any]:
+    """Score the held-out clean documents and the poisons attacked so far with a detector (see
+    :func:`fit_detector`) — without touching the run's events. ``threshold`` overrides the
+    calibrated one (the UI slider)."""
+    from sklearn.metrics import roc_auc_score
+
+    det = fit_detector(run, name, params, cache)
     anchors, _, held, _ = run.detection_split()
-    det = DETECTORS.create(name, params).fit(anchors)
     attacked = [t for e in run.events if isinstance(e, Retrieved) for t in e.target_ids]
     rows = [run._poison_row[t] for t in attacked]
     sp = det.score(run._pvecs[rows]) if rows else np.zeros(0)

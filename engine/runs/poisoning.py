@@ -212,7 +212,13 @@ class PoisoningRun:
     # ------------------------------------------------------------------ detectors
     def detection_split(self) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
         """Anchors (clean docs retrieved for the fit half of the protected queries) and held-out
-        clean docs (retrieved for the other half, never used for fitting)."""
+        clean docs (retrieved for the other half, never used for fitting). Memoised per run."""
+        if getattr(self, "_split", None) is not None:
+            return self._split
+        self._split = self._compute_split()
+        return self._split
+
+    def _compute_split(self) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
         c = self.config
         base = self.store.base
         order = np.random.default_rng(c.seed).permutation(len(self.queries))

@@ -88,10 +88,26 @@ def page(streamlit_url):
             browser.close()
 
 
-def settle(page, timeout: int = LONG) -> None:
-    """Wait until Streamlit's "Running..." status widget is gone and no exception box is shown."""
-    page.wait_for_timeout(300)  # let a just-triggered rerun show its status widget
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+RUNNING = "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+
+
+def settle(page, timeout: int = LONG, quiet_ms: int = 1200) -> None:
+    """Wait until Streamlit's "Running..." status widget has been gone for ``quiet_ms`` in a row (it shows up
+    a moment after a rerun starts, and one rerun can trigger another), then check for exception boxes."""
+    deadline = time.monotonic() + timeout / 1000
+    quiet_since = None
+    while True:
+        if page.evaluate(RUNNING):
+            quiet_since = None
+            left = max(1, int((deadline - time.monotonic()) * 1000))
+            page.wait_for_function(f"() => !({RUNNING})()", timeout=left)
+        now = time.monotonic()
+        quiet_since = quiet_since or now
+        if now - quiet_since >= quiet_ms / 1000:
+            break
+        if now > deadline:
+            raise AssertionError(f"Streamlit still running after {timeout / 1000:.0f} s")
+        page.wait_for_timeout(100)
     assert_no_exception(page)
 
 
