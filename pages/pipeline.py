@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from components.text import md_escape
 from components.state import close_run, data_dir, init_state, progress_callback
 from engine.corpora import BENCHMARK_CORPORA, BUNDLED, MAX_UPLOAD_BYTES, SUPPORTED_SUFFIXES
 from engine.embedders import RETRIEVERS
@@ -36,7 +37,7 @@ else:
     if files:
         docs, errors = documents_from_uploads(files)
         for e in errors:
-            st.error(f"{e} — fix or remove this file; the others are kept.")
+            st.error(f"{md_escape(e)} — fix or remove this file; the others are kept.")
         st.session_state["uploaded_docs"] = docs
         if docs:
             st.success(f"{len(docs)} documents from {len(files) - len(errors)} file(s) ready.")
@@ -74,7 +75,7 @@ if st.button("Build index", type="primary"):
                                              "similarity": pipe.retriever.similarity}
     except EngineError as e:
         bar.empty()
-        st.error(f"{e}")
+        st.error(md_escape(e))
 info = st.session_state.get("pipeline_info")
 if info:
     st.caption(f"Index ready: {info['docs']:,} chunks, {info['similarity']} similarity"
@@ -88,4 +89,4 @@ if q:
         rows = make_pipeline().try_query(q, int(top_k))
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     except EngineError as e:
-        st.error(f"{e}")
+        st.error(md_escape(e))

@@ -5,6 +5,7 @@ import streamlit as st
 
 from components.lab import (render_detectors, render_embedding_map, render_exports, render_live_metrics,
                             render_round)
+from components.text import md_escape
 from components.state import close_run, data_dir, init_state, progress_callback
 from engine.analysis.why import why_it_works
 from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
@@ -81,7 +82,7 @@ if st.session_state.pop("lab_autoprepare", False):
     st.rerun()
 
 if err := st.session_state.pop("lab_error", None):
-    st.error(f"{err} — change the attack setup above and prepare again.")
+    st.error(f"{md_escape(err)} — change the attack setup above and prepare again.")
 run = st.session_state["lab_run"]
 if run is None:
     st.stop()
@@ -157,7 +158,7 @@ with tabs[1]:
             with st.spinner("embedding questions, targets and concatenations"):
                 st.session_state[key] = why_it_works(run.config.replace(limit=min(len(run.queries), 50)))
         except EngineError as e:
-            st.error(f"{e}")
+            st.error(md_escape(e))
     if key in st.session_state:
         for name, df in st.session_state[key].items():
             st.markdown(f"**{name.replace('_', ' ')}**")
