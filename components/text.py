@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~$])")
 
 
 def md_escape(text: str) -> str:
