@@ -13,5 +13,5 @@ page = st.navigation([
     st.Page("pages/pipeline.py", title="Pipeline", icon="🧱"),
     st.Page("pages/poisoning_lab.py", title="Poisoning lab", icon="☣️"),
 ])
-render_sidebar()
 page.run()
+render_sidebar()  # after the page, so it shows the state the page just produced

@@ -82,6 +82,11 @@ def render_detectors(run) -> None:
     for e in fitted:
         with st.container(border=True):
             st.markdown(f"**{e.detector}** — fitted on {e.n_anchors} clean anchor documents")
+            dim = run.store.base.vectors.shape[1]
+            if e.n_anchors < dim and e.detector != "l2":
+                st.warning(f"Only {e.n_anchors} anchors for {dim} embedding dimensions: the covariance is poorly "
+                           "estimated and clean documents from other topics get flagged. Protect more questions "
+                           "(anchors are the clean neighbours of half of them).")
             params = None
             if e.detector == "mahalanobis":
                 grid = ["CV"] + [str(b) for b in (0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5)]

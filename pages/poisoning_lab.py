@@ -85,7 +85,7 @@ if err := st.session_state.pop("lab_error", None):
     st.error(f"{md_escape(err)} — change the attack setup above and prepare again.")
 run = st.session_state["lab_run"]
 if run is None:
-    st.stop()
+    st.info("Set up the attack above and press **Prepare attack**.")
 
 
 def step_once() -> None:
@@ -112,58 +112,61 @@ def reset() -> None:
     st.session_state["lab_run"] = new
 
 
-playing = st.session_state["lab_playing"] and not run.done
-speed = st.session_state["lab_speed"]
+def render_lab(run: PoisoningRun) -> None:
+    playing = st.session_state["lab_playing"] and not run.done
+    speed = st.session_state["lab_speed"]
+
+    @st.fragment(run_every=speed if playing else None)
+    def live_panel() -> None:
+        r = st.session_state["lab_run"]
+        if st.session_state["lab_playing"] != playing:
+            st.rerun()  # Play/Pause changed: a full rerun starts or stops the fragment's timer
+        if playing:
+            step_once()
+            if r.done:
+                st.session_state["lab_playing"] = False
+                st.rerun()  # finished: stop the timer, refresh the panels below
+        c = st.columns([1, 1, 1, 4])
+        if c[0].button("Step", disabled=r.done or playing, key="btn_step"):
+            step_once()
+            st.rerun()  # a full rerun, so the tabs below (detectors, map, exports) follow the step
+        if playing:
+            c[1].button("Pause", on_click=pause, key="btn_pause")
+        else:
+            c[1].button("Play", on_click=play, disabled=r.done, key="btn_play")
+        if c[2].button("Reset", key="btn_reset"):
+            reset()
+            st.rerun()
+        c[3].caption(f"{r._round}/{len(r.queries)} questions attacked · corpus {len(r.store.base.corpus):,} documents · "
+                     + ("run complete" if r.done else ("playing" if playing else "paused")))
+        render_round(r)
+        render_live_metrics(r)
+
+    st.slider("Seconds per step while playing", 0.2, 3.0, key="lab_speed", step=0.1)
+    live_panel()
+
+    tabs = st.tabs(["Detectors", "Why does it work?", "Embedding map", "Exports"])
+    with tabs[0]:
+        render_detectors(run)
+    with tabs[1]:
+        st.caption("Paper §4. Table 3: appending an unrelated text p to q moves f(q) mostly *perpendicular* to f(q), so "
+                   "the poison keeps the question's similarity. Table 4: clean documents are far from their questions.")
+        key = f"why-{run.config.config_hash()}"
+        if st.button("Compute for this configuration", key="why_btn"):
+            try:
+                with st.spinner("embedding questions, targets and concatenations"):
+                    st.session_state[key] = why_it_works(run.config.replace(limit=min(len(run.queries), 50)))
+            except EngineError as e:
+                st.error(md_escape(e))
+        if key in st.session_state:
+            for name, df in st.session_state[key].items():
+                st.markdown(f"**{name.replace('_', ' ')}**")
+                st.dataframe(df, width="stretch")
+    with tabs[2]:
+        render_embedding_map(run)
+    with tabs[3]:
+        render_exports(run)
 
 
-@st.fragment(run_every=speed if playing else None)
-def live_panel() -> None:
-    r = st.session_state["lab_run"]
-    if st.session_state["lab_playing"] != playing:
-        st.rerun()  # Play/Pause changed: a full rerun starts or stops the fragment's timer
-    if playing:
-        step_once()
-        if r.done:
-            st.session_state["lab_playing"] = False
-            st.rerun()  # finished: stop the timer, refresh the panels below
-    c = st.columns([1, 1, 1, 4])
-    if c[0].button("Step", disabled=r.done or playing, key="btn_step"):
-        step_once()
-        st.rerun()  # a full rerun, so the tabs below (detectors, map, exports) follow the step
-    if playing:
-        c[1].button("Pause", on_click=pause, key="btn_pause")
-    else:
-        c[1].button("Play", on_click=play, disabled=r.done, key="btn_play")
-    if c[2].button("Reset", key="btn_reset"):
-        reset()
-        st.rerun()
-    c[3].caption(f"{r._round}/{len(r.queries)} questions attacked · corpus {len(r.store.base.corpus):,} documents · "
-                 + ("run complete" if r.done else ("playing" if playing else "paused")))
-    render_round(r)
-    render_live_metrics(r)
-
-
-st.slider("Seconds per step while playing", 0.2, 3.0, key="lab_speed", step=0.1)
-live_panel()
-
-tabs = st.tabs(["Detectors", "Why does it work?", "Embedding map", "Exports"])
-with tabs[0]:
-    render_detectors(run)
-with tabs[1]:
-    st.caption("Paper §4. Table 3: appending an unrelated text p to q moves f(q) mostly *perpendicular* to f(q), so "
-               "the poison keeps the question's similarity. Table 4: clean documents are far from their questions.")
-    key = f"why-{run.config.config_hash()}"
-    if st.button("Compute for this configuration", key="why_btn"):
-        try:
-            with st.spinner("embedding questions, targets and concatenations"):
-                st.session_state[key] = why_it_works(run.config.replace(limit=min(len(run.queries), 50)))
-        except EngineError as e:
-            st.error(md_escape(e))
-    if key in st.session_state:
-        for name, df in st.session_state[key].items():
-            st.markdown(f"**{name.replace('_', ' ')}**")
-            st.dataframe(df, width="stretch")
-with tabs[2]:
-    render_embedding_map(run)
-with tabs[3]:
-    render_exports(run)
+if run is not None:
+    render_lab(run)

@@ -3,6 +3,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh requirements-dev.txt
+# the real-browser test drives Debian's chromium (no browser download)
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "note: install Debian's chromium (sudo apt-get install chromium) for the browser test" >&2
+  fi
+fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # the benchmark data lies beside the repo (../shared/corpora) unless told otherwise
 if [ -z "${RAG_PLAYGROUND_DATA_DIR:-}" ] && [ -d ../shared/corpora ]; then

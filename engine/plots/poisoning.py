@@ -30,7 +30,8 @@ def asr_curves(events: Sequence[Event], ks: Sequence[int] = (1, 2, 5)) -> go.Fig
     for k in ks:
         y = asr_curve(events, k)
         fig.add_trace(go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines+markers", name=f"ASR@{k}"))
-    fig.update_layout(xaxis_title="queries attacked", yaxis_title="attack success rate", yaxis_range=[0, 1.05])
+    fig.update_layout(xaxis_title="queries attacked", yaxis_title="attack success rate", yaxis_range=[0, 1.05],
+                      xaxis={"tickformat": "d", "rangemode": "tozero"}, margin={"t": 30})
     return fig
 
 
