@@ -43,6 +43,7 @@ def prepare() -> None:
                                            chunk_overlap=p["chunk_overlap"])
         new = PoisoningRun(cfg, progress=progress_callback(bar), corpus=corpus)
         new.prepare()
+        new.progress = None  # the bar belongs to this script run; later steps run inside the fragment
         st.session_state["lab_run"] = new
     except EngineError as e:
         st.session_state["lab_error"] = str(e)  # shown after the rerun below
