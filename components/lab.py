@@ -97,9 +97,11 @@ def render_detectors(run) -> None:
             rep = detector_report(run, e.detector, params, cache=cache)
             lo = float(min(rep["clean_scores"].min(initial=rep["threshold"]), rep["poison_scores"].min(initial=rep["threshold"])))
             hi = float(max(rep["clean_scores"].max(initial=rep["threshold"]), rep["poison_scores"].max(initial=rep["threshold"])))
-            thr = st.slider("Threshold", lo, hi if hi > lo else lo + 1.0, float(rep["calibrated_threshold"]),
-                            key=f"thr_{e.detector}_{params}",
-                            help="Starts at the 95th percentile of out-of-fold anchor scores")
+            hi = hi if hi > lo else lo + abs(lo) * 1e-3 + 1e-12
+            thr = st.slider("Threshold", lo, hi, min(max(float(rep["calibrated_threshold"]), lo), hi),
+                            step=(hi - lo) / 200, format="%.4g", key=f"thr_{e.detector}_{params}",
+                            help="Starts at the 95th percentile of out-of-fold anchor scores, which flags about 5% "
+                                 "of clean documents like the anchors; with few anchors, many more")
             if thr != rep["calibrated_threshold"]:
                 rep = detector_report(run, e.detector, params, threshold=thr, cache=cache)
             c = st.columns(4)
@@ -112,7 +114,8 @@ def render_detectors(run) -> None:
             st.caption("Clean held-out documents vs poisons; everything right of the dashed line is flagged.")
             curves[e.detector] = (rep["clean_scores"], rep["poison_scores"])
     st.plotly_chart(roc_from_scores(curves), width="stretch", key="roc")
-    st.caption("ROC: every threshold at once. The ℓ2-norm of a normalised model sits on the diagonal.")
+    st.caption("ROC: every threshold at once. For a normalised model (all norms 1) the ℓ2-norm filter is at chance: "
+               "its curve stays near the diagonal, up to sampling noise with few documents.")
 
 
 def render_embedding_map(run) -> None:

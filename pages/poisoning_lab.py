@@ -127,7 +127,7 @@ def render_lab(run: PoisoningRun) -> None:
             if r.done:
                 st.session_state["lab_playing"] = False
                 st.rerun()  # finished: stop the timer, refresh the panels below
-        c = st.columns([1, 1, 1, 4])
+        c = st.columns([1, 1, 1, 9], gap="small")
         if c[0].button("Step", disabled=r.done or playing, key="btn_step"):
             step_once()
             st.rerun()  # a full rerun, so the tabs below (detectors, map, exports) follow the step

@@ -27,11 +27,15 @@ def table1_heatmap(table: pd.DataFrame, k: int) -> go.Figure:
 
 def asr_curves(events: Sequence[Event], ks: Sequence[int] = (1, 2, 5)) -> go.Figure:
     fig = go.Figure()
-    for k in ks:
+    styles = [("solid", "circle", 9), ("dash", "diamond", 7), ("dot", "square", 5)]
+    for i, k in enumerate(ks):
         y = asr_curve(events, k)
-        fig.add_trace(go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines+markers", name=f"ASR@{k}"))
+        dash, symbol, size = styles[i % len(styles)]
+        fig.add_trace(go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines+markers", name=f"ASR@{k}",
+                                 line={"dash": dash, "width": 2}, marker={"symbol": symbol, "size": size}))
     fig.update_layout(xaxis_title="queries attacked", yaxis_title="attack success rate", yaxis_range=[0, 1.05],
-                      xaxis={"tickformat": "d", "rangemode": "tozero"}, margin={"t": 30})
+                      xaxis={"tickformat": "d", "range": [0.5, max(1, len(asr_curve(events, ks[0]))) + 0.5]},
+                      margin={"t": 30})
     return fig
 
 
@@ -42,8 +46,8 @@ def detector_histogram(events: Sequence[Event], detector: str) -> go.Figure:
     s, y, _ = detector_scores(events, detector)
     if not len(s):
         return fig
-    fig.add_trace(go.Histogram(x=s[y == 0], name="clean (held out)", opacity=0.6, nbinsx=40))
-    fig.add_trace(go.Histogram(x=s[y == 1], name="poisoned", opacity=0.6, nbinsx=40))
+    fig.add_trace(go.Histogram(x=s[y == 0], name="clean (held out)", opacity=0.6, nbinsx=40, marker_color="#1f77b4"))
+    fig.add_trace(go.Histogram(x=s[y == 1], name="poisoned", opacity=0.7, nbinsx=40, marker_color="#d62728"))
     if fitted is not None:
         fig.add_vline(x=fitted.threshold, line_dash="dash", annotation_text="threshold (out-of-fold 95th pct)")
     fig.update_layout(barmode="overlay", xaxis_title=f"{detector} score", yaxis_title="documents")
@@ -64,8 +68,8 @@ def roc_figure(events: Sequence[Event], detectors: Sequence[str]) -> go.Figure:
 def score_histogram(clean: np.ndarray, poison: np.ndarray, threshold: float, name: str) -> go.Figure:
     """Clean vs poisoned score distributions with a (possibly user-set) threshold (paper Figure 2)."""
     fig = go.Figure()
-    fig.add_trace(go.Histogram(x=clean, name="clean (held out)", opacity=0.6, nbinsx=40))
-    fig.add_trace(go.Histogram(x=poison, name="poisoned", opacity=0.6, nbinsx=40))
+    fig.add_trace(go.Histogram(x=clean, name="clean (held out)", opacity=0.6, nbinsx=40, marker_color="#1f77b4"))
+    fig.add_trace(go.Histogram(x=poison, name="poisoned", opacity=0.7, nbinsx=40, marker_color="#d62728"))
     fig.add_vline(x=threshold, line_dash="dash", annotation_text="threshold")
     fig.update_layout(barmode="overlay", xaxis_title=f"{name} score", yaxis_title="documents",
                       margin={"t": 30})
