@@ -47,6 +47,9 @@ def prepare() -> None:
         st.session_state["lab_run"] = new
     except EngineError as e:
         st.session_state["lab_error"] = str(e)  # shown after the rerun below
+    except Exception as e:  # an engine bug: still a message, not a traceback
+        st.session_state["lab_error"] = (f"unexpected error ({type(e).__name__}: {e}); try another configuration "
+                                         "and please report this")
     finally:
         bar.empty()
 
@@ -91,10 +94,15 @@ if run is None:
 
 def step_once() -> None:
     r = st.session_state["lab_run"]
-    if r is not None and not r.done:
+    if r is None or r.done:
+        return
+    try:
         r.step()
         if r.done:
             r.finish()
+    except Exception as e:  # keep the app usable: stop playing and say what happened
+        st.session_state["lab_playing"] = False
+        st.session_state["lab_error"] = f"the step failed ({type(e).__name__}: {e}); press Reset to start over"
 
 
 def play() -> None:
