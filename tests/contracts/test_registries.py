@@ -63,3 +63,12 @@ def test_attack_crafts_one_document_per_target(name):
     assert len({p.doc.id for p in poisons}) == len(poisons)
     for p in poisons:
         assert p.doc.text.strip()
+
+
+def test_every_bundled_preset_validates():
+    from engine.config import PRESET_KINDS, list_presets, load_preset
+    presets = list_presets()
+    assert {"quick-demo", "universal-poisoning-table1"} <= {p["name"] for p in presets}
+    for p in presets:
+        kind, cfg, meta = load_preset(p["name"])
+        assert isinstance(cfg, PRESET_KINDS[kind]) and meta["description"].strip()
