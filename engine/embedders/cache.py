@@ -69,7 +69,9 @@ class EmbeddingCache:
                progress: Callable[[int, int], None] | None = None, batch_size: int = 1024) -> tuple[np.ndarray, int]:
         """Vectors for ``texts``, encoding only the missing ones; returns (matrix, n_encoded)."""
         cached = self.get_many(model, texts)
-        missing = list(dict.fromkeys(t for t, v in zip(texts, cached) if v is None))
+        # longest first, so each batch holds texts of similar length (little padding), as a single
+        # sorted encode call would, while progress is still reported batch by batch
+        missing = sorted(dict.fromkeys(t for t, v in zip(texts, cached) if v is None), key=len, reverse=True)
         new: dict[str, np.ndarray] = {}
         done = len(texts) - len(missing)
         if progress:
