@@ -17,7 +17,7 @@ def render_sidebar() -> None:
         if run is None:
             st.caption("no attack prepared")
         else:
-            done = run._round
+            done = run.rounds_done
             st.caption(f"{run.config.attack} / {run.config.target} · {done}/{len(run.queries)} queries · "
                        f"ASR@2 {asr(run.events, 2).value:.2f}" if done else
                        f"{run.config.attack} / {run.config.target} · ready, 0/{len(run.queries)} queries")

@@ -268,8 +268,9 @@ class RunStore:
             return self._vecs[doc_id]
         return self.base.vectors[self.base.id_to_row[doc_id]]
 
-    def _overlay_arrays(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """Injected ids, their search-space vectors and group labels (cached until the overlay changes)."""
+    def _overlay_arrays(self) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, int], Counter]:
+        """Injected ids, their search-space vectors, group labels, id → column and group sizes
+        (cached until the overlay changes)."""
         if self._over_cache is None:
             ids = list(self.injected)
             groups = np.asarray([self._group[i] for i in ids], dtype=object)
@@ -279,7 +280,7 @@ class RunStore:
                     V = V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-12)
             else:
                 V = np.zeros((0, self.base.vectors.shape[1] if self.base.dense else 0), dtype=np.float32)
-            self._over_cache = (ids, V, groups)
+            self._over_cache = (ids, V, groups, {d: j for j, d in enumerate(ids)}, Counter(groups.tolist()))
         return self._over_cache
 
     # ---------------------------------------------------------------- search
@@ -292,16 +293,15 @@ class RunStore:
         ``rank_ids``: per query, injected ids whose exact rank among all visible documents to report.
         """
         queries = list(queries)
+        inj_ids, V, inj_groups, col_of, group_size = self._overlay_arrays()
         n_docs = len(self.base.corpus) + (len(self.injected) if groups is None else
-                                          max((sum(1 for g in self._group.values() if g == grp) for grp in groups),
-                                              default=0))
+                                          min((group_size.get(g, 0) for g in groups), default=0))
         if k < 1:
             raise ConfigError(f"top-k must be at least 1, got {k}")
         if k > n_docs:
             raise ConfigError(f"top-k ({k}) is larger than the corpus ({n_docs} documents)")
         if not queries:
             return []
-        inj_ids, V, inj_groups = self._overlay_arrays()
         if groups is not None:
             visible = np.asarray(inj_groups)[None, :] == np.asarray(list(groups), dtype=object)[:, None]
         else:
@@ -326,7 +326,7 @@ class RunStore:
         kb = min(k, S_base.shape[1])
         top_base = np.argpartition(-S_base, kb - 1, axis=1)[:, :kb] if kb < S_base.shape[1] else \
             np.tile(np.arange(S_base.shape[1]), (len(queries), 1))
-        chroma = self._chroma_topk(Q, k, groups) if self.use_chroma else None
+        chroma = self._chroma_topk(Q, k, groups, group_size) if self.use_chroma else None
         ids_of = self.base.corpus.ids
         out = []
         for i in range(len(queries)):
@@ -343,15 +343,14 @@ class RunStore:
                 if not agreed:  # tied scores may legitimately order differently: accept equal score multisets
                     kth = exact[-1][1]
                     agreed = len(ch) == len(exact) and all(
-                        abs(sc - self._exact_score(i, d, S_base, S_over, inj_ids)) <= 1e-3 and sc >= kth - _TIE_TOL
+                        abs(sc - self._exact_score(i, d, S_base, S_over, col_of)) <= 1e-3 and sc >= kth - _TIE_TOL
                         for d, sc in ch)
                 if not agreed:
                     self.fallbacks += 1
             hits = tuple(Hit(d, sc, r, p) for r, (d, sc, p) in enumerate(exact, 1))
             ranks = {}
             for did in (rank_ids[i] if rank_ids is not None else ()):
-                j = inj_ids.index(did)
-                sc = S_over[i, j]
+                sc = S_over[i, col_of[did]]
                 above = int(np.count_nonzero(S_base[i] > sc + _TIE_TOL) + np.count_nonzero(S_over[i] > sc + _TIE_TOL))
                 tied = int(np.count_nonzero(np.abs(S_base[i] - sc) <= _TIE_TOL) +
                            np.count_nonzero(np.abs(S_over[i] - sc) <= _TIE_TOL)) - 1
@@ -363,13 +362,14 @@ class RunStore:
         self.searches += len(queries)
         return out
 
-    def _exact_score(self, i: int, did: str, S_base: np.ndarray, S_over: np.ndarray, inj_ids: list[str]) -> float:
-        if did in self.injected:
-            return float(S_over[i, inj_ids.index(did)])
+    def _exact_score(self, i: int, did: str, S_base: np.ndarray, S_over: np.ndarray, col_of: dict[str, int]) -> float:
+        if did in col_of:
+            return float(S_over[i, col_of[did]])
         row = self.base.id_to_row.get(did)
         return float(S_base[i, row]) if row is not None else float("nan")
 
-    def _chroma_topk(self, Q: np.ndarray, k: int, groups: Sequence[str] | None) -> list[list[tuple[str, float]]]:
+    def _chroma_topk(self, Q: np.ndarray, k: int, groups: Sequence[str] | None,
+                     group_size: Counter | None = None) -> list[list[tuple[str, float]]]:
         """Chroma's answer: the base collection and this run's overlay, merged by score."""
         res = self.base.collection.query(query_embeddings=Q, n_results=min(k, len(self.base.corpus)),
                                          include=["distances"])
@@ -381,8 +381,9 @@ class RunStore:
                 for m, ids, d in zip(merged, r["ids"], r["distances"]):
                     m.extend(zip(ids, (1.0 - np.asarray(d, dtype=np.float64)).tolist()))
             else:
+                sizes = group_size if group_size is not None else Counter(self._group.values())
                 for i, g in enumerate(groups):
-                    n_g = sum(1 for x in self._group.values() if x == g)
+                    n_g = sizes.get(g, 0)
                     if not n_g:
                         continue
                     r = self._overlay.query(query_embeddings=Q[i:i + 1], n_results=min(k, n_g),

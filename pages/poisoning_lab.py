@@ -146,7 +146,7 @@ def render_lab(run: PoisoningRun) -> None:
         if c[2].button("Reset", key="btn_reset"):
             reset()
             st.rerun()
-        c[3].caption(f"{r._round}/{len(r.queries)} questions attacked · corpus {len(r.store.base.corpus):,} documents · "
+        c[3].caption(f"{r.rounds_done}/{len(r.queries)} questions attacked · corpus {len(r.store.base.corpus):,} documents · "
                      + ("run complete" if r.done else ("playing" if playing else "paused")))
         render_round(r)
         render_live_metrics(r)

@@ -74,6 +74,11 @@ class PoisoningRun:
         return self.config.data_dir or None
 
     @property
+    def rounds_done(self) -> int:
+        """How many queries have been attacked so far."""
+        return self._round
+
+    @property
     def done(self) -> bool:
         return self._prepared and self._round >= len(self.queries)
 

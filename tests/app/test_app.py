@@ -83,9 +83,9 @@ def test_play_and_reset():
     at.button(key="btn_pause").click().run()
     assert at.session_state["lab_playing"] is False
     at.button(key="btn_step").click().run()
-    assert at.session_state["lab_run"]._round == 2  # Play attacks one question at once, then Step one more
+    assert at.session_state["lab_run"].rounds_done == 2  # Play attacks one question at once, then Step one more
     at.button(key="btn_reset").click().run()
-    assert at.session_state["lab_run"]._round == 0 and not at.exception
+    assert at.session_state["lab_run"].rounds_done == 0 and not at.exception
 
 
 def test_lab_panels_render_after_steps():
