@@ -9,7 +9,7 @@ from engine.runs import PoisoningRun
 from engine.runs.events import Retrieved
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = ["pages/home.py", "pages/pipeline.py", "pages/poisoning_lab.py"]
+PAGES = ["pages/home.py", "pages/pipeline.py", "pages/poisoning_lab.py", "pages/analysis.py"]
 
 
 def app(timeout=300) -> AppTest:
@@ -161,3 +161,15 @@ def test_oversized_upload_is_refused(monkeypatch):
     at.radio[0].set_value("Upload").run()
     at.file_uploader[0].set_value(("big.txt", b"x" * 100, "text/plain")).run()
     assert any("over the" in e.value for e in at.error)
+
+
+def test_analysis_page_correlates_features_with_poison_rank():
+    at = prepare_lab(app(), limit=12)
+    for _ in range(12):
+        at.button(key="btn_step").click().run()
+    at.switch_page("pages/analysis.py").run()
+    assert not at.exception and not at.error
+    assert {s.label for s in at.selectbox} >= {"x", "y"}
+    table = at.dataframe[0].value
+    assert len(table) == 5 and {"pearson_r", "pearson_p", "spearman_rho", "spearman_p", "n"} <= set(table.columns)
+    assert (table["n"] == 12).all()

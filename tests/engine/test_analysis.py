@@ -33,3 +33,22 @@ def test_why_it_works_for_a_configuration():
     tables = why_it_works(PoisonConfig(limit=15))
     assert set(tables) == {"table3_orthogonal_augmentation", "table4_clean_retrieval"}
     assert tables["table3_orthogonal_augmentation"].shape == (4, 3)
+
+
+def test_correlations_match_scipy():
+    import pandas as pd
+    from scipy import stats
+
+    from engine.analysis import correlate, query_features
+    from engine.runs import PoisoningRun
+
+    run = PoisoningRun(PoisonConfig(limit=20, detectors=()))
+    run.run()
+    df = query_features(run)
+    assert len(df) == 20 and df["angle_q_poison"].between(0, 90).all()
+    c = correlate(df, "query_words", "poison_rank")
+    assert c["n"] == 20
+    if df["poison_rank"].nunique() > 1:
+        assert abs(c["pearson_r"] - stats.pearsonr(df["query_words"], df["poison_rank"]).statistic) < 1e-12
+    const = correlate(pd.DataFrame({"a": [1, 2, 3], "b": [1, 1, 1]}), "a", "b")
+    assert const["n"] == 3 and const["pearson_r"] != const["pearson_r"]  # NaN when undefined

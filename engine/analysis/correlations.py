@@ -1,0 +1,67 @@
+"""Correlations across the queries of a run: what makes a poison rank high? (scipy statistics)"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..errors import ConfigError
+from ..runs.events import Retrieved
+
+if TYPE_CHECKING:
+    from ..runs.poisoning import PoisoningRun
+
+FEATURES = {
+    "query_words": "query length (words)",
+    "angle_q_poison": "angle between query and poison [°]",
+    "angle_q_top1_clean": "angle between query and its best clean document [°]",
+    "clean_top5_similarity": "mean similarity of the clean top-5",
+    "poison_rank": "poison's exact rank",
+    "success@2": "attack success at K=2 (0/1)",
+}
+
+
+def _angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    cos = np.einsum("ij,ij->i", a, b) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
+    return np.degrees(np.arccos(np.clip(cos, -1, 1)))
+
+
+def query_features(run: "PoisoningRun") -> pd.DataFrame:
+    """One row per attacked query of a (dense) run with the features of :data:`FEATURES`."""
+    if run.store is None or not run.store.base.dense:
+        raise ConfigError("correlations need a dense retriever run")
+    rets = [e for e in run.events if isinstance(e, Retrieved) and e.target_ids]
+    if not rets:
+        return pd.DataFrame(columns=["query_id", *FEATURES])
+    base = run.store.base
+    idx = {q.id: i for i, q in enumerate(run.queries)}
+    qi = np.asarray([idx[e.query_id] for e in rets])
+    Q = run._qvecs[qi].astype(np.float64)
+    P = run._pvecs[[run._poison_row[e.target_ids[0]] for e in rets]].astype(np.float64)
+    S = base.retriever.score(Q, base.vectors)
+    top5 = np.argsort(-S, axis=1)[:, :5]
+    best = base.vectors[top5[:, 0]].astype(np.float64)
+    return pd.DataFrame({
+        "query_id": [e.query_id for e in rets],
+        "query_words": [len(run.queries[i].text.split()) for i in qi],
+        "angle_q_poison": _angle(Q, P),
+        "angle_q_top1_clean": _angle(Q, best),
+        "clean_top5_similarity": np.take_along_axis(S, top5, axis=1).mean(axis=1),
+        "poison_rank": [min(e.target_ranks) for e in rets],
+        "success@2": [int(min(e.target_ranks) <= 2) for e in rets],
+    })
+
+
+def correlate(df: pd.DataFrame, x: str, y: str) -> dict[str, float]:
+    """Pearson r and Spearman ρ with their two-sided p-values (scipy.stats); NaN when undefined."""
+    d = df[[x, y]].dropna()
+    out = {"n": int(len(d)), "pearson_r": float("nan"), "pearson_p": float("nan"),
+           "spearman_rho": float("nan"), "spearman_p": float("nan")}
+    if len(d) >= 3 and d[x].nunique() > 1 and d[y].nunique() > 1:
+        r = stats.pearsonr(d[x], d[y])
+        s = stats.spearmanr(d[x], d[y])
+        out.update(pearson_r=float(r.statistic), pearson_p=float(r.pvalue),
+                   spearman_rho=float(s.statistic), spearman_p=float(s.pvalue))
+    return out

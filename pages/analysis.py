@@ -1,0 +1,40 @@
+"""Analysis: which properties of a question go with a well-ranked poison? (correlations, scipy)"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from components.state import init_state
+from components.text import md_escape
+from engine.analysis import FEATURES, correlate, query_features
+from engine.errors import EngineError
+from engine.plots import correlation_scatter
+
+init_state()
+st.title("Analysis")
+st.caption("Across the questions attacked in the current run: does the poison rank better for long questions, or "
+           "when the clean documents are far from the question (the paper's explanation, §4)?")
+run = st.session_state.get("lab_run")
+if run is None or run.rounds_done < 3:
+    st.info("Attack at least 3 questions in the Poisoning lab first.")
+else:
+    key = ("features", run.run_id, run.rounds_done)
+    try:
+        if st.session_state.get("analysis_key") != key:
+            st.session_state["analysis_df"] = query_features(run)
+            st.session_state["analysis_key"] = key
+        df: pd.DataFrame = st.session_state["analysis_df"]
+        names = list(FEATURES)
+        c1, c2 = st.columns(2)
+        x = c1.selectbox("x", names, index=names.index("query_words"), format_func=FEATURES.get)
+        y = c2.selectbox("y", names, index=names.index("poison_rank"), format_func=FEATURES.get)
+        st.plotly_chart(correlation_scatter(df, x, y, FEATURES, correlate(df, x, y)), width="stretch", key="corr")
+        st.caption("Each dot is one attacked question. A p-value below 0.05 means such a correlation would be "
+                   "unlikely by chance alone; with few questions, treat it as a hint.")
+        rows = [{"feature": FEATURES[f], **correlate(df, f, "poison_rank")} for f in names if f != "poison_rank"]
+        st.markdown("**Every feature against the poison's rank**")
+        st.dataframe(pd.DataFrame(rows).round(4), hide_index=True, width="stretch")
+        st.download_button("Per-question features (CSV)", df.to_csv(index=False), file_name=f"{run.run_id}-features.csv",
+                           mime="text/csv", on_click="ignore")
+    except EngineError as e:
+        st.error(md_escape(e))
