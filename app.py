@@ -13,6 +13,7 @@ page = st.navigation([
     st.Page("pages/pipeline.py", title="Pipeline", icon="🧱"),
     st.Page("pages/poisoning_lab.py", title="Poisoning lab", icon="☣️"),
     st.Page("pages/analysis.py", title="Analysis", icon="📈"),
+    st.Page("pages/sweeps.py", title="Sweeps", icon="🧮"),
 ])
 page.run()
 render_sidebar()  # after the page, so it shows the state the page just produced

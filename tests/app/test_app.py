@@ -9,7 +9,7 @@ from engine.runs import PoisoningRun
 from engine.runs.events import Retrieved
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = ["pages/home.py", "pages/pipeline.py", "pages/poisoning_lab.py", "pages/analysis.py"]
+PAGES = ["pages/home.py", "pages/pipeline.py", "pages/poisoning_lab.py", "pages/analysis.py", "pages/sweeps.py"]
 
 
 def app(timeout=300) -> AppTest:
@@ -173,3 +173,29 @@ def test_analysis_page_correlates_features_with_poison_rank():
     table = at.dataframe[0].value
     assert len(table) == 5 and {"pearson_r", "pearson_p", "spearman_rho", "spearman_p", "n"} <= set(table.columns)
     assert (table["n"] == 12).all()
+
+
+def test_sweep_runs_in_the_background_and_draws_the_heat_map():
+    at = app()
+    at.switch_page("pages/sweeps.py").run()
+    next(n for n in at.number_input if n.label.startswith("Questions per set")).set_value(5)
+    next(b for b in at.button if b.label == "Start sweep").click().run()
+    job = at.session_state["sweep_job"]
+    job.wait(300)
+    assert job.error is None and job.result.complete
+    at.run()
+    assert not at.exception
+    cells = at.dataframe[0].value
+    assert len(cells) == 4 and {"asr@2", "retriever", "target"} <= set(cells.columns)
+    assert any("heat map" in b.label.lower() for b in at.get("download_button"))
+
+
+def test_sweep_can_be_stopped():
+    from engine.config import SweepConfig
+    from engine.jobs import Job
+    from engine.sweep import run_sweep
+    cfg = SweepConfig(retrievers=("minilm", "bm25"), targets=("pii", "diagnosis"), limit=3)
+    job = Job("t", lambda progress, stop: run_sweep(cfg, progress=progress, should_stop=stop))
+    job.stop()  # asked to stop before the first cell
+    job.start().wait(120)
+    assert job.result is not None and not job.result.complete and job.result.cells.empty

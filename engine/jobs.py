@@ -1,0 +1,58 @@
+"""Background jobs: run a long engine task in a thread with progress, a stop flag and its result.
+
+UI-agnostic: the app polls ``progress`` and calls ``stop()``; the CLI does not need it.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass
+class Job:
+    """A task ``fn(progress, should_stop) -> result`` running in a daemon thread."""
+
+    name: str
+    fn: Callable[[Callable[[int, int, Any], None], Callable[[], bool]], Any]
+    done_count: int = 0
+    total: int = 0
+    last: Any = None
+    result: Any = None
+    error: str | None = None
+    started: float = field(default_factory=time.time)
+    finished: float | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> "Job":
+        self._thread = threading.Thread(target=self._run, name=f"job-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _progress(self, done: int, total: int, last: Any = None) -> None:
+        self.done_count, self.total, self.last = done, total, last
+
+    def _run(self) -> None:
+        try:
+            self.result = self.fn(self._progress, self._stop.is_set)
+        except Exception as e:  # reported to the caller, never raised in the thread
+            self.error = f"{type(e).__name__}: {e}"
+        finally:
+            self.finished = time.time()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)

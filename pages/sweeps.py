@@ -1,0 +1,86 @@
+"""Sweeps: the paper's Table 1 as a grid you launch here — ASR@K per corpus × retriever × query set × target."""
+from __future__ import annotations
+
+import streamlit as st
+
+from components.state import data_dir, init_state
+from components.text import md_escape
+from engine.attacks.poisoning import TARGET_KINDS
+from engine.config import SweepConfig
+from engine.corpora import available_corpora
+from engine.errors import EngineError
+from engine.jobs import Job
+from engine.plots import table1_heatmap
+from engine.queries import available_query_sets
+from engine.sweep import grid, run_sweep
+
+init_state()
+st.title("Sweeps")
+st.caption("Universal poisoning over a grid of configurations (paper Table 1). Each cell attacks the first N "
+           "questions of a set with each target kind and reports the top-K attack success rate. It runs in the "
+           "background: you can switch pages and come back, or stop it.")
+job: Job | None = st.session_state.get("sweep_job")
+
+with st.form("sweep_setup"):
+    c1, c2 = st.columns(2)
+    corpora = c1.multiselect("Corpora", available_corpora(), default=["clinic_handbook"])
+    retrievers = c1.multiselect("Retrievers", ["minilm", "mpnet", "e5-small", "bm25"], default=["minilm", "bm25"])
+    query_sets = c2.multiselect("Query sets", available_query_sets(), default=["clinic_handbook"])
+    targets = c2.multiselect("Targets", [t for t in TARGET_KINDS if t != "custom"], default=["pii", "diagnosis"])
+    c3, c4, c5 = st.columns(3)
+    limit = c3.number_input("Questions per set (first N)", 1, 5000, 20)
+    variants = c4.number_input("Target documents per kind (averaged)", 1, 5, 1)
+    k = c5.number_input("K of ASR@K", 1, 20, 2)
+    start = st.form_submit_button("Start sweep", type="primary", disabled=bool(job and job.running))
+if start:
+    try:
+        cfg = SweepConfig(corpora=tuple(corpora), retrievers=tuple(retrievers), query_sets=tuple(query_sets),
+                          targets=tuple(targets), limit=int(limit), variants=int(variants), k=int(k),
+                          chunk_size=None if corpora == ["bioasq"] else 512, data_dir=data_dir())
+        if not grid(cfg):
+            raise EngineError("choose at least one corpus, retriever, query set and target")
+        st.session_state["sweep_cfg"] = cfg
+        st.session_state["sweep_job"] = job = Job("sweep", lambda progress, stop: run_sweep(
+            cfg, progress=progress, should_stop=stop)).start()
+        st.rerun()
+    except EngineError as e:
+        st.error(md_escape(e))
+
+
+@st.fragment(run_every=1.0 if job and job.running else None)
+def progress_panel() -> None:
+    j: Job | None = st.session_state.get("sweep_job")
+    if j is None:
+        st.info("Choose a grid and press **Start sweep**.")
+        return
+    n = len(grid(st.session_state["sweep_cfg"]))
+    st.progress(j.done_count / max(n, 1), text=f"{j.done_count}/{n} cells"
+                + (" · stopping…" if j.stopped and j.running else "") + (" · running" if j.running else ""))
+    if j.running:
+        if st.button("Stop after this cell", key="sweep_stop"):
+            j.stop()
+        return
+    if j.error:
+        st.error(f"The sweep failed: {md_escape(j.error)}")
+        return
+    if j.result is not None and not drawn:
+        st.rerun()  # finished while the timer polled: one full rerun draws the results below
+
+
+drawn = job is not None and not job.running  # this full run draws the results itself
+progress_panel()
+if job is not None and not job.running and job.result is not None:
+    cfg = st.session_state["sweep_cfg"]
+    res = job.result
+    if not res.complete:
+        st.warning("Stopped early: the table shows the cells that finished.")
+    table = res.table1(cfg.k)
+    fig = table1_heatmap(table, cfg.k)
+    st.plotly_chart(fig, width="stretch", key="sweep_heatmap")
+    st.caption("Darker = the poison reaches the top K for more of the attacked questions.")
+    st.dataframe(res.cells.round(3), hide_index=True, width="stretch")
+    c = st.columns(2)
+    c[0].download_button("Cells (CSV)", res.cells.to_csv(index=False), file_name="sweep_cells.csv", mime="text/csv",
+                         on_click="ignore")
+    c[1].download_button("Heat map (HTML)", lambda: fig.to_html(include_plotlyjs=True), file_name="sweep_heatmap.html",
+                         mime="text/html", on_click="ignore")
