@@ -14,6 +14,7 @@ page = st.navigation([
     st.Page("pages/poisoning_lab.py", title="Poisoning lab", icon="☣️"),
     st.Page("pages/analysis.py", title="Analysis", icon="📈"),
     st.Page("pages/sweeps.py", title="Sweeps", icon="🧮"),
+    st.Page("pages/runs.py", title="Saved runs", icon="🗂️"),
 ])
 page.run()
 render_sidebar()  # after the page, so it shows the state the page just produced

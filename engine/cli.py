@@ -82,7 +82,6 @@ def _run_poison(cfg, args) -> int:
         run.close()
     s = run.summary()
     if run.out_dir:
-        (run.out_dir / "summary.json").write_text(json.dumps(_clean(s), indent=2))
         s["out_dir"] = str(run.out_dir)
     if not args.json or not args.quiet:
         _print_summary(s)

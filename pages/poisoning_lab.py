@@ -14,6 +14,7 @@ from engine.corpora import corpus_from_documents
 from engine.detectors import DETECTORS
 from engine.errors import EngineError
 from engine.queries import available_query_sets
+from engine.report import runs_dir
 from engine.runs import PoisoningRun
 
 init_state()
@@ -41,7 +42,7 @@ def prepare() -> None:
         if p["corpus"] == "upload":
             corpus = corpus_from_documents("upload", st.session_state["uploaded_docs"], chunk_size=p["chunk_size"],
                                            chunk_overlap=p["chunk_overlap"])
-        new = PoisoningRun(cfg, progress=progress_callback(bar), corpus=corpus)
+        new = PoisoningRun(cfg, progress=progress_callback(bar), corpus=corpus, out_dir=runs_dir())
         new.prepare()
         new.progress = None  # the bar belongs to this script run; later steps run inside the fragment
         st.session_state["lab_run"] = new
@@ -116,7 +117,7 @@ def pause() -> None:
 def reset() -> None:
     cfg, corpus = st.session_state["lab_run"].config, st.session_state["lab_run"].store.base.corpus
     close_run()
-    new = PoisoningRun(cfg, corpus=corpus)
+    new = PoisoningRun(cfg, corpus=corpus, out_dir=runs_dir())
     new.prepare()
     st.session_state["lab_run"] = new
 

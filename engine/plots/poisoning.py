@@ -120,3 +120,14 @@ def correlation_scatter(df: pd.DataFrame, x: str, y: str, labels: dict[str, str]
              f"Spearman ρ = {stats_['spearman_rho']:.2f} (p = {stats_['spearman_p']:.2g}), n = {stats_['n']}")
     fig.update_layout(xaxis_title=labels.get(x, x), yaxis_title=labels.get(y, y), title=title, margin={"t": 40})
     return fig
+
+
+def asr_compare(runs: dict[str, Sequence[Event]], k: int = 2) -> go.Figure:
+    """Running ASR@K of several runs overlaid."""
+    fig = go.Figure()
+    for name, events in runs.items():
+        y = asr_curve(list(events), k)
+        fig.add_trace(go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines", name=name))
+    fig.update_layout(xaxis_title="queries attacked", yaxis_title=f"ASR@{k}", yaxis_range=[0, 1.05],
+                      xaxis={"tickformat": "d"}, margin={"t": 30})
+    return fig

@@ -143,13 +143,19 @@ class RunEnded(Event):
 
 
 def _jsonable(v: Any) -> Any:
+    """Plain JSON values: tuples → lists, numpy scalars → Python, NaN → null."""
+    if isinstance(v, float) and v != v:
+        return None
     if isinstance(v, dict):
         return {str(k): _jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
     if hasattr(v, "item") and callable(v.item):  # numpy scalars
-        return v.item()
+        return _jsonable(v.item())
     return v
+
+
+jsonable = _jsonable
 
 
 def event_to_json(e: Event) -> str:

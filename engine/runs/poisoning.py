@@ -29,7 +29,7 @@ from ..store import RunStore, StoreSettings, shared_base_index
 from ..types import Query
 from .events import (DetectorFitted, DetectorScored, DetectorSkipped, Event, IndexBuilt, PoisonInjected,
                      PoisonRemoved, QueryIssued, Retrieved, RoundEnded, RoundStarted, RunEnded, RunStarted,
-                     event_to_json)
+                     event_to_json, jsonable)
 from .manifest import build_manifest
 
 Progress = Callable[[str, int, int], None]
@@ -190,6 +190,8 @@ class PoisoningRun:
         start = len(self.events)
         self._emit(RunEnded, status="completed", summary=self.summary())
         self._finished = True
+        if self.out_dir:
+            (self.out_dir / "summary.json").write_text(json.dumps(jsonable(self.summary()), indent=2, default=str))
         self.close()
         return self.events[start:]
 

@@ -9,7 +9,7 @@ from engine.runs import PoisoningRun
 from engine.runs.events import Retrieved
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = ["pages/home.py", "pages/pipeline.py", "pages/poisoning_lab.py", "pages/analysis.py", "pages/sweeps.py"]
+PAGES = ["pages/home.py", "pages/pipeline.py", "pages/poisoning_lab.py", "pages/analysis.py", "pages/sweeps.py", "pages/runs.py"]
 
 
 def app(timeout=300) -> AppTest:
@@ -199,3 +199,34 @@ def test_sweep_can_be_stopped():
     job.stop()  # asked to stop before the first cell
     job.start().wait(120)
     assert job.result is not None and not job.result.complete and job.result.cells.empty
+
+
+def test_lab_runs_are_saved_and_can_be_compared_and_reported(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAG_PLAYGROUND_CACHE", str(tmp_path))  # an empty run folder, same embeddings semantics
+    from engine.embedders import cache as cache_mod
+    cache_mod._shared.clear()
+    at = prepare_lab(app(), limit=3)
+    for _ in range(3):
+        at.button(key="btn_step").click().run()
+    at2 = prepare_lab(app(), limit=3, target="diagnosis")
+    at2.button(key="btn_step").click().run()  # a second, unfinished run
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception
+    saved = at.dataframe[0].value
+    assert len(saved) == 2 and saved["finished"].sum() == 1
+    ms = at.multiselect[0]
+    ms.set_value(list(saved["run_id"])).run()
+    table = at.dataframe[1].value
+    assert table.shape[1] == 2 and "ASR@2" in table.index
+    assert len(at.get("download_button")) == 2
+    cache_mod._shared.clear()
+
+
+def test_html_report_escapes_corpus_text():
+    from engine.report import run_report_html
+    run = PoisoningRun(PoisonConfig(limit=2, detectors=("mahalanobis",), target="custom",
+                                    target_text="<script>alert('x')</script> call now"))
+    run.run()
+    page = run_report_html(run.events)
+    assert "<script>alert('x')</script>" not in page and "&lt;script&gt;" in page
+    assert page.count("<h2>") >= 5 and "ASR@2" in page
