@@ -49,7 +49,7 @@ class PoisonConfig(Params):
 
     def resolved_attack_params(self) -> dict[str, Any]:
         ap = dict(self.attack_params or {})
-        if self.attack in ("universal", "paraphrased"):
+        if self.attack in ("universal", "paraphrased", "camouflaged"):
             ap.setdefault("target", self.target)
             if self.target_text:
                 ap.setdefault("target_text", self.target_text)

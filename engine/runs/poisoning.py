@@ -103,7 +103,6 @@ class PoisoningRun:
         self.queries = load_queries(c.queries, data_dir=self.data_dir, limit=c.limit)
         if c.top_k > len(corpus):
             raise ConfigError(f"top-k ({c.top_k}) is larger than the corpus ({len(corpus)} documents)")
-        self.poisons = attack.craft(self.queries)
         if self.out_dir:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             self._sink = open(self.out_dir / "events.jsonl", "w", encoding="utf-8")
@@ -124,6 +123,10 @@ class PoisoningRun:
                    dim=int(base.vectors.shape[1]) if base.dense else 0, n_embedded_now=base.n_encoded,
                    seconds=round(time.perf_counter() - t0, 3))
         self.store = RunStore(base, settings=settings, run_id=self.run_id.replace("_", "-"))
+        if getattr(attack, "needs_index", False):  # adaptive attackers query the clean retriever first
+            from ..attacks.poisoning import clean_searcher
+            attack.bind(clean_searcher(base))
+        self.poisons = attack.craft(self.queries)
         self._tick("embedding queries and poisons", 0, 2)
         self._qvecs = retriever.encode_queries([q.text for q in self.queries]) if base.dense else None
         self._pvecs = retriever.encode_documents([p.doc.text for p in self.poisons])[0] if base.dense else None

@@ -58,7 +58,10 @@ def test_bm25_scores_lexically():
 def test_attack_crafts_one_document_per_target(name):
     qs = [Query("q1", "Is aspirin useful after a heart attack?", {"adv_texts": ("a", "b", "c", "d", "e")}),
           Query("q2", "What does HbA1c measure?", {"adv_texts": ("f", "g", "h", "i", "j")})]
-    poisons = make_attack(name).craft(qs)
+    attack = make_attack(name)
+    if getattr(attack, "needs_index", False):
+        attack.bind(lambda texts, k: [["a clean neighbour document"] * k for _ in texts])
+    poisons = attack.craft(qs)
     assert {p.query_id for p in poisons} == {"q1", "q2"}
     assert len({p.doc.id for p in poisons}) == len(poisons)
     for p in poisons:

@@ -141,3 +141,17 @@ def test_bad_config_values():
         PoisoningRun(PoisonConfig(attack="nope")).prepare()
     with pytest.raises(ConfigError, match="target: .nope. is not one of pii"):
         PoisoningRun(PoisonConfig(target="nope")).prepare()
+
+
+def test_camouflaged_attack_evades_mahalanobis_without_losing_rank():
+    """The adaptive attacker appends its query's best clean document: the poison stays on top and
+    falls back inside the clean distribution the Mahalanobis detector models."""
+    plain = PoisoningRun(PoisonConfig(detectors=("mahalanobis",)))
+    plain.run()
+    camo = PoisoningRun(PoisonConfig(detectors=("mahalanobis",), attack="camouflaged"))
+    camo.run()
+    p, c = plain.summary(), camo.summary()
+    assert c["asr"]["2"] >= p["asr"]["2"] - 0.05
+    assert c["detectors"]["mahalanobis"]["tpr"] < 0.5 < p["detectors"]["mahalanobis"]["tpr"]
+    q0 = camo.queries[0].text
+    assert camo.poisons[0].doc.text.startswith(q0) and len(camo.poisons[0].doc.text) > len(plain.poisons[0].doc.text)

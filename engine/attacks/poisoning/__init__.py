@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ...registry import Registry
+from .adaptive import CamouflagedPoisoning, clean_searcher
 from .base import Poison, PoisoningAttack
 from .paraphrase import PARAPHRASERS, RuleParaphraser
 from .poisonedrag import PoisonedRAGBlackBox
@@ -12,6 +13,7 @@ POISONING_ATTACKS: Registry[PoisoningAttack] = Registry("attack")
 POISONING_ATTACKS.register("universal")(UniversalPoisoning)
 POISONING_ATTACKS.register("paraphrased")(ParaphrasedPoisoning)
 POISONING_ATTACKS.register("poisonedrag")(PoisonedRAGBlackBox)
+POISONING_ATTACKS.register("camouflaged")(CamouflagedPoisoning)
 
 
 def make_attack(name: str, params: dict | None = None, *, seed: int = 0, data_dir: str | None = None) -> PoisoningAttack:
@@ -20,5 +22,5 @@ def make_attack(name: str, params: dict | None = None, *, seed: int = 0, data_di
     return cls(p, seed=seed, data_dir=data_dir)
 
 
-__all__ = ["POISONING_ATTACKS", "PARAPHRASERS", "Poison", "PoisoningAttack", "TARGET_KINDS", "make_attack",
+__all__ = ["CamouflagedPoisoning", "clean_searcher", "POISONING_ATTACKS", "PARAPHRASERS", "Poison", "PoisoningAttack", "TARGET_KINDS", "make_attack",
            "target_text", "UniversalPoisoning", "ParaphrasedPoisoning", "PoisonedRAGBlackBox", "RuleParaphraser"]
