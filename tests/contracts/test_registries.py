@@ -75,3 +75,14 @@ def test_every_bundled_preset_validates():
     for p in presets:
         kind, cfg, meta = load_preset(p["name"])
         assert isinstance(cfg, PRESET_KINDS[kind]) and meta["description"].strip()
+
+
+def test_engine_is_headless():
+    """The engine is a library: importing and running it never imports Streamlit."""
+    import subprocess
+    import sys
+    code = ("import sys, engine; engine.PoisoningRun(engine.PoisonConfig(limit=2, detectors=())).run(); "
+            "assert 'streamlit' not in sys.modules, 'streamlit imported'")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       cwd=__import__("pathlib").Path(__file__).resolve().parents[2])
+    assert p.returncode == 0, p.stderr[-2000:]
