@@ -27,7 +27,7 @@ if c2.button("Load preset only"):
     if apply_preset(choice):
         st.success(f"Loaded {choice}: see the Pipeline and Poisoning lab pages.")
 
-with st.expander("Guided tour (3 steps)", expanded=True):
+with st.expander("Guided tour (4 steps)", expanded=True):
     st.markdown(
         "1. **Pipeline** — pick a corpus (the bundled clinic handbook, benchmark data, or your own files), "
         "a retriever and K; build the index and try a query.\n"
@@ -36,4 +36,7 @@ with st.expander("Guided tour (3 steps)", expanded=True):
         "poisoned document and you see the rank it reaches. Attack success rate (ASR@K) grows as you go.\n"
         "3. **Defend** — switch detectors on: the ℓ2-norm filter is blind for normalised models, while the "
         "Mahalanobis distance over clean anchor documents separates poisons from clean text. Move the threshold "
-        "and watch true and false positives trade off; open *Why does it work?* to see the geometry.")
+        "and watch true and false positives trade off; open *Why does it work?* to see the geometry.\n"
+        "4. **Attack back** — pick the *camouflaged* attack: the poison now carries its question's best clean "
+        "document too. It still ranks first, and the Mahalanobis detector stops seeing it. Compare both runs on "
+        "*Saved runs*; grid them on *Sweeps*; look for patterns on *Analysis*.")
