@@ -29,7 +29,7 @@ BENCHMARK_CORPORA = {
     "healthcaremagic": "kb/healthcaremagic_1k.jsonl",
     "enron": "kb/enron_2k.jsonl",
 }
-BUNDLED = ("clinic_handbook",)
+BUNDLED = ("clinic_handbook", "clinic_records")
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 
 

@@ -144,3 +144,20 @@ def test_query_files(tmp_path):
     assert load_queries(str(tmp_path / "q.json"))[0].text == "fourth?"
     with pytest.raises(ConfigError, match="at least 1"):
         load_queries(str(tmp_path / "q.txt"), limit=0)
+
+
+def test_clinic_records_are_generated_deterministically():
+    """The private knowledge base for extraction: >= 300 synthetic records with fake PII, regenerable."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    p = subprocess.run([sys.executable, "corpora/clinic_records/generate.py", "--check"], cwd=repo,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    kb = load_corpus("clinic_records")
+    assert len(kb) >= 300
+    d = kb.documents[0]
+    for field in ("name", "email", "phone", "dob", "diagnosis", "medication"):
+        assert d.metadata[field] and (field in ("diagnosis", "medication") or str(d.metadata[field]) in d.text)
+    assert len({doc.metadata["email"] for doc in kb.documents}) > 290
