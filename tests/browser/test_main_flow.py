@@ -156,7 +156,7 @@ def main_flow(page):
 
     # Home
     expect(page.get_by_role("heading", name="RAG Attack & Defense Playground")).to_be_visible(timeout=LONG)
-    expect(page.get_by_text("Guided tour (3 steps)")).to_be_visible()
+    expect(page.get_by_text("Guided tour (4 steps)")).to_be_visible()
     settle(page)
     shot(page, "01_home.png")
 
