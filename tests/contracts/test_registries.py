@@ -5,11 +5,13 @@ import pytest
 from engine.attacks.poisoning import PARAPHRASERS, POISONING_ATTACKS, make_attack
 from engine.detectors import DETECTORS
 from engine.embedders import RETRIEVERS
+from engine.generators import GENERATORS
 from engine.errors import ModelUnavailableError
 from engine.params import Params
 from engine.types import Query
 
-ALL = [(reg, name) for reg in (RETRIEVERS, POISONING_ATTACKS, DETECTORS, PARAPHRASERS) for name in reg.names()]
+ALL = [(reg, name) for reg in (RETRIEVERS, POISONING_ATTACKS, DETECTORS, PARAPHRASERS, GENERATORS)
+       for name in reg.names()]
 OFFLINE_RETRIEVERS = {"minilm", "mpnet", "e5-small", "bm25"}
 
 

@@ -1,0 +1,42 @@
+"""The generator contract: text in, text out, with the tokens it cost."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Sequence
+
+from ..params import Params
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One completion: the text, token usage, which model, how long, and any per-token log-probs."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    model: str
+    seconds: float
+    logprobs: tuple[float, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+Message = dict  # {"role": "system"|"user"|"assistant", "content": str}
+
+
+class Generator:
+    """Base class: ``complete(prompt)`` for raw prompts and ``chat(messages)`` for chat models."""
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[Params]]
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+
+    def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = ()) -> Generation:
+        raise NotImplementedError
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None) -> Generation:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        return {"name": self.name, "params": self.params.to_dict()}

@@ -1,0 +1,92 @@
+"""Any hosted or local LLM through litellm: OpenAI, Anthropic, Ollama, any OpenAI-compatible server."""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Sequence
+
+from ..errors import ConfigError, EngineError
+from ..params import Params, param
+from .base import Generation, Generator, Message
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map at run time
+
+
+class LiteLLMGenerator(Generator):
+    """Any litellm provider string (``openai/gpt-4o-mini``, ``anthropic/…``, ``ollama/…``, or
+    ``openai/NAME`` + ``api_base`` for an OpenAI-compatible server); keys come from the environment.
+
+    Source: litellm (BerriAI). Retries with exponential backoff on 429, 5xx, timeouts and connection
+    errors; token usage is recorded per call. A missing key is one clear error naming the variable.
+    """
+
+    class Params(Params):
+        model: str = param("openai/gpt-4o-mini", help="litellm model string (provider/model)")
+        api_base: str = param("", help="Base URL of an OpenAI-compatible server (optional)")
+        api_key_env: str = param("", help="Environment variable holding the key (default: the provider's own)")
+        temperature: float = param(0.0, min=0.0, max=2.0, help="Sampling temperature")
+        max_tokens: int = param(256, min=1, max=8192, help="Tokens generated per answer")
+        timeout: float = param(60.0, min=1.0, max=600.0, help="Seconds per request")
+        retries: int = param(3, min=0, max=10, help="Retries on 429 / 5xx / timeouts / connection errors")
+        backoff: float = param(1.0, min=0.0, max=60.0, help="First retry delay in seconds (doubles each retry)")
+
+        def validate(self) -> None:
+            if "/" not in self.model and not self.api_base:
+                raise ConfigError("model: use a litellm provider string such as openai/gpt-4o-mini")
+
+    def _key_kwargs(self) -> dict[str, Any]:
+        p = self.params
+        if p.api_key_env:
+            key = os.environ.get(p.api_key_env)
+            if not key:
+                raise EngineError(f"missing API key: set the environment variable {p.api_key_env}")
+            return {"api_key": key}
+        if p.api_base:  # local OpenAI-compatible servers take any key
+            return {"api_key": os.environ.get("OPENAI_API_KEY", "sk-local")}
+        import litellm
+        check = litellm.validate_environment(p.model)
+        if not check.get("keys_in_environment", True):
+            missing = ", ".join(check.get("missing_keys", [])) or "the provider's API key"
+            raise EngineError(f"missing API key for {p.model}: set the environment variable {missing}")
+        return {}
+
+    def _call(self, fn_name: str, **kw: Any) -> Any:
+        import litellm
+
+        p = self.params
+        retryable = (litellm.RateLimitError, litellm.InternalServerError, litellm.ServiceUnavailableError,
+                     litellm.APIConnectionError, litellm.Timeout, litellm.BadGatewayError)
+        base = {"model": p.model, "temperature": p.temperature, "timeout": p.timeout, **self._key_kwargs()}
+        if p.api_base:
+            base["api_base"] = p.api_base
+        delay = p.backoff
+        for attempt in range(p.retries + 1):
+            try:
+                return getattr(litellm, fn_name)(**base, **kw)
+            except retryable as e:
+                if attempt == p.retries:
+                    raise EngineError(f"{p.model}: gave up after {p.retries + 1} attempts "
+                                      f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+                time.sleep(delay)
+                delay *= 2
+            except litellm.AuthenticationError:
+                raise EngineError(f"{p.model}: the API key was rejected (check the key in your environment)") from None
+            except litellm.NotFoundError:
+                raise EngineError(f"{p.model}: model not found at the provider") from None
+
+    def _generation(self, out: Any, text: str, t0: float) -> Generation:
+        usage = getattr(out, "usage", None)
+        return Generation(text=text or "", prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                          completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                          model=self.params.model, seconds=time.perf_counter() - t0)
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None) -> Generation:
+        t0 = time.perf_counter()
+        out = self._call("completion", messages=list(messages), max_tokens=max_tokens or self.params.max_tokens)
+        return self._generation(out, out.choices[0].message.content, t0)
+
+    def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = ()) -> Generation:
+        t0 = time.perf_counter()
+        out = self._call("text_completion", prompt=prompt, max_tokens=max_tokens or self.params.max_tokens,
+                         **({"stop": list(stop)} if stop else {}))
+        return self._generation(out, out.choices[0].text, t0)
