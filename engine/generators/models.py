@@ -5,12 +5,12 @@ bytes and a pinned sha256 of the whole (assembled) file. A mismatch is refused w
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..files import sha256_file
 from ..errors import ModelUnavailableError
 from ..paths import cache_dir
 
@@ -31,13 +31,6 @@ MODELS = {
 }
 _lock = threading.Lock()
 
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def check_gguf(path: Path, expected_sha256: str | None = None) -> Path:

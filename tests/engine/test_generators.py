@@ -1,7 +1,5 @@
 """Generators with real models: SmolLM2-135M in-process (llama.cpp) and litellm against a real
 llama.cpp OpenAI-compatible server on loopback."""
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -9,7 +7,8 @@ import time
 import pytest
 
 from engine.errors import ConfigError, EngineError, ModelUnavailableError
-from engine.generators import GENERATORS, MODELS, check_gguf, resolve_model
+from engine.generators import GENERATORS, check_gguf, resolve_model
+from helpers import free_port, wait_for_port
 
 
 def test_local_model_is_verified_and_generates_reproducibly():
@@ -51,14 +50,8 @@ def test_missing_api_key_names_the_variable(monkeypatch):
         GENERATORS.create("litellm", {"model": "gpt"})
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_unreachable_server_retries_then_fails_clearly():
-    gen = GENERATORS.create("litellm", {"model": "openai/nothing", "api_base": f"http://127.0.0.1:{_free_port()}/v1",
+    gen = GENERATORS.create("litellm", {"model": "openai/nothing", "api_base": f"http://127.0.0.1:{free_port()}/v1",
                                         "retries": 2, "backoff": 0.01, "timeout": 5})
     t = time.perf_counter()
     with pytest.raises(EngineError, match="gave up after 3 attempts"):
@@ -68,21 +61,12 @@ def test_unreachable_server_retries_then_fails_clearly():
 
 @pytest.fixture(scope="module")
 def llama_server():
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model("smollm2-135m")),
                              "--model_alias", "smol", "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2",
                              "--n_ctx", "2048", "--logits_all", "true"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail("llama_cpp.server exited")
-            time.sleep(0.5)
-    else:
+    if not wait_for_port(port, proc, 120):
         proc.kill()
         pytest.fail("llama_cpp.server did not start")
     yield f"http://127.0.0.1:{port}/v1"

@@ -1,14 +1,13 @@
 """The poisoning runner end to end with the real MiniLM model and a real Chroma."""
 import json
 
-import numpy as np
 import pytest
 
 from engine.config import PoisonConfig
 from engine.errors import ConfigError
 from engine.metrics import asr, detection
 from engine.runs import PoisoningRun, read_jsonl, summarize
-from engine.runs.events import Event, PoisonInjected, Retrieved, RunEnded, RunStarted
+from engine.runs.events import PoisonInjected, Retrieved, RunEnded, RunStarted
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,6 @@
 """Real Chroma (embedded and server): exact ranks, isolation, embedding cache."""
-import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +11,7 @@ from engine.embedders.cache import EmbeddingCache
 from engine.errors import ConfigError, EngineError
 from engine.store import BaseIndex, RunStore, StoreSettings, shared_base_index
 from engine.types import Document
+from helpers import free_port, wait_for_port
 
 
 def _exact_topk(index: BaseIndex, qv: np.ndarray, k: int) -> list[str]:
@@ -118,27 +116,14 @@ def test_rebuild_uses_cache(minilm, handbook):
     assert index.n_encoded == 0  # built earlier in this session or a previous run
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory):
-    port = _free_port()
+    port = free_port()
     path = tmp_path_factory.mktemp("chroma-server")
     exe = Path(sys.executable).with_name("chroma")
     proc = subprocess.Popen([str(exe), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
+    if not wait_for_port(port, proc, 60):
         proc.kill()
         pytest.fail("chroma server did not start")
     yield StoreSettings(mode="http", host="127.0.0.1", port=port)
@@ -160,7 +145,7 @@ def test_chroma_server_mode(minilm, handbook, chroma_server):
 def test_unreachable_server_is_a_clear_error():
     with pytest.raises(EngineError, match="cannot reach the Chroma server"):
         from engine.store import chroma_client
-        chroma_client(StoreSettings(mode="http", host="127.0.0.1", port=_free_port()))
+        chroma_client(StoreSettings(mode="http", host="127.0.0.1", port=free_port()))
 
 
 def test_poisoning_run_against_the_server(chroma_server):
