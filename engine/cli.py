@@ -107,11 +107,11 @@ def cmd_poison(args) -> int:
 
 
 def _sweep(cfg, args) -> int:
-    from .sweep import run_sweep, write_sweep
+    from .sweep import grid, run_sweep, write_sweep
 
     try:
         from tqdm import tqdm
-        bar = tqdm(total=len(__import__("engine.sweep", fromlist=["grid"]).grid(cfg)), desc="sweep cells",
+        bar = tqdm(total=len(grid(cfg)), desc="sweep cells",
                    file=sys.stderr, disable=args.quiet)
     except ImportError:  # pragma: no cover
         bar = None

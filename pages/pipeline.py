@@ -60,8 +60,14 @@ if new != st.session_state["pipeline"]:
 
 
 def make_pipeline() -> Pipeline:
-    cfg = PipelineConfig(**new, data_dir=data_dir())
-    return Pipeline(cfg, uploaded=st.session_state["uploaded_docs"])
+    """The session's pipeline for the current settings; reused across reruns so the corpus is loaded once."""
+    key = (tuple(sorted(new.items())), data_dir(), id(st.session_state["uploaded_docs"]))
+    cached = st.session_state.get("pipeline_obj")
+    if cached is None or cached[0] != key:
+        cfg = PipelineConfig(**new, data_dir=data_dir())
+        cached = (key, Pipeline(cfg, uploaded=st.session_state["uploaded_docs"]))
+        st.session_state["pipeline_obj"] = cached
+    return cached[1]
 
 
 if st.button("Build index", type="primary"):

@@ -26,7 +26,7 @@ run = st.session_state["lab_run"]
 
 
 def build_config() -> PoisonConfig:
-    return PoisonConfig(corpus=p["corpus"] if p["corpus"] != "upload" else "upload", queries=lab["queries"],
+    return PoisonConfig(corpus=p["corpus"], queries=lab["queries"],
                         retriever=p["retriever"], attack=lab["attack"], target=lab["target"],
                         target_text=lab["target_text"], injection=lab["injection"], limit=lab["limit"] or None,
                         top_k=p["top_k"], detectors=tuple(lab["detectors"]), chunk_size=p["chunk_size"],
