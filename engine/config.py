@@ -78,7 +78,81 @@ class SweepConfig(Params):
     data_dir: str = param("", help="Benchmark data dir")
 
 
-PRESET_KINDS = {"poison": PoisonConfig, "sweep": SweepConfig}
+class ExtractionConfig(Params):
+    """Everything that defines a knowledge-base extraction run (attack × defenses × system)."""
+
+    kb: str = param("clinic_records", help="Private knowledge base: bundled name, benchmark name or path")
+    attack: str = param("rag-thief", help="Extraction attack: zeng, worm or rag-thief")
+    attack_params: Optional[Mapping[str, Any]] = param(None, help="Attack parameters")
+    rounds: int = param(10, min=1, max=10000, help="Attack queries (the attacker's query budget)")
+    generator: str = param("local", help="Generator: local (llama.cpp GGUF) or litellm")
+    generator_params: Optional[Mapping[str, Any]] = param(None, help="Generator parameters (model, ...)")
+    attacker_llm: str = param("local", help="The attacker's own LLM (RAG-Thief reflections); '' for none")
+    attacker_llm_params: Optional[Mapping[str, Any]] = param(None, help="Attacker LLM parameters")
+    defenses: tuple[str, ...] = param((), help="Defenses switched on (any subset)")
+    defense_params: Optional[Mapping[str, Any]] = param(None, help="Per-defense parameters {name: {...}}")
+    retriever: str = param("minilm", help="Retriever: registered name or a sentence-transformers model name/path")
+    retriever_params: Optional[Mapping[str, Any]] = param(None, help="Retriever parameters")
+    top_k: int = param(3, min=1, max=100, help="Chunks retrieved per query")
+    template: str = param("rag-privacy", choices=("rag-privacy", "chat"), help="Prompt template")
+    max_tokens: int = param(192, min=8, max=4096, help="Tokens generated per answer")
+    chunk_size: Optional[int] = param(512, min=16, help="Chunk size in tokens (None: no chunking)")
+    chunk_overlap: int = param(0, min=0, help="Chunk overlap in tokens")
+    crr_tau: float = param(0.5, min=0.0, max=1.0, help="CRR: ROUGE-L recall at which a chunk counts as recovered")
+    semantic_threshold: float = param(0.7, min=-1.0, max=1.0, help="Semantic leak: cosine threshold")
+    seed: int = param(0, help="Seed of the attacker")
+    data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
+
+    def validate(self) -> None:
+        if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
+            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
+        from .attacks.extraction import EXTRACTION_ATTACKS
+        from .defenses import DEFENSES
+        from .generators import GENERATORS
+        EXTRACTION_ATTACKS.get(self.attack)
+        GENERATORS.get(self.generator)
+        if self.attacker_llm:
+            GENERATORS.get(self.attacker_llm)
+        for d in self.defenses:
+            DEFENSES.get(d)
+
+    def config_hash(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class ComparisonConfig(Params):
+    """One attack against several defense configurations, with leakage and utility per configuration."""
+
+    base: Optional[Mapping[str, Any]] = param(None, help="ExtractionConfig fields shared by every configuration")
+    configurations: tuple[str, ...] = param(("none", "threshold", "summarize", "reindex", "cascade", "reindex+cascade"),
+                                            help="Defense sets: '+'-joined defense names, 'none' for no defense")
+    attacks: tuple[str, ...] = param(("rag-thief",), help="Attacks, each run against every configuration")
+    utility_corpus: str = param("clinic_handbook", help="Corpus for the utility side (ACC, faithfulness)")
+    utility_queries: str = param("clinic_handbook", help="Questions for the utility side")
+    utility_limit: Optional[int] = param(30, min=1, help="Questions used for utility (None: all)")
+
+    def validate(self) -> None:
+        from .defenses import DEFENSES
+        if not self.configurations:
+            raise ConfigError("configurations: give at least one (e.g. none)")
+        for c in self.configurations:
+            for d in defense_set(c):
+                DEFENSES.get(d)
+        ExtractionConfig.from_dict(dict(self.base or {}), where="base")
+
+    def extraction_config(self, attack: str, configuration: str) -> ExtractionConfig:
+        return ExtractionConfig.from_dict({**dict(self.base or {}), "attack": attack,
+                                           "defenses": list(defense_set(configuration))}, where="base")
+
+
+def defense_set(configuration: str) -> tuple[str, ...]:
+    """'reindex+cascade' → ('reindex', 'cascade'); 'none' or '' → ()."""
+    c = configuration.strip()
+    return () if c in ("", "none") else tuple(x.strip() for x in c.split("+") if x.strip())
+
+
+PRESET_KINDS = {"poison": PoisonConfig, "sweep": SweepConfig, "extract": ExtractionConfig,
+                "compare": ComparisonConfig}
 
 
 def load_preset(name_or_path: str) -> tuple[str, Params, dict[str, Any]]:

@@ -123,32 +123,56 @@ class BaseIndex:
             return cls(corpus, retriever, None, bm25=bm25, id_to_row={d: i for i, d in enumerate(ids)})
         vecs, n_new = retriever.encode_documents(corpus.texts, progress=(lambda d, t: progress("embedding", d, t))
                                                  if progress else None)
-        client = chroma_client(settings)
-        space = _space(retriever.similarity)
-        name = "base-" + hashlib.sha256(f"{retriever.model_id}|{space}|{corpus.fingerprint}".encode()).hexdigest()[:40]
-        with _clients_lock:
-            lock = _build_locks.setdefault(name, threading.Lock())
-        with lock:
-            col = client.get_or_create_collection(name, embedding_function=None,
-                                                  configuration={"hnsw": {"space": space}})
-            meta = col.metadata or {}
-            if not meta.get("complete") or col.count() != len(corpus):
-                existing = col.count()
-                if existing:  # an interrupted build: start over
-                    client.delete_collection(name)
-                    col = client.create_collection(name, embedding_function=None,
-                                                   configuration={"hnsw": {"space": space}})
-                step = min(client.get_max_batch_size(), 4096)
-                for a, b in _batches(len(corpus), step):
-                    # texts stay in the corpus (memory); storing them in Chroma would build its
-                    # full-text index too and cost ~5% of ingest for nothing we query
-                    col.add(ids=ids[a:b], embeddings=vecs[a:b], metadatas=[{"poison": False}] * (b - a))
-                    if progress:
-                        progress("indexing", b, len(corpus))
-                col.modify(metadata={"complete": True, "corpus": corpus.name, "model": retriever.model_id[:200],
-                                     "n": len(corpus)})
+        name = "base-" + hashlib.sha256(f"{retriever.model_id}|{_space(retriever.similarity)}|"
+                                        f"{corpus.fingerprint}".encode()).hexdigest()[:40]
+        col = _filled_collection(name, corpus, vecs, retriever, settings, progress)
         return cls(corpus, retriever, vecs, collection=col, n_encoded=n_new,
                    id_to_row={d: i for i, d in enumerate(ids)})
+
+
+    @classmethod
+    def from_vectors(cls, corpus: Corpus, retriever: Retriever, vectors: np.ndarray, key: str, *,
+                     settings: StoreSettings | None = None, progress: Progress | None = None) -> "BaseIndex":
+        """An index whose document vectors come from elsewhere (e.g. a re-trained document encoder,
+        RAGFort's reindexing) while queries are still encoded by ``retriever``; ``key`` names them."""
+        if len(corpus) == 0:
+            raise EngineError("cannot index an empty corpus")
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.shape[0] != len(corpus):
+            raise EngineError(f"{vectors.shape[0]} vectors for {len(corpus)} documents")
+        name = "base-" + hashlib.sha256(f"{key}|{_space(retriever.similarity)}|"
+                                        f"{corpus.fingerprint}".encode()).hexdigest()[:40]
+        col = _filled_collection(name, corpus, vectors, retriever, settings, progress)
+        return cls(corpus, retriever, vectors, collection=col, id_to_row={d: i for i, d in enumerate(corpus.ids)})
+
+
+def _filled_collection(name: str, corpus: Corpus, vecs: np.ndarray, retriever: Retriever,
+                       settings: StoreSettings | None, progress: Progress | None) -> Any:
+    """The Chroma collection ``name`` holding ``vecs`` for the corpus ids; filled once, then reused."""
+    client = chroma_client(settings)
+    space = _space(retriever.similarity)
+    ids = corpus.ids
+    with _clients_lock:
+        lock = _build_locks.setdefault(name, threading.Lock())
+    with lock:
+        col = client.get_or_create_collection(name, embedding_function=None,
+                                              configuration={"hnsw": {"space": space}})
+        meta = col.metadata or {}
+        if not meta.get("complete") or col.count() != len(corpus):
+            if col.count():  # an interrupted build: start over
+                client.delete_collection(name)
+                col = client.create_collection(name, embedding_function=None,
+                                               configuration={"hnsw": {"space": space}})
+            step = min(client.get_max_batch_size(), 4096)
+            for a, b in _batches(len(corpus), step):
+                # texts stay in the corpus (memory); storing them in Chroma would build its
+                # full-text index too and cost ~5% of ingest for nothing we query
+                col.add(ids=ids[a:b], embeddings=vecs[a:b], metadatas=[{"poison": False}] * (b - a))
+                if progress:
+                    progress("indexing", b, len(corpus))
+            col.modify(metadata={"complete": True, "corpus": corpus.name, "model": retriever.model_id[:200],
+                                 "n": len(corpus)})
+    return col
 
 
 @dataclass(frozen=True)

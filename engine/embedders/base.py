@@ -58,6 +58,10 @@ class Retriever:
                                        progress)
         return mat
 
+    def encode_transient(self, texts: Sequence[str]) -> np.ndarray:
+        """Query embeddings that are not worth caching (e.g. an attacker's thousands of trial queries)."""
+        return self._locked(self._encode_queries)(list(texts))
+
     def encode_documents(self, texts: Sequence[str], progress: Progress | None = None) -> tuple[np.ndarray, int]:
         """Document embeddings (cached on disk) and how many had to be encoded now."""
         return shared_cache().encode(self.model_id + ":doc", list(texts), self._locked(self._encode_documents),

@@ -17,6 +17,7 @@ class Generation:
     model: str
     seconds: float
     logprobs: tuple[float, ...] = ()
+    info: dict[str, Any] = field(default_factory=dict)    # JSON-able extras (e.g. cascade statistics)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 

@@ -102,6 +102,67 @@ class RoundEnded(Event):
     kind: ClassVar[str] = "round_ended"
     round: int = 0
     query_id: str = ""
+    timings: Mapping[str, float] = field(default_factory=dict)   # seconds by stage (extraction runs)
+
+
+@dataclass(frozen=True)
+class DefenseApplied(Event):
+    """A defense acted: at setup (round 0: the index stage) or on one round's query."""
+
+    kind: ClassVar[str] = "defense_applied"
+    round: int = 0
+    defense: str = ""
+    stage: str = ""
+    action: str = ""
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Generated(Event):
+    """The system's answer to one query, the context it was given, and what it cost."""
+
+    kind: ClassVar[str] = "generated"
+    round: int = 0
+    text: str = ""
+    context_ids: tuple[str, ...] = ()
+    blocked_by: str = ""
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LeakScored(Event):
+    """What this round leaked, and the cumulative leakage metrics after it."""
+
+    kind: ClassVar[str] = "leak_scored"
+    round: int = 0
+    recovered: tuple[str, ...] = ()
+    recall: Mapping[str, float] = field(default_factory=dict)
+    repeat_contexts: tuple[str, ...] = ()
+    rouge_contexts: tuple[str, ...] = ()
+    semantic: tuple[str, ...] = ()
+    pii: tuple[str, ...] = ()
+    metrics: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AttackerState(Event):
+    """The extraction agent's internal state after proposing this round's query."""
+
+    kind: ClassVar[str] = "attacker_state"
+    round: int = 0
+    agent: str = ""
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunResumed(Event):
+    kind: ClassVar[str] = "run_resumed"
+    from_round: int = 0
+    previous_status: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,92 @@
+"""The extraction-agent contract: one verb — the next query, from the transcript so far.
+
+An agent sees only what a black-box user sees: its own past queries and the system's answers
+(the :class:`Exchange` transcript). It has a query budget, and its internal state is a plain,
+JSON-able dict (``state()``) that the UI shows and a resumed run restores (``load_state``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, Sequence
+
+import numpy as np
+
+from ...params import Params
+
+if TYPE_CHECKING:
+    from ...embedders.base import Retriever
+    from ...generators.base import Generator
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One round as the attacker saw it."""
+
+    query: str
+    answer: str
+
+
+@dataclass
+class AttackContext:
+    """The attacker's own resources: a seed, the data dir (query seeds), an LLM, an embedder."""
+
+    seed: int = 0
+    data_dir: Optional[str] = None
+    attacker_llm: Optional["Generator"] = None
+    embedder: Optional["Retriever"] = None      # the attacker's copy of an embedding model (Worm)
+    kb_hint: str = ""                            # e.g. "medical", "email": picks targeted seeds
+
+
+class ExtractionAgent:
+    """Base class: subclasses implement ``_observe`` (learn from one exchange) and ``_propose``."""
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[Params]]
+
+    def __init__(self, params: Params, ctx: AttackContext | None = None) -> None:
+        self.params = params
+        self.ctx = ctx or AttackContext()
+        self.rng = np.random.default_rng(self.ctx.seed)
+        self.seen = 0                      # exchanges already observed
+        self.last_query = ""
+
+    @property
+    def budget(self) -> int:
+        return int(self.params.budget)
+
+    def next_query(self, transcript: Sequence[Exchange]) -> Optional[str]:
+        """The next attack query, or None when the budget is spent or the agent has nothing left."""
+        for ex in transcript[self.seen:]:
+            self._observe(ex)
+            self.seen += 1
+        if len(transcript) >= self.budget:
+            return None
+        q = self._propose()
+        self.last_query = q or ""
+        return q
+
+    def _observe(self, ex: Exchange) -> None:
+        raise NotImplementedError
+
+    def _propose(self) -> Optional[str]:
+        raise NotImplementedError
+
+    # state ---------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """Everything the agent knows, as JSON-able values (shown in the UI, restored on resume)."""
+        return {"seen": self.seen, "rng": self.rng.bit_generator.state, **self._state()}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.seen = int(state["seen"])
+        self.rng.bit_generator.state = state["rng"]
+        self._load_state(state)
+
+    def _state(self) -> dict[str, Any]:
+        return {}
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        pass
+
+    def describe(self) -> dict:
+        return {"name": self.name, "params": self.params.to_dict()}
+

@@ -1,0 +1,94 @@
+"""The defense contract: a plugin acts at one stage of the RAG pipeline and reports what it did.
+
+Stages, in pipeline order (any subset of defenses can be on at once):
+
+* ``index``      — replaces the document index before any query (RAGFort reindexing);
+* ``query``      — may block a query before retrieval (query-intent block);
+* ``retrieval``  — filters / re-orders the retrieved chunks (distance threshold, re-rank cut);
+* ``context``    — rewrites the chunks the generator will see (summarize, paraphrase);
+* ``prompt``     — adds to the system prompt (defensive system prompt);
+* ``generation`` — produces the answer itself (RAGFort constrained cascade generation).
+
+Every hook returns what it did as a :class:`DefenseAction`, which the run records as an event.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Sequence
+
+from ..params import Params
+
+if TYPE_CHECKING:
+    from ..corpora import Corpus
+    from ..embedders.base import Retriever
+    from ..generators.base import Generation, Generator
+    from ..store import BaseIndex, StoreSettings
+
+STAGES = ("index", "query", "retrieval", "context", "prompt", "generation")
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrieved chunk as the pipeline carries it: id, exact score and rank, and its text."""
+
+    doc_id: str
+    text: str
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True)
+class DefenseAction:
+    defense: str
+    stage: str
+    action: str                       # e.g. blocked, passed, dropped, rewritten, reindexed, generated
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DefenseContext:
+    """What a defense may use when it is set up for a knowledge base."""
+
+    corpus: "Corpus"
+    retriever: "Retriever"
+    generator: Optional["Generator"]
+    settings: Optional["StoreSettings"] = None
+    progress: Optional[Progress] = None
+
+
+class Defense:
+    """Base class; a subclass sets ``stage`` and overrides that stage's hook."""
+
+    name: ClassVar[str] = ""
+    stage: ClassVar[str] = ""
+    Params: ClassVar[type[Params]]
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+
+    def describe(self) -> dict:
+        return {"name": self.name, "stage": self.stage, "params": self.params.to_dict()}
+
+    def action(self, action: str, **detail: Any) -> DefenseAction:
+        return DefenseAction(self.name, self.stage, action, detail)
+
+    # hooks (each stage overrides its own)
+    def reindex(self, base: "BaseIndex", ctx: DefenseContext) -> tuple["BaseIndex", DefenseAction]:
+        raise NotImplementedError
+
+    def check_query(self, query: str, ctx: DefenseContext) -> DefenseAction:
+        raise NotImplementedError
+
+    def filter(self, query: str, chunks: Sequence[Chunk], ctx: DefenseContext) -> tuple[list[Chunk], DefenseAction]:
+        raise NotImplementedError
+
+    def rewrite(self, query: str, chunks: Sequence[Chunk], ctx: DefenseContext) -> tuple[list[Chunk], DefenseAction]:
+        raise NotImplementedError
+
+    def system_prompt(self) -> str:
+        raise NotImplementedError
+
+    def generate(self, messages: Sequence[dict], chunks: Sequence[Chunk], ctx: DefenseContext,
+                 max_tokens: int) -> "Generation":
+        raise NotImplementedError

@@ -1,0 +1,126 @@
+"""A defended RAG system: retrieve → defenses by stage → prompt → generate, with every step reported."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from ..corpora import Corpus
+from ..defenses import Chunk, Defense, DefenseAction, DefenseContext
+from ..embedders.base import Retriever
+from ..errors import ConfigError
+from ..generators.base import Generation, Generator
+from ..store import BaseIndex, RunStore, StoreSettings, shared_base_index
+from .prompts import PromptTemplate, get_template, render
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class RagAnswer:
+    """One question through the pipeline: what was retrieved, what the generator saw, what it said."""
+
+    question: str
+    retrieved: tuple[Chunk, ...]             # the raw top-K
+    context: tuple[Chunk, ...]               # after retrieval- and context-stage defenses
+    messages: tuple[Mapping[str, str], ...]
+    answer: str
+    generation: Optional[Generation]
+    blocked_by: str = ""                      # the defense that refused the query, if any
+    actions: tuple[DefenseAction, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+
+class RagSystem:
+    """A knowledge base indexed under a retriever, a generator, a prompt template and defenses.
+
+    Every system (one per run) searches through its own :class:`RunStore` over the shared,
+    read-only base index (or over the run's own re-indexed copy when ``reindex`` is on), so runs
+    never touch each other's collections.
+    """
+
+    def __init__(self, corpus: Corpus, retriever: Retriever, generator: Optional[Generator],
+                 defenses: Sequence[Defense] = (), *, top_k: int = 5, template: str | PromptTemplate = "rag-privacy",
+                 max_tokens: int = 128, settings: StoreSettings | None = None, run_id: str | None = None) -> None:
+        if len(corpus) == 0:
+            raise ConfigError(f"the knowledge base {corpus.name!r} is empty: nothing to retrieve")
+        self.corpus = corpus
+        self.retriever = retriever
+        self.generator = generator
+        self.defenses = list(defenses)
+        self.top_k = top_k
+        self.template = template if isinstance(template, PromptTemplate) else get_template(template)
+        self.max_tokens = max_tokens
+        self.settings = settings
+        self.run_id = run_id
+        self.ctx = DefenseContext(corpus, retriever, generator, settings)
+        self.index: BaseIndex | None = None
+        self.store: RunStore | None = None
+        self._text = {d.id: d.text for d in corpus.documents}
+        if generator is None and not any(d.stage == "generation" for d in self.defenses):
+            raise ConfigError("a RAG system needs a generator")
+
+    def by_stage(self, stage: str) -> list[Defense]:
+        return [d for d in self.defenses if d.stage == stage]
+
+    def build(self, progress: Progress | None = None) -> list[DefenseAction]:
+        """Index the knowledge base (cached), then let index-stage defenses replace the index."""
+        self.ctx.progress = progress
+        index = shared_base_index(self.corpus, self.retriever, settings=self.settings, progress=progress)
+        actions = []
+        for d in self.by_stage("index"):
+            index, a = d.reindex(index, self.ctx)
+            actions.append(a)
+        self.index = index
+        self.store = RunStore(index, settings=self.settings, run_id=self.run_id)
+        return actions
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    def retrieve(self, question: str) -> list[Chunk]:
+        if self.store is None:
+            self.build()
+        res = self.store.search([question], self.top_k)[0]
+        return [Chunk(h.doc_id, self._text[h.doc_id], float(h.score), h.rank) for h in res.hits]
+
+    def answer(self, question: str, *, options: Mapping[str, str] | None = None,
+               template: PromptTemplate | None = None, max_tokens: int | None = None) -> RagAnswer:
+        t0 = time.perf_counter()
+        actions: list[DefenseAction] = []
+        for d in self.by_stage("query"):
+            a = d.check_query(question, self.ctx)
+            actions.append(a)
+            if a.action == "blocked":
+                return RagAnswer(question, (), (), (), str(a.detail.get("refusal", "")), None, blocked_by=d.name,
+                                 actions=tuple(actions), timings={"defenses": time.perf_counter() - t0})
+        t1 = time.perf_counter()
+        retrieved = self.retrieve(question)
+        t_retrieval = time.perf_counter() - t1
+        context = list(retrieved)
+        for d in self.by_stage("retrieval"):
+            context, a = d.filter(question, context, self.ctx)
+            actions.append(a)
+        for d in self.by_stage("context"):
+            context, a = d.rewrite(question, context, self.ctx)
+            actions.append(a)
+        extra = [d.system_prompt() for d in self.by_stage("prompt")]
+        actions += [d.action("system-prompt") for d in self.by_stage("prompt")]
+        messages = render(template or self.template, question, [c.text for c in context], options=options,
+                          extra_system=extra)
+        t_def = time.perf_counter() - t0 - t_retrieval
+        t2 = time.perf_counter()
+        gen_stage = self.by_stage("generation")
+        n = max_tokens or self.max_tokens
+        if gen_stage:
+            # protected texts: the original chunks (the rewritten ones derive from them)
+            gen = gen_stage[-1].generate(messages, retrieved, self.ctx, n)
+            actions.append(gen_stage[-1].action("generated", **{k: v for k, v in gen.info.items()
+                                                                 if k != "decisions"}))
+        else:
+            gen = self.generator.chat(messages, max_tokens=n)
+        return RagAnswer(question, tuple(retrieved), tuple(context), tuple(messages), gen.text, gen,
+                         actions=tuple(actions),
+                         timings={"retrieval": t_retrieval, "defenses": t_def,
+                                  "generation": time.perf_counter() - t2})

@@ -1,0 +1,332 @@
+"""The extraction runner: an attacker agent queries a defended RAG system, round by round.
+
+Lifecycle (as the poisoning runner): ``prepare()`` loads the knowledge base, retriever,
+generator, defenses (index-stage ones act here) and the agent; ``step()`` plays one round —
+the agent's next query, the system's retrieval, defenses and answer, the leakage it caused;
+``finish()`` ends the run. Every action is an event appended to ``events`` and, with an output
+folder, to ``events.jsonl`` as it happens (plus ``manifest.json`` and ``summary.json``).
+
+Faults: when generation fails (timeouts or 429s past their retries, a crashed server), the run
+writes a ``run_ended`` event with status ``failed`` and raises :class:`RunInterrupted`; every
+finished round is already on disk, and :meth:`ExtractionRun.resume` continues from the last one
+(the agent's state is restored from its last ``attacker_state`` event; the leakage metrics are
+recomputed from the recorded answers, which is deterministic).
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ..attacks.extraction import AttackContext, Exchange, ExtractionAgent, make_agent
+from ..config import ExtractionConfig
+from ..corpora import Corpus, load_corpus
+from ..defenses import make_defenses
+from ..embedders import make_retriever
+from ..errors import ConfigError, EngineError
+from ..generators import GENERATORS
+from ..metrics.leakage import LeakageTracker
+from ..rag import RagSystem
+from ..store import StoreSettings
+from .events import (AttackerState, DefenseApplied, Event, Generated, IndexBuilt, LeakScored, QueryIssued,
+                     Retrieved, RoundEnded, RoundStarted, RunEnded, RunResumed, RunStarted, event_to_json,
+                     jsonable, read_jsonl)
+from .manifest import build_manifest
+
+Progress = Callable[[str, int, int], None]
+KB_HINTS = {"clinic_records": "medical", "healthcaremagic": "medical", "enron": "email"}
+
+
+class RunInterrupted(EngineError):
+    """A run stopped on a fault; its finished rounds are on disk and it can be resumed."""
+
+    def __init__(self, message: str, run_dir: Path | None, rounds_done: int) -> None:
+        super().__init__(message)
+        self.run_dir = run_dir
+        self.rounds_done = rounds_done
+
+
+class ExtractionRun:
+    """One extraction attack against one defended RAG configuration."""
+
+    def __init__(self, config: ExtractionConfig, *, out_dir: str | Path | None = None,
+                 progress: Progress | None = None, run_id: str | None = None, corpus: Corpus | None = None,
+                 generator: Any = None, settings: StoreSettings | None = None) -> None:
+        self.config = config
+        self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+        self.out_dir = Path(out_dir) / self.run_id if out_dir else None
+        self.progress = progress
+        self.events: list[Event] = []
+        self.transcript: list[Exchange] = []
+        self._corpus_override = corpus
+        self._generator_override = generator
+        self.settings = settings
+        self._sink = None
+        self.system: Optional[RagSystem] = None
+        self.agent: Optional[ExtractionAgent] = None
+        self.tracker: Optional[LeakageTracker] = None
+        self.corpus: Optional[Corpus] = None
+        self._round = 0
+        self._prepared = False
+        self._finished = False
+        self._exhausted = False
+
+    # ------------------------------------------------------------------ plumbing
+    def _emit(self, cls: type[Event], **fields: Any) -> Event:
+        e = cls(seq=len(self.events), run_id=self.run_id, **fields)
+        self.events.append(e)
+        if self._sink is not None:
+            self._sink.write(event_to_json(e) + "\n")
+            self._sink.flush()
+        return e
+
+    def _tick(self, stage: str, done: int, total: int) -> None:
+        if self.progress:
+            self.progress(stage, done, total)
+
+    @property
+    def rounds_done(self) -> int:
+        return self._round
+
+    @property
+    def done(self) -> bool:
+        return self._prepared and (self._round >= self.config.rounds or self._exhausted)
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def metrics(self) -> dict[str, float]:
+        return self.tracker.metrics() if self.tracker else {}
+
+    # ------------------------------------------------------------------ lifecycle
+    def _build(self) -> tuple[Any, Any]:
+        """Everything but events: KB, retriever, generator(s), defenses, system, agent, tracker."""
+        c = self.config
+        data_dir = c.data_dir or None
+        retriever = make_retriever(c.retriever, dict(c.retriever_params or {}))
+        generator = self._generator_override or GENERATORS.create(c.generator, dict(c.generator_params or {}))
+        attacker_llm = None
+        if c.attacker_llm:
+            same = (c.attacker_llm == c.generator and dict(c.attacker_llm_params or {}) == dict(c.generator_params or {}))
+            attacker_llm = generator if same and self._generator_override is None else \
+                GENERATORS.create(c.attacker_llm, dict(c.attacker_llm_params or {}))
+        defenses = make_defenses(c.defenses, dict(c.defense_params or {}))
+        self._tick("loading knowledge base", 0, 1)
+        corpus = self._corpus_override or load_corpus(c.kb, data_dir=data_dir, chunk_size=c.chunk_size,
+                                                      chunk_overlap=c.chunk_overlap)
+        if len(corpus) == 0:
+            raise ConfigError(f"the knowledge base {c.kb!r} is empty")
+        if c.top_k > len(corpus):
+            raise ConfigError(f"top-k ({c.top_k}) is larger than the knowledge base ({len(corpus)} chunks)")
+        self.corpus = corpus
+        ap = {**dict(c.attack_params or {}), "budget": c.rounds}
+        self.agent = make_agent(c.attack, ap, AttackContext(seed=c.seed, data_dir=data_dir, attacker_llm=attacker_llm,
+                                                            embedder=retriever, kb_hint=KB_HINTS.get(c.kb, "")))
+        self.system = RagSystem(corpus, retriever, generator, defenses, top_k=c.top_k, template=c.template,
+                                max_tokens=c.max_tokens, settings=self.settings, run_id=self.run_id.replace("_", "-"))
+        return retriever, generator
+
+    def prepare(self) -> list[Event]:
+        if self._prepared:
+            return []
+        c = self.config
+        start = len(self.events)
+        retriever, generator = self._build()
+        if self.out_dir:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._sink = open(self.out_dir / "events.jsonl", "w", encoding="utf-8")
+        corpus = self.corpus
+        manifest = build_manifest(config=c.to_dict(), config_hash=c.config_hash(), seed=c.seed,
+                                  corpus={"name": corpus.name, "size": len(corpus), "fingerprint": corpus.fingerprint},
+                                  retriever={"name": retriever.name, "model_id": retriever.model_id},
+                                  extra={"kind": "extract", "run_id": self.run_id, "generator": generator.describe(),
+                                         "attack": self.agent.describe(),
+                                         "defenses": [d.describe() for d in self.system.defenses]})
+        self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
+        if self.out_dir:
+            (self.out_dir / "manifest.json").write_text(json.dumps(jsonable(manifest), indent=2, default=str))
+        self._index_events(retriever)
+        self.tracker = LeakageTracker(corpus, retriever=retriever, crr_tau=c.crr_tau,
+                                      semantic_threshold=c.semantic_threshold)
+        self._prepared = True
+        return self.events[start:]
+
+    def _index_events(self, retriever: Any) -> None:
+        t0 = time.perf_counter()
+        actions = self.system.build(progress=self._tick)
+        base = self.system.index
+        self._emit(IndexBuilt, corpus=self.corpus.name, n_docs=len(self.corpus), retriever=self.config.retriever,
+                   model_id=retriever.model_id, similarity=retriever.similarity,
+                   dim=int(base.vectors.shape[1]) if base.dense else 0, n_embedded_now=base.n_encoded,
+                   seconds=round(time.perf_counter() - t0, 3))
+        for a in actions:
+            self._emit(DefenseApplied, round=0, defense=a.defense, stage=a.stage, action=a.action, detail=a.detail)
+
+    def step(self, count: int = 1) -> list[Event]:
+        """Play the next ``count`` rounds; returns their events."""
+        if not self._prepared:
+            self.prepare()
+        start = len(self.events)
+        for _ in range(max(1, count)):
+            if self.done:
+                break
+            self._play_round()
+        if self.done and not self._finished:
+            self.finish()
+        return self.events[start:]
+
+    def _play_round(self) -> None:
+        r = self._round + 1
+        t0 = time.perf_counter()
+        query = self.agent.next_query(self.transcript)
+        t_attack = time.perf_counter() - t0
+        if query is None:
+            self._exhausted = True
+            return
+        qid = f"r{r:04d}"
+        self._emit(RoundStarted, round=r, query_id=qid)
+        self._emit(QueryIssued, round=r, query_id=qid, text=query)
+        try:
+            ans = self.system.answer(query)
+        except EngineError as e:
+            self._fail(str(e), r)
+        for a in ans.actions:
+            self._emit(DefenseApplied, round=r, defense=a.defense, stage=a.stage, action=a.action, detail=a.detail)
+        self._emit(Retrieved, round=r, query_id=qid, doc_ids=tuple(c.doc_id for c in ans.retrieved),
+                   scores=tuple(round(c.score, 5) for c in ans.retrieved), ranks=tuple(c.rank for c in ans.retrieved),
+                   is_poison=tuple(False for _ in ans.retrieved))
+        g = ans.generation
+        self._emit(Generated, round=r, text=ans.answer, context_ids=tuple(c.doc_id for c in ans.context),
+                   blocked_by=ans.blocked_by, model=g.model if g else "", prompt_tokens=g.prompt_tokens if g else 0,
+                   completion_tokens=g.completion_tokens if g else 0, seconds=round(g.seconds, 4) if g else 0.0,
+                   info=dict(g.info) if g else {})
+        t1 = time.perf_counter()
+        leak = self.tracker.update(ans.answer, [c.doc_id for c in ans.retrieved])
+        t_metrics = time.perf_counter() - t1
+        self._emit(LeakScored, round=r, recovered=leak.recovered, recall=leak.recall,
+                   repeat_contexts=leak.repeat_contexts, rouge_contexts=leak.rouge_contexts, semantic=leak.semantic,
+                   pii=leak.pii, metrics=leak.metrics)
+        self.transcript.append(Exchange(query, ans.answer))
+        self._emit(AttackerState, round=r, agent=self.config.attack, state=jsonable(self.agent.state()))
+        timings = {"attack": t_attack, **ans.timings, "metrics": t_metrics}
+        self._emit(RoundEnded, round=r, query_id=qid, timings={k: round(v, 4) for k, v in timings.items()})
+        self._round = r
+
+    def _fail(self, message: str, r: int) -> None:
+        where = f"; resume with: python -m engine extract --resume {self.out_dir}" if self.out_dir else ""
+        self._emit(RunEnded, status="failed", summary={"error": message, "rounds_done": self._round,
+                                                       "failed_round": r})
+        raise RunInterrupted(f"run {self.run_id} stopped in round {r} ({message}); {self._round} finished "
+                             f"round(s) kept{where}", self.out_dir, self._round)
+
+    def finish(self) -> list[Event]:
+        if self._finished:
+            return []
+        start = len(self.events)
+        self._emit(RunEnded, status="completed", summary=self.summary())
+        self._finished = True
+        if self.out_dir:
+            (self.out_dir / "summary.json").write_text(json.dumps(jsonable(self.summary()), indent=2, default=str))
+        self.close()
+        return self.events[start:]
+
+    def run(self) -> list[Event]:
+        self.prepare()
+        while not self.done:
+            self.step()
+            self._tick("attacking", self._round, self.config.rounds)
+        self.finish()
+        return self.events
+
+    def close(self) -> None:
+        if self.system is not None:
+            self.system.close()
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+
+    def __enter__(self) -> "ExtractionRun":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ results
+    def summary(self) -> dict[str, Any]:
+        return summarize_extraction(self.events, self.config)
+
+    # ------------------------------------------------------------------ resume
+    @classmethod
+    def resume(cls, run_dir: str | Path, *, progress: Progress | None = None, generator: Any = None,
+               config_overrides: dict | None = None) -> "ExtractionRun":
+        """Reopen a run folder: replay its finished rounds, then continue where it stopped."""
+        run_dir = Path(run_dir)
+        path = run_dir / "events.jsonl"
+        if not path.is_file():
+            raise ConfigError(f"{run_dir} holds no events.jsonl: not a run folder")
+        events = read_jsonl(path)
+        started = next((e for e in events if isinstance(e, RunStarted)), None)
+        if started is None:
+            raise ConfigError(f"{path} has no run_started event")
+        cfg = ExtractionConfig.from_dict({**dict(started.config), **(config_overrides or {})}, where=str(run_dir))
+        last_done = max((e.round for e in events if isinstance(e, RoundEnded)), default=0)
+        cut = next((i for i, e in enumerate(events) if isinstance(e, RoundStarted) and e.round > last_done), None)
+        if cut is None:
+            cut = next((i for i, e in enumerate(events) if isinstance(e, RunEnded)), len(events))
+        kept = events[:cut]
+        prev = next((e.status for e in events if isinstance(e, RunEnded)), "interrupted")
+        run = cls(cfg, out_dir=run_dir.parent, progress=progress, run_id=started.run_id, generator=generator)
+        retriever, _ = run._build()
+        run.system.build(progress=run._tick)
+        run.tracker = LeakageTracker(run.corpus, retriever=retriever, crr_tau=cfg.crr_tau,
+                                     semantic_threshold=cfg.semantic_threshold)
+        queries = {e.round: e.text for e in kept if isinstance(e, QueryIssued)}
+        answers = {e.round: e for e in kept if isinstance(e, Generated)}
+        retrieved = {e.round: e.doc_ids for e in kept if isinstance(e, Retrieved)}
+        states = {e.round: e.state for e in kept if isinstance(e, AttackerState)}
+        for r in range(1, last_done + 1):
+            run.tracker.update(answers[r].text, retrieved.get(r, ()))
+            run.transcript.append(Exchange(queries[r], answers[r].text))
+        if last_done:
+            run.agent.load_state(dict(states[last_done]))
+        run.events = []
+        run._sink = open(path, "w", encoding="utf-8")
+        for e in kept:
+            run.events.append(e)
+            run._sink.write(event_to_json(e) + "\n")
+        run._sink.flush()
+        run._emit(RunResumed, from_round=last_done, previous_status=prev)
+        run._round = last_done
+        run._prepared = True
+        return run
+
+
+def summarize_extraction(events: list[Event], config: ExtractionConfig | None = None) -> dict[str, Any]:
+    """Final metrics, per-round curves and costs of an extraction run, from its events alone."""
+    scored = [e for e in events if isinstance(e, LeakScored)]
+    gens = [e for e in events if isinstance(e, Generated)]
+    ends = [e for e in events if isinstance(e, RoundEnded)]
+    final = dict(scored[-1].metrics) if scored else {}
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
+    cfg = dict(started.config) if started else (config.to_dict() if config else {})
+    cascade = [g.info for g in gens if "flops_verifier" in g.info]
+    timing_keys = sorted({k for e in ends for k in e.timings})
+    out = {
+        **{k: final.get(k, 0) for k in ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts",
+                                        "repeat_prompts", "rouge_prompts", "semantic_leak", "pii_leaked", "pii_total",
+                                        "kb_size", "recovered", "retrieved")},
+        "rounds": len(ends),
+        "attack": cfg.get("attack"), "defenses": list(cfg.get("defenses") or ()), "kb": cfg.get("kb"),
+        "blocked": sum(bool(g.blocked_by) for g in gens),
+        "curves": {k: [e.metrics.get(k, 0) for e in scored] for k in
+                   ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts", "semantic_leak", "pii_leaked")},
+        "tokens": {"prompt": sum(g.prompt_tokens for g in gens), "completion": sum(g.completion_tokens for g in gens)},
+        "seconds": {k: round(sum(e.timings.get(k, 0.0) for e in ends), 3) for k in timing_keys},
+    }
+    if cascade:
+        out["cascade"] = {k: sum(float(i.get(k, 0)) for i in cascade) for k in
+                          ("accepted", "rejected", "suppressed", "flops_draft", "flops_verifier", "flops_verifier_only")}
+    return out
