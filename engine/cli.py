@@ -1,4 +1,4 @@
-"""Command line: ``python -m engine poison|run|sweep|analyze|list``.
+"""Command line: ``python -m engine poison|run|sweep|analyze|extract|utility|compare|list``.
 
 Bad input exits non-zero with one ``error: …`` line on stderr, never a traceback. With
 ``--json`` the last line printed on stdout is one JSON object with the results.
@@ -169,12 +169,23 @@ def cmd_run(args) -> int:
     from .config import load_preset
 
     kind, cfg, meta = load_preset(args.preset)
+    if not args.quiet:
+        print(f"preset {meta.get('name')}: {meta.get('description', '').strip()}", file=sys.stderr)
+    if kind in ("extract", "compare"):
+        from .cli_extract import _finish_extraction, run_compare
+        from .runs.extraction import ExtractionRun
+        if kind == "compare":
+            if args.data_dir:
+                cfg = cfg.replace(base={**dict(cfg.base or {}), "data_dir": args.data_dir})
+            return run_compare(cfg, args)
+        if args.data_dir:
+            cfg = cfg.replace(data_dir=args.data_dir)
+        return _finish_extraction(ExtractionRun(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet)),
+                                  args)
     if args.data_dir:
         cfg = cfg.replace(data_dir=args.data_dir)
     if args.limit is not None:
         cfg = cfg.replace(limit=args.limit)
-    if not args.quiet:
-        print(f"preset {meta.get('name')}: {meta.get('description', '').strip()}", file=sys.stderr)
     return _run_poison(cfg, args) if kind == "poison" else _sweep(cfg, args)
 
 
@@ -195,7 +206,10 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_list(args) -> int:
+    from .attacks.extraction import EXTRACTION_ATTACKS
     from .attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
+    from .defenses import DEFENSES
+    from .generators import GENERATORS, MODELS
     from .config import list_presets
     from .corpora import available_corpora
     from .detectors import DETECTORS
@@ -206,6 +220,10 @@ def cmd_list(args) -> int:
         "retrievers": {n: RETRIEVERS.describe(n) for n in RETRIEVERS.names()},
         "attacks": {n: POISONING_ATTACKS.describe(n) for n in POISONING_ATTACKS.names()},
         "detectors": {n: DETECTORS.describe(n) for n in DETECTORS.names()},
+        "extraction_attacks": {n: EXTRACTION_ATTACKS.describe(n) for n in EXTRACTION_ATTACKS.names()},
+        "defenses": {n: DEFENSES.describe(n) for n in DEFENSES.names()},
+        "generators": {n: GENERATORS.describe(n) for n in GENERATORS.names()},
+        "local_models": list(MODELS),
         "targets": list(TARGET_KINDS), "corpora": available_corpora(), "query_sets": available_query_sets(),
         "presets": list_presets(),
     }
@@ -285,6 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--chunk-size", type=int, default=512)
     common(pa, out=False)
     pa.set_defaults(func=cmd_analyze)
+
+    from .cli_extract import add_parsers
+    add_parsers(sub, common)
 
     pl = sub.add_parser("list", help="registered retrievers, attacks, detectors, targets, presets")
     pl.add_argument("--json", action="store_true")

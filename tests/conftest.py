@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,3 +39,22 @@ def minilm():
 def handbook():
     from engine.corpora import load_corpus
     return load_corpus("clinic_handbook")
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """A real llama.cpp OpenAI-compatible server on loopback serving SmolLM2-135M as ``smol``."""
+    from engine.generators import resolve_model
+    from helpers import free_port, wait_for_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model("smollm2-135m")),
+                             "--model_alias", "smol", "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2",
+                             "--n_ctx", "2048", "--logits_all", "true"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not wait_for_port(port, proc, 120):
+        proc.kill()
+        pytest.fail("llama_cpp.server did not start")
+    yield f"http://127.0.0.1:{port}/v1"
+    proc.terminate()
+    proc.wait(timeout=30)

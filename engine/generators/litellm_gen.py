@@ -56,7 +56,10 @@ class LiteLLMGenerator(Generator):
         p = self.params
         retryable = (litellm.RateLimitError, litellm.InternalServerError, litellm.ServiceUnavailableError,
                      litellm.APIConnectionError, litellm.Timeout, litellm.BadGatewayError)
-        base = {"model": p.model, "temperature": p.temperature, "timeout": p.timeout, **self._key_kwargs()}
+        litellm.suppress_debug_info = True
+        # our loop is the only retry layer (the provider SDK's own retries would multiply it)
+        base = {"model": p.model, "temperature": p.temperature, "timeout": p.timeout, "max_retries": 0,
+                **self._key_kwargs()}
         if p.api_base:
             base["api_base"] = p.api_base
         delay = p.backoff

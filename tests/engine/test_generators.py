@@ -1,14 +1,12 @@
 """Generators with real models: SmolLM2-135M in-process (llama.cpp) and litellm against a real
 llama.cpp OpenAI-compatible server on loopback."""
-import subprocess
-import sys
 import time
 
 import pytest
 
 from engine.errors import ConfigError, EngineError, ModelUnavailableError
 from engine.generators import GENERATORS, check_gguf, resolve_model
-from helpers import free_port, wait_for_port
+from helpers import free_port
 
 
 def test_local_model_is_verified_and_generates_reproducibly():
@@ -57,21 +55,6 @@ def test_unreachable_server_retries_then_fails_clearly():
     with pytest.raises(EngineError, match="gave up after 3 attempts"):
         gen.chat([{"role": "user", "content": "hi"}])
     assert time.perf_counter() - t < 60
-
-
-@pytest.fixture(scope="module")
-def llama_server():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model("smollm2-135m")),
-                             "--model_alias", "smol", "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2",
-                             "--n_ctx", "2048", "--logits_all", "true"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if not wait_for_port(port, proc, 120):
-        proc.kill()
-        pytest.fail("llama_cpp.server did not start")
-    yield f"http://127.0.0.1:{port}/v1"
-    proc.terminate()
-    proc.wait(timeout=30)
 
 
 def test_litellm_chat_and_text_completion_against_a_local_server(llama_server):

@@ -1,0 +1,211 @@
+"""Command line for the extraction side: ``extract``, ``utility`` and ``compare``.
+
+``python -m engine extract --kb PATH_OR_NAME --attack zeng|worm|rag-thief --generator NAME
+[--attacker-llm NAME] [--defenses a,b,…] [--rounds N] [--top-k K] [--retriever NAME] [--data-dir DIR]
+[--seed S] [--out DIR] [--json]`` (or ``--resume RUN_DIR``); ``utility`` → ACC / faithfulness;
+``compare`` → one or more attacks against several defense configurations, ratios to no defense.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+LEAK_LINE = ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts", "semantic_leak", "pii_leaked")
+
+
+def _gen(spec: str, api_base: str | None) -> tuple[str, dict[str, Any]]:
+    from .generators.spec import parse_generator
+    return parse_generator(spec, api_base=api_base)
+
+
+def _defenses(text: str | None) -> tuple[str, ...]:
+    return tuple(d.strip() for d in (text or "").split(",") if d.strip() and d.strip() != "none")
+
+
+def _print_extraction(s: dict) -> None:
+    print(f"run {s.get('run_id', '')}: {s['attack']} vs defenses [{', '.join(s['defenses']) or 'none'}] on "
+          f"{s['kb']} ({s['kb_size']} chunks), {s['rounds']} rounds")
+    print(f"  CRR {s['crr']:.3f}   retrieved coverage {s['retrieved_coverage']:.3f}   repeat contexts "
+          f"{s['repeat_contexts']}   ROUGE contexts {s['rouge_contexts']}   semantic leak {s['semantic_leak']:.3f}   "
+          f"PII leaked {s['pii_leaked']}/{s['pii_total']}   blocked {s['blocked']}")
+    if "cascade" in s:
+        c = s["cascade"]
+        ratio = (c["flops_draft"] + c["flops_verifier"]) / c["flops_verifier_only"] if c["flops_verifier_only"] else 0
+        print(f"  cascade: {int(c['accepted'])} draft tokens accepted, {int(c['rejected'])} rejected "
+              f"({int(c['suppressed'])} copy continuations suppressed); FLOPs {ratio:.2f}× verifier-only")
+
+
+def _finish_extraction(run, args) -> int:
+    from .runs.extraction import RunInterrupted
+    from .cli import _clean
+
+    try:
+        run.run()
+    except RunInterrupted:
+        raise
+    finally:
+        run.close()
+    s = {"run_id": run.run_id, **run.summary()}
+    if run.out_dir:
+        s["out_dir"] = str(run.out_dir)
+    if not args.json or not args.quiet:
+        _print_extraction(s)
+    if args.json:
+        print(json.dumps(_clean(s)))
+    return 0
+
+
+def cmd_extract(args) -> int:
+    from .cli import _progress_printer
+    from .config import ExtractionConfig
+    from .runs.extraction import ExtractionRun
+
+    prog = _progress_printer(not args.quiet)
+    if args.resume:
+        run = ExtractionRun.resume(args.resume, progress=prog)
+        return _finish_extraction(run, args)
+    gname, gparams = _gen(args.generator, args.api_base)
+    values: dict[str, Any] = dict(kb=args.kb, attack=args.attack, generator=gname, generator_params=gparams,
+                                  defenses=_defenses(args.defenses), rounds=args.rounds, top_k=args.top_k,
+                                  retriever=args.retriever, seed=args.seed, data_dir=args.data_dir or "",
+                                  max_tokens=args.max_tokens, template=args.template)
+    if args.attacker_llm is not None:
+        if args.attacker_llm in ("", "none"):
+            values["attacker_llm"] = ""
+        else:
+            aname, aparams = _gen(args.attacker_llm, None)
+            values.update(attacker_llm=aname, attacker_llm_params=aparams)
+    else:  # the attacker's LLM defaults to the generator's kind with the small local model
+        values.update(attacker_llm="local", attacker_llm_params={"model": "smollm2-135m"})
+    cfg = ExtractionConfig.from_dict(values)
+    return _finish_extraction(ExtractionRun(cfg, out_dir=args.out, progress=prog), args)
+
+
+def cmd_utility(args) -> int:
+    from .cli import _clean, _progress_printer
+    from .corpora import load_corpus
+    from .defenses import make_defenses
+    from .embedders import make_retriever
+    from .generators import GENERATORS
+    from .queries import load_queries
+    from .rag import RagSystem, evaluate_utility
+
+    gname, gparams = _gen(args.generator, args.api_base)
+    corpus = load_corpus(args.corpus, data_dir=args.data_dir)
+    queries = load_queries(args.queries, data_dir=args.data_dir)
+    system = RagSystem(corpus, make_retriever(args.retriever), GENERATORS.create(gname, gparams),
+                       make_defenses(_defenses(args.defenses)), top_k=args.top_k)
+    try:
+        system.build(progress=_progress_printer(not args.quiet))
+        u = evaluate_utility(system, queries, seed=args.seed, limit=args.limit,
+                             progress=_progress_printer(not args.quiet))
+    finally:
+        system.close()
+    out = {k: u[k] for k in ("acc", "faithfulness", "n", "n_graded", "blocked")}
+    if not args.json or not args.quiet:
+        acc = "n/a" if out["acc"] is None else f"{out['acc']:.3f}"
+        print(f"utility on {args.queries} over {args.corpus}: ACC {acc} ({out['n_graded']} graded), "
+              f"faithfulness {out['faithfulness']:.3f}, {out['n']} questions, {out['blocked']} blocked")
+    if args.json:
+        print(json.dumps(_clean(out)))
+    return 0
+
+
+def print_comparison(rows: list[dict]) -> None:
+    head = f"{'attack':10s} {'configuration':22s} {'CRR':>7s} {'×none':>6s} {'cover':>6s} {'repeat':>6s} " \
+           f"{'rouge':>6s} {'sem':>6s} {'PII':>5s} {'ACC':>6s} {'faith':>6s}"
+    print(head)
+    for r in rows:
+        ratio = "" if r.get("crr_ratio") is None else f"{r['crr_ratio']:.2f}"
+        acc = r.get("utility_acc")
+        faith = r.get("utility_faithfulness")
+        print(f"{r['attack']:10s} {r['configuration']:22s} {r['crr']:7.3f} {ratio:>6s} {r['retrieved_coverage']:6.3f} "
+              f"{r['repeat_contexts']:6d} {r['rouge_contexts']:6d} {r['semantic_leak']:6.3f} {r['pii_leaked']:5d} "
+              f"{'' if acc is None else f'{acc:6.3f}':>6s} {'' if faith is None else f'{faith:6.3f}':>6s}")
+
+
+def run_compare(cfg, args) -> int:
+    from .cli import _clean, _progress_printer
+    from .compare import ablation_direction, run_comparison
+
+    rows = run_comparison(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet))
+    checks = {a: ablation_direction(rows, a) for a in cfg.attacks}
+    if not args.json or not args.quiet:
+        print_comparison(rows)
+        for a, c in checks.items():
+            if c["holds"] is not None:
+                print(f"RAGFort ablation direction for {a}: CRR(reindex+cascade) < min(CRR(reindex), CRR(cascade)) "
+                      f"< CRR(none): {'holds' if c['holds'] else 'does NOT hold'}")
+    if args.json:
+        print(json.dumps(_clean({"rows": [{k: v for k, v in r.items() if k != "curves"} for r in rows],
+                                 "ablation": checks})))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .config import ComparisonConfig, load_preset
+    from .errors import ConfigError
+
+    if args.preset:
+        kind, cfg, meta = load_preset(args.preset)
+        if kind != "compare":
+            raise ConfigError(f"preset {args.preset!r} is a {kind} preset, not a comparison")
+        if not args.quiet:
+            print(f"preset {meta.get('name')}: {meta.get('description', '').strip()}", file=sys.stderr)
+    else:
+        gname, gparams = _gen(args.generator, None)
+        cfg = ComparisonConfig.from_dict({"base": {"kb": args.kb, "generator": gname, "generator_params": gparams,
+                                                   "rounds": args.rounds or 10},
+                                          "attacks": args.attacks, "configurations": args.configurations})
+    base = dict(cfg.base or {})
+    if args.data_dir:
+        base["data_dir"] = args.data_dir
+    if args.rounds:
+        base["rounds"] = args.rounds
+    cfg = cfg.replace(base=base, **({"utility_limit": args.utility_limit} if args.utility_limit else {}))
+    return run_compare(cfg, args)
+
+
+def add_parsers(sub, common) -> None:
+    pe = sub.add_parser("extract", help="knowledge-base extraction attack against a (defended) RAG system")
+    pe.add_argument("--kb", default="clinic_records", help="knowledge base: bundled/benchmark name or a path")
+    pe.add_argument("--attack", default="rag-thief", help="zeng | worm | rag-thief")
+    pe.add_argument("--generator", default="local", help="local[:model] | model name | .gguf | provider/model")
+    pe.add_argument("--api-base", help="base URL of an OpenAI-compatible server (litellm generators)")
+    pe.add_argument("--attacker-llm", help="the attacker's LLM (RAG-Thief reflections); 'none' for none")
+    pe.add_argument("--defenses", default="", help="comma-separated defenses (threshold, rerank, summarize, "
+                                                   "paraphrase, system-prompt, intent-block, reindex, cascade)")
+    pe.add_argument("--rounds", type=int, default=10)
+    pe.add_argument("--top-k", type=int, default=3)
+    pe.add_argument("--retriever", default="minilm")
+    pe.add_argument("--template", default="rag-privacy", choices=("rag-privacy", "chat"))
+    pe.add_argument("--max-tokens", type=int, default=192)
+    pe.add_argument("--seed", type=int, default=0)
+    pe.add_argument("--resume", help="continue an interrupted run from its folder")
+    common(pe)
+    pe.set_defaults(func=cmd_extract)
+
+    pu = sub.add_parser("utility", help="what defenses cost: multiple-choice ACC and faithfulness")
+    pu.add_argument("--corpus", default="clinic_handbook")
+    pu.add_argument("--queries", default="clinic_handbook")
+    pu.add_argument("--generator", default="local")
+    pu.add_argument("--api-base")
+    pu.add_argument("--defenses", default="")
+    pu.add_argument("--limit", type=int)
+    pu.add_argument("--retriever", default="minilm")
+    pu.add_argument("--top-k", type=int, default=3)
+    pu.add_argument("--seed", type=int, default=0)
+    common(pu, out=False)
+    pu.set_defaults(func=cmd_utility)
+
+    pc = sub.add_parser("compare", help="one attack against several defense configurations (RAGFort ablation)")
+    pc.add_argument("--preset", help="a compare preset, e.g. ragfort-healthcaremagic")
+    pc.add_argument("--kb", default="clinic_records")
+    pc.add_argument("--generator", default="local")
+    pc.add_argument("--attacks", default="rag-thief")
+    pc.add_argument("--configurations", default="none,threshold,system-prompt")
+    pc.add_argument("--rounds", type=int)
+    pc.add_argument("--utility-limit", type=int)
+    common(pc)
+    pc.set_defaults(func=cmd_compare)
