@@ -34,8 +34,19 @@ class LiteLLMGenerator(Generator):
             if "/" not in self.model and not self.api_base:
                 raise ConfigError("model: use a litellm provider string such as openai/gpt-4o-mini")
 
+    def __init__(self, params: Params, *, api_key: str | None = None) -> None:
+        super().__init__(params)
+        # a key typed into the app lives only here (this object, this session): it is not a
+        # parameter, so it never reaches a manifest, an event, an export or a cache
+        self._api_key = api_key or None
+
+    def __repr__(self) -> str:
+        return f"LiteLLMGenerator({self.params.model!r}, key={'set' if self._api_key else 'from environment'})"
+
     def _key_kwargs(self) -> dict[str, Any]:
         p = self.params
+        if self._api_key:
+            return {"api_key": self._api_key}
         if p.api_key_env:
             key = os.environ.get(p.api_key_env)
             if not key:
