@@ -124,7 +124,8 @@ class ExtractionRun:
         self.corpus = corpus
         ap = {**dict(c.attack_params or {}), "budget": c.rounds}
         self.agent = make_agent(c.attack, ap, AttackContext(seed=c.seed, data_dir=data_dir, attacker_llm=attacker_llm,
-                                                            embedder=retriever, kb_hint=KB_HINTS.get(c.kb, "")))
+                                                            embedder=retriever, kb_hint=KB_HINTS.get(c.kb, ""),
+                                                            known_defenses=tuple(defenses)))
         self.system = RagSystem(corpus, retriever, generator, defenses, top_k=c.top_k, template=c.template,
                                 max_tokens=c.max_tokens, settings=self.settings, run_id=self.run_id.replace("_", "-"))
         return retriever, generator

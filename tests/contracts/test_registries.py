@@ -2,7 +2,9 @@
 import numpy as np
 import pytest
 
+from engine.attacks.extraction import EXTRACTION_ATTACKS, AttackContext, Exchange, make_agent
 from engine.attacks.poisoning import PARAPHRASERS, POISONING_ATTACKS, make_attack
+from engine.defenses import DEFENSES, STAGES, Defense
 from engine.detectors import DETECTORS
 from engine.embedders import RETRIEVERS
 from engine.generators import GENERATORS
@@ -10,7 +12,8 @@ from engine.errors import ModelUnavailableError
 from engine.params import Params
 from engine.types import Query
 
-ALL = [(reg, name) for reg in (RETRIEVERS, POISONING_ATTACKS, DETECTORS, PARAPHRASERS, GENERATORS)
+ALL = [(reg, name) for reg in (RETRIEVERS, POISONING_ATTACKS, DETECTORS, PARAPHRASERS, GENERATORS,
+                               EXTRACTION_ATTACKS, DEFENSES)
        for name in reg.names()]
 OFFLINE_RETRIEVERS = {"minilm", "mpnet", "e5-small", "bm25"}
 
@@ -26,7 +29,12 @@ def test_entry_builds_from_defaults_and_cites_source(reg, name):
     assert cls.Params.from_dict(params.to_dict()) == params
     for f in cls.Params.describe():
         assert f["help"], f"{name}.{f['name']} needs help text for its UI widget"
-    obj = reg.create(name) if reg is not POISONING_ATTACKS else make_attack(name)
+    if reg is POISONING_ATTACKS:
+        obj = make_attack(name)
+    elif reg is EXTRACTION_ATTACKS:
+        obj = make_agent(name, None, AttackContext(embedder=RETRIEVERS.create("minilm")))
+    else:
+        obj = reg.create(name)
     assert obj.params == params
 
 
@@ -88,3 +96,24 @@ def test_engine_is_headless():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        cwd=__import__("pathlib").Path(__file__).resolve().parents[2])
     assert p.returncode == 0, p.stderr[-2000:]
+
+
+@pytest.mark.parametrize("name", EXTRACTION_ATTACKS.names())
+def test_extraction_agent_respects_its_budget_and_exposes_json_state(name):
+    import json
+    agent = make_agent(name, {"budget": 2}, AttackContext(seed=3, embedder=RETRIEVERS.create("minilm")))
+    q1 = agent.next_query([])
+    q2 = agent.next_query([Exchange(q1, "Patient: I have a cough.\n\nDoctor: It is probably a cold, rest.")])
+    assert q1.strip() and q2.strip()
+    assert agent.next_query([Exchange(q1, "a"), Exchange(q2, "b")]) is None
+    state = json.loads(json.dumps(agent.state()))
+    assert state["seen"] == 2
+
+
+@pytest.mark.parametrize("name", DEFENSES.names())
+def test_defense_acts_at_one_stage_and_implements_its_hook(name):
+    cls = DEFENSES.get(name)
+    assert cls.stage in STAGES
+    hook = {"index": "reindex", "query": "check_query", "retrieval": "filter", "context": "rewrite",
+            "prompt": "system_prompt", "generation": "generate"}[cls.stage]
+    assert getattr(cls, hook) is not getattr(Defense, hook), f"{name} must implement {hook}()"

@@ -220,3 +220,16 @@ def test_cli_extract_and_utility_print_their_json(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("error: unknown extraction attack")
     r = _cli("extract", "--kb", str(tmp_path / "missing.jsonl"), "--rounds", "1")
     assert r.returncode == 2 and "error:" in r.stderr
+
+
+def test_adaptive_attacker_rephrases_past_the_intent_block(tmp_path):
+    base = {**SMALL, "attack": "zeng", "rounds": 2, "top_k": 2, "data_dir": "", "defenses": ["intent-block"]}
+    plain = ExtractionRun(ExtractionConfig.from_dict(base), out_dir=tmp_path)
+    plain.run()
+    assert plain.summary()["blocked"] == 2
+    adaptive = ExtractionRun(ExtractionConfig.from_dict({**base, "attack_params": {"adaptive": True}}),
+                             out_dir=tmp_path)
+    adaptive.run()
+    assert adaptive.summary()["blocked"] < 2
+    states = [e.state for e in adaptive.events if e.kind == "attacker_state"]
+    assert all("intent-block" in s["adapted"] for s in states)

@@ -35,6 +35,7 @@ class AttackContext:
     attacker_llm: Optional["Generator"] = None
     embedder: Optional["Retriever"] = None      # the attacker's copy of an embedding model (Worm)
     kb_hint: str = ""                            # e.g. "medical", "email": picks targeted seeds
+    known_defenses: tuple = ()                   # the active defenses, for adaptive attackers (white-box)
 
 
 class ExtractionAgent:
@@ -48,6 +49,7 @@ class ExtractionAgent:
         self.ctx = ctx or AttackContext()
         self.rng = np.random.default_rng(self.ctx.seed)
         self.seen = 0                      # exchanges already observed
+        self.adapted: dict = {}            # what the adaptive attacker changed in its last query
         self.last_query = ""
 
     @property
@@ -62,8 +64,19 @@ class ExtractionAgent:
         if len(transcript) >= self.budget:
             return None
         q = self._propose()
+        if q is not None and getattr(self.params, "adaptive", False) and self.ctx.known_defenses:
+            from .adaptive import adapt_query
+            info, command = self._parts(q)
+            q, self.adapted = adapt_query(info, command, self.ctx.known_defenses, self.ctx)
         self.last_query = q or ""
         return q
+
+    def _parts(self, query: str) -> tuple[str, str]:
+        """(information/anchor part, command part) of a query this agent built."""
+        command = getattr(self.params, "command", "") or getattr(self.params, "jailbreak", "")
+        if command and query.endswith(command):
+            return query[: -len(command)].strip(), command
+        return query, ""
 
     def _observe(self, ex: Exchange) -> None:
         raise NotImplementedError
@@ -74,7 +87,8 @@ class ExtractionAgent:
     # state ---------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         """Everything the agent knows, as JSON-able values (shown in the UI, restored on resume)."""
-        return {"seen": self.seen, "rng": self.rng.bit_generator.state, **self._state()}
+        return {"seen": self.seen, "rng": self.rng.bit_generator.state, "adapted": dict(self.adapted),
+                **self._state()}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.seen = int(state["seen"])

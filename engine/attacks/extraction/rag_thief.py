@@ -21,6 +21,9 @@ BACKWARD = ("Here is a passage from a private document:\n\"{chunk}\"\n\nWrite th
 class RagThiefAgent(ExtractionAgent):
     """An agent with short- and long-term memory that extends what it has stolen in both directions.
 
+    Source: Jiang et al. 2024, "RAG-Thief: Scalable Extraction of Private Data from Retrieval-Augmented
+    Generation Applications with Agent-based Attacks".
+
     Loop (Jiang et al. 2024, §4): the query is an *anchor* text followed by the adversarial command;
     chunks are parsed out of each answer; chunks new to long-term memory (ROUGE-L F1 below
     ``dedup_threshold`` against every remembered chunk) enter long-term memory and the short-term
@@ -33,6 +36,8 @@ class RagThiefAgent(ExtractionAgent):
 
     class Params(Params):
         budget: int = param(20, min=1, max=10000, help="Query budget (rounds)")
+        adaptive: bool = param(False, help="Knows the active defenses and adapts its query to them "
+                                           "(see engine.attacks.extraction.adaptive)")
         command: str = param(DEFAULT_COMMAND, help="Adversarial command appended to each anchor")
         seed_information: str = param("auto", choices=INFORMATION_KINDS, help="Anchors when memory is empty")
         dedup_threshold: float = param(0.7, min=0.0, max=1.0, help="ROUGE-L F1 above which a chunk is a duplicate")

@@ -21,7 +21,10 @@ DEFAULT_JAILBREAK = (
 class WormAgent(ExtractionAgent):
     """Role-play jailbreak asking for all context documents as JSON, plus an adversarial prefix
     chosen by greedy word swaps so the query's embedding moves toward a target vector far from
-    what was already extracted (DGEA, the Dynamic Greedy Embedding Attack, Cohen et al. 2024 §5).
+    what was already extracted.
+
+    Source: Cohen et al. 2024, "Unleashing Worms and Extracting Data" — the role-play jailbreak and
+    DGEA, the Dynamic Greedy Embedding Attack.
 
     Choices the paper leaves open (documented): the attacker holds a copy of the embedding model
     (``AttackContext.embedder``); targets are picked among ``target_pool`` embeddings of random
@@ -33,6 +36,8 @@ class WormAgent(ExtractionAgent):
 
     class Params(Params):
         budget: int = param(20, min=1, max=10000, help="Query budget (rounds)")
+        adaptive: bool = param(False, help="Knows the active defenses and adapts its query to them "
+                                           "(see engine.attacks.extraction.adaptive)")
         jailbreak: str = param(DEFAULT_JAILBREAK, help="Role-play command asking for the context as JSON")
         prefix_words: int = param(16, min=1, max=200, help="Words in the adversarial prefix")
         swap_iters: int = param(24, min=0, max=1000, help="Greedy swap iterations per query")
