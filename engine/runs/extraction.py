@@ -205,7 +205,7 @@ class ExtractionRun:
                    completion_tokens=g.completion_tokens if g else 0, seconds=round(g.seconds, 4) if g else 0.0,
                    info=dict(g.info) if g else {})
         t1 = time.perf_counter()
-        leak = self.tracker.update(ans.answer, [c.doc_id for c in ans.retrieved])
+        leak = self.tracker.update(ans.answer, [c.doc_id for c in ans.context])
         t_metrics = time.perf_counter() - t1
         self._emit(LeakScored, round=r, recovered=leak.recovered, recall=leak.recall,
                    repeat_contexts=leak.repeat_contexts, rouge_contexts=leak.rouge_contexts, semantic=leak.semantic,
@@ -286,10 +286,10 @@ class ExtractionRun:
                                      semantic_threshold=cfg.semantic_threshold)
         queries = {e.round: e.text for e in kept if isinstance(e, QueryIssued)}
         answers = {e.round: e for e in kept if isinstance(e, Generated)}
-        retrieved = {e.round: e.doc_ids for e in kept if isinstance(e, Retrieved)}
+        context = {e.round: e.context_ids for e in kept if isinstance(e, Generated)}
         states = {e.round: e.state for e in kept if isinstance(e, AttackerState)}
         for r in range(1, last_done + 1):
-            run.tracker.update(answers[r].text, retrieved.get(r, ()))
+            run.tracker.update(answers[r].text, context.get(r, ()))
             run.transcript.append(Exchange(queries[r], answers[r].text))
         if last_done:
             run.agent.load_state(dict(states[last_done]))
