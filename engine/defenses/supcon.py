@@ -178,8 +178,12 @@ def _pca2(x: np.ndarray) -> np.ndarray:
 
 
 def pseudo_labels(vectors: np.ndarray, *, min_cluster_size: int = 5, min_samples: int | None = None,
-                  noise: str = "nearest") -> tuple[np.ndarray, int, int]:
+                  noise: str = "nearest", selection: str = "eom") -> tuple[np.ndarray, int, int]:
     """Stage 1: HDBSCAN pseudo-labels on L2-normalised vectors.
+
+    ``selection`` is HDBSCAN's cluster selection: ``eom`` (excess of mass, the library default)
+    or ``leaf`` (the finest clusters of the tree). On topic-diverse dialogs (HealthCareMagic,
+    MiniLM) ``eom`` finds 2–3 broad clusters and ``leaf`` ~30 topics, so the defense uses ``leaf``.
 
     Returns (labels, n_clusters, n_noise). Noise chunks (HDBSCAN label -1) are handled by
     ``noise``:
@@ -199,8 +203,10 @@ def pseudo_labels(vectors: np.ndarray, *, min_cluster_size: int = 5, min_samples
     if len(v) < min_cluster_size:
         raise ConfigError(f"contrastive reindexing needs at least min_cluster_size={min_cluster_size} chunks, "
                           f"got {len(v)}")
+    if selection not in ("eom", "leaf"):
+        raise ConfigError(f"selection must be eom or leaf, got {selection!r}")
     raw = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=min_samples, metric="euclidean",
-                  copy=True).fit_predict(v.astype(np.float64))
+                  cluster_selection_method=selection, copy=True).fit_predict(v.astype(np.float64))
     n_clusters = int(raw.max() + 1) if raw.size else 0
     noise_idx = np.flatnonzero(raw < 0)
     labels = raw.copy()
@@ -355,7 +361,8 @@ def contrastive_reindex(texts: Sequence[str], retriever: Any, *, min_cluster_siz
                         temperature: float = 0.1, batch_size: int = 32, lr: float = 2e-5,
                         max_steps: int = 200, seed: int = 0, per_class: int = 4,
                         train_layers: int | None = None, max_length: int | None = 128,
-                        progress: Progress | None = None, cache: bool = True) -> ReindexResult:
+                        selection: str = "eom", progress: Progress | None = None,
+                        cache: bool = True) -> ReindexResult:
     """RAGFort contrastive reindexing (Stages 1-3) of ``texts`` for a sentence-transformers retriever.
 
     Stage 1: ``retriever.encode_documents`` + HDBSCAN pseudo-labels (:func:`pseudo_labels`).
@@ -397,7 +404,7 @@ def contrastive_reindex(texts: Sequence[str], retriever: Any, *, min_cluster_siz
     params = {"min_cluster_size": min_cluster_size, "min_samples": min_samples, "noise": noise, "epochs": epochs,
               "temperature": temperature, "batch_size": batch_size, "lr": lr, "max_steps": max_steps, "seed": seed,
               "per_class": per_class, "train_layers": train_layers,
-              "max_length": max_length}
+              "max_length": max_length, **({"selection": selection} if selection != "eom" else {})}
     key = _cache_key(retriever.model_id, texts, params)
     path_base = str(cache_dir("reindex") / key[:40])
     if cache:
@@ -420,7 +427,7 @@ def contrastive_reindex(texts: Sequence[str], retriever: Any, *, min_cluster_siz
     report("embed", len(texts), len(texts))
     report("cluster", 0, 1)
     labels, n_clusters, n_noise = pseudo_labels(before, min_cluster_size=min_cluster_size, min_samples=min_samples,
-                                                noise=noise)
+                                                noise=noise, selection=selection)
     report("cluster", 1, 1)
     if n_clusters < 2:
         raise ConfigError(f"HDBSCAN found {n_clusters} cluster(s) in {len(texts)} chunks ({n_noise} noise); "
