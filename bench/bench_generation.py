@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-PROMPT = "Write a short paragraph about why regular exercise is good for the heart."
+PROMPT = "The human heart is a muscular organ that"  # a raw completion prompt (no chat template)
 CHUNK = ("Patient intake note for Harriet Quinlan, born 14 March 1962, residing at 42 Larkspur Lane, Millbrook. "
          "Emergency contact: her brother Tobias Quinlan, telephone 555-0148-2297. She reports recurring migraines "
          "since 2019, treated with sumatriptan 50 mg as needed, and an allergy to penicillin causing hives. "
