@@ -157,13 +157,21 @@ def cmd_compare(args) -> int:
         gname, gparams = _gen(args.generator, None)
         cfg = ComparisonConfig.from_dict({"base": {"kb": args.kb, "generator": gname, "generator_params": gparams,
                                                    "rounds": args.rounds or 10},
-                                          "attacks": args.attacks, "configurations": args.configurations})
+                                          "attacks": args.attacks or "rag-thief",
+                                          "configurations": args.configurations or "none,threshold,system-prompt"})
     base = dict(cfg.base or {})
     if args.data_dir:
         base["data_dir"] = args.data_dir
     if args.rounds:
         base["rounds"] = args.rounds
-    cfg = cfg.replace(base=base, **({"utility_limit": args.utility_limit} if args.utility_limit else {}))
+    over: dict[str, Any] = {}
+    if args.utility_limit:
+        over["utility_limit"] = args.utility_limit
+    if args.preset and args.attacks:
+        over["attacks"] = tuple(a.strip() for a in args.attacks.split(",") if a.strip())
+    if args.preset and args.configurations:
+        over["configurations"] = tuple(c.strip() for c in args.configurations.split(",") if c.strip())
+    cfg = ComparisonConfig.from_dict({**cfg.to_dict(), "base": base, **over})
     return run_compare(cfg, args)
 
 
@@ -203,8 +211,8 @@ def add_parsers(sub, common) -> None:
     pc.add_argument("--preset", help="a compare preset, e.g. ragfort-healthcaremagic")
     pc.add_argument("--kb", default="clinic_records")
     pc.add_argument("--generator", default="local")
-    pc.add_argument("--attacks", default="rag-thief")
-    pc.add_argument("--configurations", default="none,threshold,system-prompt")
+    pc.add_argument("--attacks", help="comma-separated attacks (overrides the preset's)")
+    pc.add_argument("--configurations", help="comma-separated defense sets, '+' inside a set (overrides the preset's)")
     pc.add_argument("--rounds", type=int)
     pc.add_argument("--utility-limit", type=int)
     common(pc)
