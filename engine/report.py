@@ -26,10 +26,41 @@ def list_saved_runs(root: Path | None = None) -> list[dict[str, Any]]:
         except (json.JSONDecodeError, OSError):
             continue
         cfg = first.get("config", {})
-        out.append({"run_id": d.parent.name, "path": str(d), "finished": (d.parent / "summary.json").is_file(),
-                    "corpus": cfg.get("corpus"), "queries": cfg.get("queries"), "retriever": cfg.get("retriever"),
-                    "attack": cfg.get("attack"), "target": cfg.get("target"), "injection": cfg.get("injection")})
+        kind = (first.get("manifest") or {}).get("kind", "poison")
+        row = {"run_id": d.parent.name, "kind": kind, "path": str(d),
+               "finished": (d.parent / "summary.json").is_file(), "retriever": cfg.get("retriever"),
+               "attack": cfg.get("attack")}
+        if kind == "extract":
+            row.update(corpus=cfg.get("kb"), defenses=", ".join(cfg.get("defenses") or ()) or "none",
+                       rounds=cfg.get("rounds"))
+        else:
+            row.update(corpus=cfg.get("corpus"), queries=cfg.get("queries"), target=cfg.get("target"),
+                       injection=cfg.get("injection"))
+        out.append(row)
     return out
+
+
+def run_kind(events: Sequence[Event]) -> str:
+    """``poison`` or ``extract``, from the run's manifest."""
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
+    return (started.manifest or {}).get("kind", "poison") if started else "poison"
+
+
+def extraction_summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
+    """Headline leakage metrics of extraction runs side by side (one column per run)."""
+    from .runs.extraction import summarize_extraction
+
+    cols = {}
+    for name, events in runs.items():
+        s = summarize_extraction(list(events))
+        cols[name] = {"knowledge base": s["kb"], "attack": s["attack"], "defenses": ", ".join(s["defenses"]) or "none",
+                      "rounds": s["rounds"], "KB chunks": s["kb_size"], "CRR": s["crr"],
+                      "retrieved coverage": s["retrieved_coverage"], "repeat contexts": s["repeat_contexts"],
+                      "ROUGE contexts": s["rouge_contexts"], "semantic leak": s["semantic_leak"],
+                      "PII leaked": s["pii_leaked"], "blocked queries": s["blocked"],
+                      "completion tokens": s["tokens"]["completion"]}
+    # one column mixes text and numbers: render every cell as text (Arrow needs one type per column)
+    return pd.DataFrame(cols).map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
 
 
 def load_run(path: str | Path) -> list[Event]:
@@ -37,8 +68,11 @@ def load_run(path: str | Path) -> list[Event]:
 
 
 def summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
-    """Headline metrics of several runs side by side (one column per run)."""
+    """Headline metrics of several runs side by side (one column per run; extraction runs too)."""
     from .runs.poisoning import summarize
+
+    if runs and all(run_kind(ev) == "extract" for ev in runs.values()):
+        return extraction_summary_table(runs)
 
     cols = {}
     for name, events in runs.items():
@@ -60,6 +94,8 @@ def run_report_html(events: Sequence[Event], title: str | None = None) -> str:
     from .runs.events import DetectorFitted
 
     events = list(events)
+    if run_kind(events) == "extract":
+        return extraction_report_html(events, title)
     started = next(e for e in events if isinstance(e, RunStarted))
     ended = next((e for e in events if isinstance(e, RunEnded)), None)
     title = title or f"Run {started.run_id}"
@@ -83,4 +119,50 @@ def run_report_html(events: Sequence[Event], title: str | None = None) -> str:
     parts += ["<h2>Per question</h2>", rounds_table(events).to_html(index=False, escape=True),
               "<h2>Manifest</h2>", f"<pre>{html.escape(json.dumps(started.manifest, indent=2, default=str))}</pre>",
               "</body></html>"]
+    return "\n".join(parts)
+
+
+def _html_head(title: str) -> list[str]:
+    return [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+            "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+            "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;"
+            "vertical-align:top}pre{white-space:pre-wrap}</style></head><body>", f"<h1>{html.escape(title)}</h1>"]
+
+
+def extraction_report_html(events: Sequence[Event], title: str | None = None) -> str:
+    """A self-contained HTML report of an extraction run: metrics, curves, every round (text escaped)."""
+    import plotly.graph_objects as go
+
+    from .runs.extraction import summarize_extraction
+
+    events = list(events)
+    started = next(e for e in events if isinstance(e, RunStarted))
+    ended = [e for e in events if isinstance(e, RunEnded)]
+    title = title or f"Extraction run {started.run_id}"
+    s = summarize_extraction(events)
+    fig = go.Figure()
+    for k in ("crr", "retrieved_coverage", "semantic_leak"):
+        fig.add_scatter(y=s["curves"][k], x=list(range(1, len(s["curves"][k]) + 1)), mode="lines+markers", name=k)
+    fig.update_layout(xaxis_title="round", yaxis_title="share of the knowledge base", height=360)
+    rounds: dict[int, dict] = {}
+    for e in events:
+        r = getattr(e, "round", 0)
+        if not r:
+            continue
+        row = rounds.setdefault(r, {"round": r})
+        if e.kind == "query_issued":
+            row["query"] = e.text
+        elif e.kind == "generated":
+            row.update(answer=e.text, context=", ".join(e.context_ids), blocked_by=e.blocked_by)
+        elif e.kind == "leak_scored":
+            row.update(recovered=", ".join(e.recovered), pii=", ".join(e.pii))
+    table = pd.DataFrame(list(rounds.values()))
+    parts = _html_head(title) + [
+        f"<p>Status: {html.escape(ended[-1].status if ended else 'in progress (partial)')}</p>",
+        "<h2>Headline metrics</h2>", extraction_summary_table({started.run_id: events}).to_html(escape=True),
+        "<h2>Leakage as rounds go by</h2>", fig.to_html(full_html=False, include_plotlyjs="inline"),
+        "<h2>Configuration</h2>", f"<pre>{html.escape(json.dumps(started.config, indent=2, default=str))}</pre>",
+        "<h2>Rounds</h2>", table.to_html(index=False, escape=True),
+        "<h2>Manifest</h2>", f"<pre>{html.escape(json.dumps(started.manifest, indent=2, default=str))}</pre>",
+        "</body></html>"]
     return "\n".join(parts)

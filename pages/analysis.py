@@ -7,11 +7,14 @@ import streamlit as st
 from components.state import init_state
 from components.text import md_escape
 from engine.analysis import FEATURES, correlate, query_features
+from engine.analysis.correlations import EXTRACTION_FEATURES, extraction_round_features
 from engine.errors import EngineError
 from engine.plots import correlation_scatter
+from engine.report import list_saved_runs, load_run
 
 init_state()
 st.title("Analysis")
+st.subheader("Poisoning: what makes a poison rank high?")
 st.caption("Across the questions attacked in the current run: does the poison rank better for long questions, or "
            "when the clean documents are far from the question (the paper's explanation, §4)?")
 run = st.session_state.get("lab_run")
@@ -38,3 +41,32 @@ else:
                            mime="text/csv", on_click="ignore")
     except EngineError as e:
         st.error(md_escape(e))
+
+
+st.subheader("Extraction: what makes a round leak?")
+st.caption("Across the rounds of saved extraction runs: does a round leak more when the retrieved chunks are closer "
+           "to the attacker's query, when the answer is longer, when the query is longer?")
+saved = [r for r in list_saved_runs() if r["kind"] == "extract"]
+if not saved:
+    st.info("Run an attack in the Extraction lab first (runs are saved automatically).")
+else:
+    label = {r["run_id"]: f"{r['run_id']} · {r['attack']} vs {r['defenses']} · {r['corpus']}" for r in saved}
+    chosen = st.multiselect("Extraction runs", list(label), default=list(label)[:3], format_func=label.get)
+    if chosen:
+        try:
+            xdf = extraction_round_features({rid: load_run(next(r["path"] for r in saved if r["run_id"] == rid))
+                                             for rid in chosen})
+            names = list(EXTRACTION_FEATURES)
+            c1, c2 = st.columns(2)
+            xx = c1.selectbox("x ", names, index=names.index("top1_score"), format_func=EXTRACTION_FEATURES.get)
+            yy = c2.selectbox("y ", names, index=names.index("max_recall"), format_func=EXTRACTION_FEATURES.get)
+            if len(xdf) < 3:
+                st.info("Fewer than 3 rounds in the chosen runs: correlations need at least 3.")
+            st.plotly_chart(correlation_scatter(xdf, xx, yy, EXTRACTION_FEATURES, correlate(xdf, xx, yy)),
+                            width="stretch", key="xcorr")
+            rows = [{"feature": EXTRACTION_FEATURES[f], **correlate(xdf, f, "max_recall")} for f in names
+                    if f != "max_recall"]
+            st.markdown("**Every feature against the best ROUGE-L recall of a context chunk in the answer**")
+            st.dataframe(pd.DataFrame(rows).round(4), hide_index=True, width="stretch")
+        except Exception as e:  # a damaged run file must not break the page
+            st.error(f"Could not analyse these runs: {md_escape(type(e).__name__)}: {md_escape(e)}")

@@ -65,3 +65,43 @@ def correlate(df: pd.DataFrame, x: str, y: str) -> dict[str, float]:
         out.update(pearson_r=float(r.statistic), pearson_p=float(r.pvalue),
                    spearman_rho=float(s.statistic), spearman_p=float(s.pvalue))
     return out
+
+
+EXTRACTION_FEATURES = {
+    "query_words": "attack query length (words)",
+    "top1_score": "similarity of the best retrieved chunk",
+    "mean_score": "mean similarity of the retrieved chunks",
+    "context_chunks": "chunks that reached the generator",
+    "answer_words": "answer length (words)",
+    "max_recall": "best ROUGE-L recall of a context chunk in the answer",
+    "new_recovered": "chunks newly recovered (CRR) this round",
+    "new_pii": "PII items newly leaked this round",
+    "blocked": "query blocked by a defense (0/1)",
+}
+
+
+def extraction_round_features(runs: dict[str, list]) -> pd.DataFrame:
+    """One row per round of one or more extraction runs (events), with :data:`EXTRACTION_FEATURES`."""
+    rows = []
+    for run_id, events in runs.items():
+        by_round: dict[int, dict] = {}
+        for e in events:
+            r = getattr(e, "round", None)
+            if not r:
+                continue
+            row = by_round.setdefault(r, {"run_id": run_id, "round": r})
+            if e.kind == "query_issued":
+                row["query_words"] = len(e.text.split())
+            elif e.kind == "retrieved":
+                row["top1_score"] = max(e.scores) if e.scores else np.nan
+                row["mean_score"] = float(np.mean(e.scores)) if e.scores else np.nan
+            elif e.kind == "generated":
+                row["context_chunks"] = len(e.context_ids)
+                row["answer_words"] = len(e.text.split())
+                row["blocked"] = int(bool(e.blocked_by))
+            elif e.kind == "leak_scored":
+                row["max_recall"] = max(e.recall.values()) if e.recall else 0.0
+                row["new_recovered"] = len(e.recovered)
+                row["new_pii"] = len(e.pii)
+        rows += [r for r in by_round.values() if "new_recovered" in r]
+    return pd.DataFrame(rows, columns=["run_id", "round", *EXTRACTION_FEATURES])

@@ -1,0 +1,58 @@
+"""Saved extraction runs: listed by kind, compared, analysed, and reported as escaped HTML."""
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine.analysis.correlations import extraction_round_features
+from engine.config import ExtractionConfig
+from engine.report import list_saved_runs, load_run, run_report_html, runs_dir
+from engine.runs.extraction import ExtractionRun
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def saved_run():
+    cfg = ExtractionConfig.from_dict({"attack": "zeng", "rounds": 3, "top_k": 2, "max_tokens": 32, "data_dir": "",
+                                      "attacker_llm": "",
+                                      "generator_params": {"model": "smollm2-135m", "max_tokens": 32}})
+    run = ExtractionRun(cfg, out_dir=runs_dir())
+    run.run()
+    return run
+
+
+def test_saved_extraction_run_is_listed_and_reported(saved_run):
+    row = next(r for r in list_saved_runs() if r["run_id"] == saved_run.run_id)
+    assert row["kind"] == "extract" and row["finished"] and row["corpus"] == "clinic_records"
+    events = load_run(row["path"])
+    df = extraction_round_features({saved_run.run_id: events})
+    assert len(df) == 3 and df["top1_score"].notna().all()
+    html = run_report_html(events)
+    assert "Leakage as rounds go by" in html and "<script>alert" not in html
+
+
+def test_report_escapes_attacker_controlled_text(saved_run):
+    import dataclasses
+    events = list(saved_run.events)
+    i = next(i for i, e in enumerate(events) if e.kind == "generated")
+    events[i] = dataclasses.replace(events[i], text="<script>alert('x')</script>")
+    html = run_report_html(events)
+    assert "<script>alert('x')</script>" not in html and "&lt;script&gt;" in html
+
+
+def test_runs_and_analysis_pages_show_extraction_runs(saved_run):
+    at = AppTest.from_file(str(REPO / "pages/runs.py"), default_timeout=120)
+    at.run()
+    kind = next((r for r in at.radio if r.label == "Kind"), None)
+    if kind is not None:
+        kind.set_value("extract").run()
+    ms = at.multiselect[0]
+    ms.set_value([saved_run.run_id]).run()
+    assert not at.exception
+    assert any(r.label == "Metric" for r in at.radio) and len(at.get("plotly_chart")) >= 1
+    an = AppTest.from_file(str(REPO / "pages/analysis.py"), default_timeout=120)
+    an.run()
+    runs = next(m for m in an.multiselect if m.label == "Extraction runs")
+    runs.set_value([saved_run.run_id]).run()
+    assert not an.exception and len(an.get("plotly_chart")) >= 1
