@@ -12,6 +12,7 @@ page = st.navigation([
     st.Page("pages/home.py", title="Home", icon="🏠", default=True),
     st.Page("pages/pipeline.py", title="Pipeline", icon="🧱"),
     st.Page("pages/poisoning_lab.py", title="Poisoning lab", icon="☣️"),
+    st.Page("pages/extraction_lab.py", title="Extraction lab", icon="🕵️"),
     st.Page("pages/analysis.py", title="Analysis", icon="📈"),
     st.Page("pages/sweeps.py", title="Sweeps", icon="🧮"),
     st.Page("pages/runs.py", title="Saved runs", icon="🗂️"),

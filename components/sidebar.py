@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components.extraction import render_sidebar_status
 from engine.metrics import asr
 
 
@@ -21,3 +22,4 @@ def render_sidebar() -> None:
             st.caption(f"{run.config.attack} / {run.config.target} · {done}/{len(run.queries)} queries · "
                        f"ASR@2 {asr(run.events, 2).value:.2f}" if done else
                        f"{run.config.attack} / {run.config.target} · ready, 0/{len(run.queries)} queries")
+        render_sidebar_status()

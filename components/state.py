@@ -10,6 +10,9 @@ DEFAULT_PIPELINE = {"corpus": "clinic_handbook", "chunk_size": 512, "chunk_overl
                     "top_k": 5}
 DEFAULT_LAB = {"queries": "clinic_handbook", "attack": "universal", "target": "pii", "target_text": "",
                "injection": "one-at-a-time", "limit": 30, "detectors": ["l2", "mahalanobis"], "seed": 0}
+DEFAULT_EXTRACT = {"kb": "clinic_records", "generator": "smollm2-135m", "litellm_model": "openai/gpt-4o-mini",
+                   "api_base": "", "attack": "rag-thief", "attack_params": {}, "attacker_llm": "smollm2-135m",
+                   "rounds": 3, "top_k": 3, "max_tokens": 160, "defenses": [], "seed": 0}
 
 
 def init_state() -> None:
@@ -20,6 +23,14 @@ def init_state() -> None:
     ss.setdefault("lab_run", None)
     ss.setdefault("lab_playing", False)
     ss.setdefault("lab_speed", 1.0)
+    # extraction lab (its own run, independent of the poisoning lab's)
+    ss.setdefault("extract", dict(DEFAULT_EXTRACT))
+    ss.setdefault("extract_run", None)
+    ss.setdefault("extract_source", None)     # {"config", "corpus"} the live run was prepared from (for Reset)
+    ss.setdefault("extract_playing", False)
+    ss.setdefault("extract_speed", 1.0)
+    ss.setdefault("extract_view", None)       # folder of a reopened saved run being viewed
+    ss.setdefault("llm_api_key", "")          # typed in the sidebar; lives only in this session's memory
 
 
 def data_dir() -> str:

@@ -1,0 +1,419 @@
+"""Extraction-lab panels and glue. Render only: the engine runs the attack, engine.plots.extraction shapes the data.
+
+Attacker-controlled text (the KB's chunks, the model's answers, the attacker's queries and memory) is
+never rendered as HTML: it goes through st.text / st.code / st.dataframe, or through st.markdown only
+after md_escape, with copied spans wrapped in Markdown highlighting.
+"""
+from __future__ import annotations
+
+import json
+import typing
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+import streamlit as st
+
+from components.state import progress_callback
+from components.text import md_escape
+from engine.config import ExtractionConfig, list_presets, load_preset
+from engine.corpora import corpus_from_documents, load_corpus
+from engine.errors import EngineError
+from engine.generators.litellm_gen import LiteLLMGenerator
+from engine.params import Params
+from engine.plots.extraction import (attacker_state, cascade_bars, cascade_rows, coverage_map, leakage_curves,
+                                     marked_segments, metrics_rows, round_view, rounds_played, run_config, run_status,
+                                     worm_drift)
+from engine.report import runs_dir
+from engine.runs.events import Event, event_to_json, jsonable, read_jsonl
+from engine.runs.extraction import ExtractionRun, summarize_extraction
+
+KBS = ["clinic_records", "healthcaremagic", "enron", "upload"]
+KB_HELP = ("clinic_records: bundled synthetic patient notes with fake PII; healthcaremagic / enron: benchmark "
+           "data (needs the data dir); upload: the documents uploaded on the Pipeline page")
+LOCAL_MODELS = ["smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b"]
+LITELLM = "litellm"
+ATTACKER_NONE = "none"
+
+
+# ------------------------------------------------------------------------------ Params → widgets
+def _base_type(tp: Any) -> Any:
+    """int for Optional[int] etc."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) is not None and args and typing.get_origin(tp) is not tuple:
+        return args[0]
+    return tp
+
+
+def params_widgets(cls: type[Params], values: Mapping[str, Any] | None = None, *, skip: tuple[str, ...] = (),
+                   container: Any = None) -> dict[str, Any]:
+    """One widget per field of a Params dataclass (label, help, bounds and choices from its metadata);
+    returns the values the user chose. Keyless widgets: safe inside a form, and a changed default
+    (e.g. a loaded preset) shows up."""
+    box = container or st
+    values = dict(values or {})
+    out: dict[str, Any] = {}
+    for f in cls.describe():
+        name = f["name"]
+        if name in skip:
+            continue
+        label = f.get("label") or name.replace("_", " ").capitalize()
+        value = values.get(name, f["default"])
+        tp = _base_type(f["type"])
+        helptext = f.get("help") or None
+        lo, hi = f.get("min"), f.get("max")
+        if f.get("choices"):
+            choices = list(f["choices"])
+            out[name] = box.selectbox(label, choices, index=choices.index(value) if value in choices else 0,
+                                      help=helptext)
+        elif tp is bool:
+            out[name] = box.checkbox(label, value=bool(value), help=helptext)
+        elif tp is int:
+            out[name] = int(box.number_input(label, min_value=None if lo is None else int(lo),
+                                             max_value=None if hi is None else int(hi),
+                                             value=int(value if value is not None else (lo or 0)), step=1,
+                                             help=helptext))
+        elif tp is float:
+            out[name] = float(box.number_input(label, min_value=None if lo is None else float(lo),
+                                               max_value=None if hi is None else float(hi),
+                                               value=float(value if value is not None else (lo or 0.0)),
+                                               format="%.3f", help=helptext))
+        elif typing.get_origin(tp) is tuple:
+            text = box.text_input(label, ", ".join(map(str, value or ())), help=helptext)
+            out[name] = tuple(v.strip() for v in text.split(",") if v.strip())
+        else:
+            text = str(value if value is not None else "")
+            out[name] = (box.text_area(label, text, height=90, help=helptext) if len(text) > 60
+                         else box.text_input(label, text, help=helptext))
+    return out
+
+
+# ------------------------------------------------------------------------------ settings ↔ config
+def extract_presets() -> list[dict]:
+    return [p for p in list_presets() if p["kind"] == "extract"]
+
+
+def settings_from_config(cfg: ExtractionConfig) -> dict[str, Any]:
+    """The lab's setup settings for a config (e.g. a preset)."""
+    gp = dict(cfg.generator_params or {})
+    if cfg.generator == "litellm":
+        gen, litellm_model = LITELLM, gp.get("model", "openai/gpt-4o-mini")
+    else:
+        gen, litellm_model = gp.get("model", "smollm2-135m"), "openai/gpt-4o-mini"
+    ap = dict(cfg.attack_params or {})
+    ap.pop("budget", None)
+    attacker = dict(cfg.attacker_llm_params or {}).get("model", "smollm2-135m") if cfg.attacker_llm else ATTACKER_NONE
+    return {"kb": cfg.kb, "generator": gen, "litellm_model": litellm_model, "api_base": gp.get("api_base", ""),
+            "attack": cfg.attack, "attack_params": ap, "attacker_llm": attacker, "rounds": cfg.rounds,
+            "top_k": cfg.top_k, "max_tokens": cfg.max_tokens, "defenses": list(cfg.defenses), "seed": cfg.seed}
+
+
+def load_extract_preset(name: str) -> bool:
+    try:
+        kind, cfg, _ = load_preset(name)
+    except EngineError as e:
+        st.error(f"Could not load preset {md_escape(name)}: {md_escape(e)}")
+        return False
+    if kind != "extract" or not isinstance(cfg, ExtractionConfig):
+        st.error(f"{md_escape(name)} is a {kind} preset, not an extraction preset.")
+        return False
+    st.session_state["extract"] = settings_from_config(cfg)
+    return True
+
+
+def build_config(s: Mapping[str, Any], data_dir: str) -> ExtractionConfig:
+    """The ExtractionConfig of the lab's settings. Never holds an API key."""
+    if s["generator"] == LITELLM:
+        gen, gp = "litellm", {"model": s["litellm_model"].strip(), "max_tokens": int(s["max_tokens"])}
+        if s.get("api_base", "").strip():
+            gp["api_base"] = s["api_base"].strip()
+    else:
+        gen, gp = "local", {"model": s["generator"], "max_tokens": int(s["max_tokens"])}
+    uses_llm = s["attack"] == "rag-thief" and s.get("attacker_llm", ATTACKER_NONE) != ATTACKER_NONE
+    return ExtractionConfig.from_dict({
+        "kb": s["kb"], "attack": s["attack"], "attack_params": dict(s.get("attack_params") or {}),
+        "rounds": int(s["rounds"]), "generator": gen, "generator_params": gp,
+        "attacker_llm": "local" if uses_llm else "", "attacker_llm_params": {"model": s["attacker_llm"]} if uses_llm else None,
+        "defenses": list(s.get("defenses") or ()), "top_k": int(s["top_k"]), "max_tokens": int(s["max_tokens"]),
+        "seed": int(s["seed"]), "data_dir": data_dir}, where="extraction setup")
+
+
+def make_generator(cfg: ExtractionConfig, api_key: str) -> Any:
+    """For a litellm generator, the generator object carrying the session's key (never in the config);
+    None for local models (the run builds those from the config)."""
+    if cfg.generator != "litellm":
+        return None
+    return LiteLLMGenerator(LiteLLMGenerator.Params.from_dict(dict(cfg.generator_params or {})),
+                            api_key=api_key or None)
+
+
+def corpus_for(cfg: ExtractionConfig) -> Any:
+    """The uploaded documents as a corpus for kb 'upload'; None otherwise (the run loads the KB)."""
+    if cfg.kb != "upload":
+        return None
+    return corpus_from_documents("upload", st.session_state.get("uploaded_docs") or [], chunk_size=cfg.chunk_size,
+                                 chunk_overlap=cfg.chunk_overlap)
+
+
+def _warm_models(run: ExtractionRun, tick) -> None:
+    """Load the local model(s) now, under the progress bar, instead of in the first Step."""
+    gens = [("generator", run.system.generator if run.system else None),
+            ("attacker's LLM", run.agent.ctx.attacker_llm if run.agent else None)]
+    for i, (what, g) in enumerate(gens):
+        if g is not None and hasattr(g, "_llm"):
+            tick(f"loading the {what} model", i, len(gens))
+            g._llm()
+
+
+def start_run(cfg: ExtractionConfig, corpus: Any, api_key: str) -> ExtractionRun:
+    """Prepare a new run (progress bar: knowledge base, indexing, reindex training, model loading)."""
+    bar = st.progress(0.0, text="starting")
+    tick = progress_callback(bar)
+    run = ExtractionRun(cfg, out_dir=runs_dir(), progress=tick, corpus=corpus, generator=make_generator(cfg, api_key))
+    try:
+        run.prepare()
+        _warm_models(run, tick)
+    except BaseException:
+        run.close()
+        raise
+    finally:
+        run.progress = None  # the bar belongs to this script run
+        bar.empty()
+    return run
+
+
+def resume_run(folder: str | Path, api_key: str) -> ExtractionRun:
+    bar = st.progress(0.0, text="reopening")
+    tick = progress_callback(bar)
+    try:
+        cfg = ExtractionConfig.from_dict(run_config(read_jsonl(Path(folder) / "events.jsonl")), where=str(folder))
+        if cfg.kb == "upload":
+            raise EngineError("this run attacked uploaded documents, which are not saved with the run: it can be "
+                              "viewed but not resumed")
+        run = ExtractionRun.resume(folder, progress=tick, generator=make_generator(cfg, api_key))
+        _warm_models(run, tick)
+        run.progress = None
+        return run
+    finally:
+        bar.empty()
+
+
+def close_extract_run() -> None:
+    run = st.session_state.get("extract_run")
+    if run is not None:
+        run.close()
+    st.session_state["extract_run"] = None
+    st.session_state["extract_playing"] = False
+
+
+# ------------------------------------------------------------------------------ saved runs
+def saved_extraction_runs(root: Path | None = None) -> list[dict[str, Any]]:
+    """Extraction runs on disk (manifest kind 'extract'), newest first."""
+    root = root or runs_dir()
+    out = []
+    for m in sorted(root.glob("*/manifest.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            man = json.loads(m.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if man.get("kind") != "extract" or not (m.parent / "events.jsonl").is_file():
+            continue
+        cfg = man.get("config", {})
+        out.append({"run_id": m.parent.name, "folder": str(m.parent), "attack": cfg.get("attack"),
+                    "kb": cfg.get("kb"), "rounds": cfg.get("rounds"), "defenses": cfg.get("defenses") or [],
+                    "finished": (m.parent / "summary.json").is_file()})
+    return out
+
+
+def describe_saved(r: Mapping[str, Any]) -> str:
+    d = "+".join(r["defenses"]) or "no defense"
+    return f"{r['run_id']} · {r['attack']} on {r['kb']} · {d} · {r['rounds']} rounds" + ("" if r["finished"] else
+                                                                                         " · unfinished")
+
+
+def kb_texts(cfg: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """(chunk ids in KB order, id → text) of a saved run's KB, reloaded from its config ([] / {} if that fails)."""
+    key = ("extract_kb_texts", cfg.get("kb"), cfg.get("chunk_size"), cfg.get("chunk_overlap"), cfg.get("data_dir"))
+    cache = st.session_state.setdefault("extract_kb_cache", {})
+    if key not in cache:
+        try:
+            if cfg.get("kb") == "upload":
+                raise EngineError("uploaded documents are not saved with the run")
+            c = load_corpus(cfg["kb"], data_dir=cfg.get("data_dir") or None, chunk_size=cfg.get("chunk_size"),
+                            chunk_overlap=cfg.get("chunk_overlap", 0))
+            cache.clear()
+            cache[key] = (list(c.ids), {d.id: d.text for d in c.documents})
+        except (EngineError, OSError, KeyError):
+            cache[key] = ([], {})
+    return cache[key]
+
+
+# ------------------------------------------------------------------------------ rendering
+def marked_markdown(segments: list[tuple[str, bool]]) -> str:
+    """Escaped Markdown of (text, copied) pieces, copied pieces highlighted; line breaks kept."""
+    out = []
+    for text, copied in segments:
+        lines = [md_escape(x) for x in text.split("\n")]
+        if copied:
+            lines = [f":red-background[{x}]" if x.strip() else x for x in lines]
+        out.append("  \n".join(lines))
+    return "".join(out)
+
+
+def render_metrics(events: list[Event]) -> None:
+    rows = metrics_rows(events)
+    m = rows[-1] if rows else {}
+    c = st.columns(5)
+    c[0].metric("CRR", f"{m.get('crr', 0.0):.4f}" if rows else "–",
+                help="chunk recovery rate: KB chunks an answer recovered with ROUGE-L recall ≥ τ, / KB size")
+    c[1].metric("Retrieved coverage", f"{m.get('retrieved_coverage', 0.0):.4f}" if rows else "–",
+                help="KB chunks retrieved at least once, / KB size")
+    c[2].metric("Repeat contexts", f"{int(m.get('repeat_contexts', 0))}" if rows else "–",
+                help="retrieved chunks copied ≥ 20 consecutive tokens verbatim")
+    c[3].metric("ROUGE contexts", f"{int(m.get('rouge_contexts', 0))}" if rows else "–",
+                help="retrieved chunks with ROUGE-L recall or precision > 0.5 against their round's answer")
+    c[4].metric("PII leaked", f"{int(m.get('pii_leaked', 0))} / {int(m.get('pii_total', 0))}" if rows else "–",
+                help="distinct PII items of the KB (name, e-mail, phone, MRN, date of birth) seen in any answer")
+
+
+def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None = None, key: str = "live") -> None:
+    done = rounds_played(events)
+    if not done:
+        st.info("Press **Step** or **Play** to play the first round.")
+        return
+    if rnd is None:
+        rnd = st.slider("Round", 1, done, done, key=None) if done > 1 else 1
+    v = round_view(events, rnd)
+    if v is None:
+        st.warning(f"Round {rnd} has no query on record.")
+        return
+    left, mid, right = st.columns([2, 2, 1])
+    with left:
+        st.markdown(f"**Attacker — round {rnd}/{done}**")
+        st.text(v["query"])
+    with mid:
+        st.markdown(f"**Retrieved — top-{len(v['retrieved'])}**")
+        leaked = set(v["leaked"])
+        st.dataframe(pd.DataFrame({"chunk": [d for d, _ in v["retrieved"]],
+                                   "score": [s for _, s in v["retrieved"]],
+                                   "in context": [d in v["context_ids"] for d, _ in v["retrieved"]],
+                                   "leaked": ["⚠ leaked" if d in leaked else "" for d, _ in v["retrieved"]]}),
+                     hide_index=True, width="stretch")
+    with right:
+        st.markdown("**Defenses this round**")
+        if not v["actions"]:
+            st.caption("no defense acted")
+        for a in v["actions"]:
+            st.markdown(f"`{md_escape(a['defense'])}` ({md_escape(a['stage'])}): {md_escape(a['action'])}")
+            if a["detail"]:
+                st.caption(md_escape(json.dumps(jsonable(a["detail"]), default=str)[:300]))
+    st.markdown("**Generator's answer**" + (f" — blocked by `{md_escape(v['blocked_by'])}`" if v["blocked_by"] else ""))
+    st.text(v["answer"] or "(empty)")
+    if v["pii"]:
+        st.caption("PII leaked this round: " + md_escape(", ".join(v["pii"])))
+    if not v["leaked"]:
+        st.caption("No chunk leaked this round.")
+        return
+    st.markdown(f"**Leaked this round — {len(v['leaked'])} chunk(s)** · copied spans highlighted "
+                "(runs of ≥ 4 words the answer repeats in order)")
+    for cid in v["leaked"][:5]:
+        kinds = [k for k, ids in (("recovered", v["recovered"]), ("repeat", v["repeat_contexts"]),
+                                  ("ROUGE", v["rouge_contexts"])) if cid in ids]
+        src = texts.get(cid)
+        with st.container(border=True):
+            rec = v["recall"].get(cid)
+            st.markdown(f"`{md_escape(cid)}` · {', '.join(kinds)}" + (f" · ROUGE-L recall {rec:.2f}" if rec is not None else ""))
+            if src is None:
+                st.caption("source text unavailable (the knowledge base could not be reloaded)")
+                continue
+            a, b = st.columns(2)
+            a.caption("Source chunk")
+            a.markdown(marked_markdown(marked_segments(src, v["answer"])))
+            b.caption("Answer")
+            b.markdown(marked_markdown(marked_segments(v["answer"], src)))
+    if len(v["leaked"]) > 5:
+        st.caption(f"… and {len(v['leaked']) - 5} more")
+
+
+def render_charts(events: list[Event], ids: list[str], kb_size: int | None, key: str) -> None:
+    c1, c2 = st.columns([2, 3])
+    with c1:
+        st.plotly_chart(coverage_map(ids, events, kb_size=kb_size), width="stretch", key=f"coverage_{key}")
+    with c2:
+        if metrics_rows(events):
+            st.plotly_chart(leakage_curves(events), width="stretch", key=f"curves_{key}")
+        else:
+            st.caption("Leakage curves appear after the first round.")
+
+
+def render_internals(events: list[Event], defenses: list[str], key: str) -> None:
+    agent, rnd, state = attacker_state(events)
+    if not agent:
+        st.info("The attacker's state appears after the first round.")
+    elif agent == "rag-thief":
+        st.caption(f"RAG-Thief after round {rnd}: {state.get('reflections', 0)} reflections, "
+                   f"{state.get('seed_used', 0)} seed anchors used, {state.get('last_new', 0)} new chunk(s) last round")
+        c = st.columns(3)
+        for col, (name, title) in zip(c, (("short_term", "Short-term queue"), ("long_term", "Long-term memory"),
+                                          ("anchors", "Anchors"))):
+            items = state.get(name) or []
+            col.markdown(f"**{title}** ({len(items)})")
+            rows = [x.get("text", "") if isinstance(x, Mapping) else str(x) for x in items]
+            extra = {"direction": [x.get("direction", "") if isinstance(x, Mapping) else "" for x in items]} \
+                if name == "anchors" else {}
+            col.dataframe(pd.DataFrame({"text": rows, **extra}), hide_index=True, width="stretch", height=220)
+    elif agent == "worm":
+        hist = state.get("history") or []
+        st.caption(f"Worm after round {rnd}: {state.get('n_extracted', 0)} chunk(s) extracted so far")
+        if hist:
+            st.plotly_chart(worm_drift(hist), width="stretch", key=f"worm_{key}")
+            st.markdown("**Last target**")
+            st.text(str(hist[-1].get("target_text", "")))
+    elif agent == "zeng":
+        st.caption(f"Zeng et al. after round {rnd}: {state.get('issued', 0)} queries issued")
+        st.markdown("**Next information**")
+        st.text(state.get("next_information") or "(budget spent)")
+    else:
+        st.json(jsonable(state), expanded=False)
+    if "cascade" in defenses:
+        st.markdown("**Cascade decoding** — tokens per answer")
+        if cascade_rows(events):
+            st.plotly_chart(cascade_bars(events), width="stretch", key=f"cascade_{key}")
+        else:
+            st.caption("appears after the first answer")
+
+
+def render_exports(events: list[Event], run_id: str) -> None:
+    c = st.columns(2)
+    c[0].download_button("Events (JSONL)", lambda: "\n".join(event_to_json(e) for e in list(events)) + "\n",
+                         file_name=f"{run_id}-events.jsonl", mime="application/json", on_click="ignore",
+                         key=f"dl_events_{run_id}")
+    c[1].download_button("Summary (JSON)", lambda: json.dumps(jsonable(summarize_extraction(list(events))), indent=2,
+                                                              default=str),
+                         file_name=f"{run_id}-summary.json", mime="application/json", on_click="ignore",
+                         key=f"dl_summary_{run_id}")
+
+
+def _store_key() -> None:
+    st.session_state["llm_api_key"] = st.session_state.get("llm_api_key_box", "")
+
+
+def render_sidebar_status() -> None:
+    """Sidebar block: the API key box and the extraction run at a glance."""
+    st.markdown("**Extraction**")
+    # the key lives in session_state["llm_api_key"] (not a widget key, so it survives runs in which the
+    # sidebar is not drawn); the box is re-seeded from it on every run
+    st.session_state["llm_api_key_box"] = st.session_state.get("llm_api_key", "")
+    st.text_input("LLM API key (litellm)", type="password", key="llm_api_key_box", on_change=_store_key,
+                  help="Used only by a litellm generator in the Extraction lab. Kept in this browser session's "
+                       "memory only: never written to a config, event, export, log or file name.")
+    run = st.session_state.get("extract_run")
+    if run is not None:
+        m = run.metrics()
+        st.caption(f"{run.config.attack} vs {'+'.join(run.config.defenses) or 'no defense'} · "
+                   f"{run.rounds_done}/{run.config.rounds} rounds · CRR {m.get('crr', 0.0):.3f}"
+                   + (" · complete" if run.done else ""))
+    elif st.session_state.get("extract_view"):
+        st.caption(f"viewing saved run `{md_escape(Path(st.session_state['extract_view']).name)}`")
+    else:
+        st.caption("no extraction prepared")

@@ -1,0 +1,250 @@
+"""Extraction lab: an attacker agent tries to extract a private knowledge base through a defended RAG system."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from components.extraction import (ATTACKER_NONE, KB_HELP, KBS, LITELLM, LOCAL_MODELS, build_config,
+                                   close_extract_run, corpus_for, describe_saved, extract_presets, kb_texts,
+                                   load_extract_preset, params_widgets, render_charts, render_exports,
+                                   render_internals, render_metrics, render_round, resume_run,
+                                   saved_extraction_runs, start_run)
+from components.state import data_dir, init_state
+from components.text import md_escape
+from engine.attacks.extraction import EXTRACTION_ATTACKS
+from engine.defenses import DEFENSES
+from engine.errors import EngineError
+from engine.plots.extraction import rounds_played, run_config, run_status
+from engine.runs.events import read_jsonl
+
+init_state()
+st.title("Extraction lab")
+st.caption("A black-box attacker queries the RAG system round by round and tries to make it repeat its private "
+           "knowledge base. Switch defenses on and watch what still leaks.")
+ss = st.session_state
+
+
+def api_key() -> str:
+    return ss.get("llm_api_key") or ""
+
+
+def friendly(e: BaseException) -> str:
+    if isinstance(e, EngineError):
+        return str(e)
+    return f"unexpected error ({type(e).__name__}: {e}); try another configuration and please report this"
+
+
+def prepare(cfg=None, corpus=None) -> None:
+    """Close the current run and prepare a new one (from the settings, or the given config: Reset)."""
+    close_extract_run()
+    ss["extract_view"] = None
+    try:
+        if cfg is None:
+            cfg = build_config(ss["extract"], data_dir())
+            corpus = corpus_for(cfg)
+        ss["extract_run"] = start_run(cfg, corpus, api_key())
+        ss["extract_source"] = {"config": cfg, "corpus": corpus}
+    except Exception as e:  # noqa: BLE001 - shown as a message, never a traceback
+        ss["extract_error"] = friendly(e)
+
+
+# ------------------------------------------------------------------------------ presets & saved runs
+run = ss["extract_run"]
+top = st.columns([3, 1, 4, 1], vertical_alignment="bottom")
+presets = [p["name"] for p in extract_presets()]
+preset = top[0].selectbox("Preset", presets, index=presets.index("quick-extraction-demo")
+                          if "quick-extraction-demo" in presets else 0, key="extract_preset",
+                          help="Fill the attack setup below from a preset")
+if top[1].button("Load preset", key="btn_extract_preset") and preset:
+    if load_extract_preset(preset):
+        st.rerun()
+saved = saved_extraction_runs()
+labels = {r["folder"]: describe_saved(r) for r in saved}
+chosen = top[2].selectbox("Reopen a saved run", list(labels), index=None, format_func=labels.get,
+                          placeholder="choose a run folder" if saved else "no extraction run saved yet",
+                          key="extract_reopen_choice")
+if top[3].button("Reopen", key="btn_extract_reopen", disabled=chosen is None):
+    close_extract_run()
+    ss["extract_view"] = chosen
+    st.rerun()
+
+# ------------------------------------------------------------------------------ setup
+s = ss["extract"]
+with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]):
+    attacks = EXTRACTION_ATTACKS.names()
+    attack = st.selectbox("Attack", attacks, index=attacks.index(s["attack"]) if s["attack"] in attacks else 0,
+                          format_func=lambda n: f"{n} — {EXTRACTION_ATTACKS.describe(n)[:80]}")
+    if attack != s["attack"]:
+        ss["extract"] = s = {**s, "attack": attack, "attack_params": {}}
+    with st.form("extract_setup"):
+        c1, c2, c3 = st.columns(3)
+        kb = c1.selectbox("Knowledge base", KBS, index=KBS.index(s["kb"]) if s["kb"] in KBS else 0, help=KB_HELP)
+        gens = LOCAL_MODELS + [LITELLM]
+        generator = c1.selectbox("Generator", gens, index=gens.index(s["generator"]) if s["generator"] in gens else 0,
+                                 format_func=lambda g: "litellm provider (hosted / OpenAI-compatible server)"
+                                 if g == LITELLM else f"{g} (offline, local)")
+        litellm_model = c1.text_input("litellm model", s["litellm_model"],
+                                      help="Only for the litellm generator: a provider string such as "
+                                           "openai/gpt-4o-mini. The API key goes in the sidebar.")
+        api_base = c1.text_input("API base (optional)", s["api_base"],
+                                 help="Only for litellm: base URL of an OpenAI-compatible server")
+        max_tokens = c1.number_input("Tokens per answer", 8, 4096, int(s["max_tokens"]))
+        c2.markdown(f"**{attack} parameters**")
+        attack_params = params_widgets(EXTRACTION_ATTACKS.get(attack).Params, s["attack_params"], skip=("budget",),
+                                       container=c2)
+        attackers = [ATTACKER_NONE] + LOCAL_MODELS
+        attacker_llm = c2.selectbox("Attacker's own LLM", attackers,
+                                    index=attackers.index(s["attacker_llm"]) if s["attacker_llm"] in attackers else 1,
+                                    help="RAG-Thief's reflections (continuations of what it extracted); "
+                                         "zeng and worm use none", disabled=attack != "rag-thief")
+        rounds = c3.number_input("Rounds (query budget)", 1, 10_000, int(s["rounds"]))
+        top_k = c3.number_input("Top-k", 1, 100, int(s["top_k"]))
+        seed = c3.number_input("Seed", 0, 10_000, int(s["seed"]))
+        st.markdown("**Defenses**")
+        dcols = st.columns(4)
+        defenses = [d for i, d in enumerate(DEFENSES.names())
+                    if dcols[i % 4].toggle(d, value=d in s["defenses"], help=DEFENSES.describe(d))]
+        submitted = st.form_submit_button("Prepare attack", type="primary")
+    if submitted:
+        ss["extract"] = {"kb": kb, "generator": generator, "litellm_model": litellm_model, "api_base": api_base,
+                         "attack": attack, "attack_params": attack_params,
+                         "attacker_llm": attacker_llm if attack == "rag-thief" else s["attacker_llm"],
+                         "rounds": int(rounds), "top_k": int(top_k), "max_tokens": int(max_tokens),
+                         "defenses": defenses, "seed": int(seed)}
+        prepare()
+        st.rerun()
+
+if err := ss.pop("extract_error", None):
+    st.error(f"{md_escape(err)} — change the attack setup above and prepare again.")
+run = ss["extract_run"]
+
+
+# ------------------------------------------------------------------------------ live run
+def step_once() -> None:
+    r = ss["extract_run"]
+    if r is None or r.done or run_status(r.events) == "failed":
+        return
+    try:
+        r.step()
+    except Exception as e:  # noqa: BLE001 - keep the app usable: stop playing and say what happened
+        ss["extract_playing"] = False
+        ss["extract_error"] = (f"the round failed: {friendly(e)}. Finished rounds are saved; press Resume to retry "
+                               "from the last one, or Reset to start over")
+
+
+def play() -> None:
+    ss["extract_playing"] = True
+
+
+def pause() -> None:
+    ss["extract_playing"] = False
+
+
+def reset() -> None:
+    src = ss.get("extract_source") or {}
+    cfg = src.get("config") or ss["extract_run"].config
+    prepare(cfg, src.get("corpus"))
+
+
+def resume(folder) -> None:
+    close_extract_run()
+    try:
+        ss["extract_run"] = resume_run(folder, api_key())
+        ss["extract_source"] = {"config": ss["extract_run"].config, "corpus": None}
+        ss["extract_view"] = None
+    except Exception as e:  # noqa: BLE001
+        ss["extract_error"] = friendly(e)
+
+
+def render_live(run) -> None:
+    playing = ss["extract_playing"] and not run.done
+    texts = {d.id: d.text for d in run.corpus.documents}
+    ids = list(run.corpus.ids)
+
+    @st.fragment(run_every=ss["extract_speed"] if playing else None)
+    def live_panel() -> None:
+        r = ss["extract_run"]
+        if r is None:
+            return
+        if ss["extract_playing"] != playing:
+            st.rerun()  # Play/Pause changed: a full rerun starts or stops the fragment's timer
+        if playing:
+            step_once()
+            if r.done or not ss["extract_playing"]:
+                ss["extract_playing"] = False
+                st.rerun()
+        failed = run_status(r.events) == "failed"
+        c = st.columns([1, 1, 1, 1, 8], gap="small", vertical_alignment="center")
+        if c[0].button("Step", disabled=r.done or playing or failed, key="btn_extract_step"):
+            step_once()
+            st.rerun()  # a full rerun, so the tabs below follow the step
+        if playing:
+            c[1].button("Pause", on_click=pause, key="btn_extract_pause")
+        else:
+            c[1].button("Play", on_click=play, disabled=r.done or failed, key="btn_extract_play")
+        if c[2].button("Reset", key="btn_extract_reset"):
+            reset()
+            st.rerun()
+        if failed and r.out_dir is not None and c[3].button("Resume", key="btn_extract_resume_live"):
+            resume(r.out_dir)
+            st.rerun()
+        status = "run complete" if r.done else ("failed" if failed else ("playing" if playing else "paused"))
+        c[4].caption(f"{r.rounds_done}/{r.config.rounds} rounds · {r.config.attack} vs "
+                     f"{'+'.join(r.config.defenses) or 'no defense'} · KB {len(r.corpus):,} chunks · {status} · "
+                     f"run `{r.run_id}`")
+        events = list(r.events)
+        render_metrics(events)
+        render_charts(events, ids, len(ids), key="live")
+        render_round(events, texts)
+
+    st.slider("Seconds between rounds while playing", 0.2, 5.0, key="extract_speed", step=0.1)
+    live_panel()
+    tabs = st.tabs(["Attacker internals", "Exports"])
+    with tabs[0]:
+        render_internals(list(run.events), list(run.config.defenses), key="live")
+    with tabs[1]:
+        render_exports(list(run.events), run.run_id)
+
+
+def render_saved(folder: str) -> None:
+    path = Path(folder) / "events.jsonl"
+    if not path.is_file():
+        st.warning("That run folder is gone.")
+        ss["extract_view"] = None
+        return
+    events = read_jsonl(path)
+    cfg = run_config(events)
+    status = run_status(events)
+    done, total = rounds_played(events), cfg.get("rounds", 0)
+    ids, texts = kb_texts(cfg)
+    c = st.columns([6, 1, 1], vertical_alignment="center")
+    c[0].markdown(f"**Saved run `{md_escape(Path(folder).name)}`** · {md_escape(cfg.get('attack'))} on "
+                  f"{md_escape(cfg.get('kb'))} vs {md_escape('+'.join(cfg.get('defenses') or []) or 'no defense')} · "
+                  f"{done}/{total} rounds · {status}")
+    if status != "completed" and c[1].button("Resume", type="primary", key="btn_extract_resume"):
+        resume(folder)
+        st.rerun()
+    if c[2].button("Close", key="btn_extract_close_view"):
+        ss["extract_view"] = None
+        st.rerun()
+    if status != "completed" and cfg.get("generator") == "litellm" and not api_key():
+        st.caption("This run used a litellm generator: type its API key in the sidebar before resuming "
+                   "(unless the key is in the environment).")
+    kb_size = next((int(e.metrics.get("kb_size", 0)) for e in reversed(events) if e.kind == "leak_scored"), None)
+    render_metrics(events)
+    render_charts(events, ids, kb_size, key="saved")
+    render_round(events, texts)
+    tabs = st.tabs(["Attacker internals", "Exports"])
+    with tabs[0]:
+        render_internals(events, list(cfg.get("defenses") or []), key="saved")
+    with tabs[1]:
+        render_exports(events, Path(folder).name)
+
+
+if run is not None:
+    render_live(run)
+elif ss["extract_view"]:
+    render_saved(ss["extract_view"])
+else:
+    st.info("Set up the attack above and press **Prepare attack**, or reopen a saved run.")

@@ -1,0 +1,152 @@
+"""Extraction lab through Streamlit's AppTest, with the real small offline model (SmolLM2-135M)."""
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine.config import ExtractionConfig
+from engine.runs.events import read_jsonl
+from engine.runs.extraction import ExtractionRun
+
+REPO = Path(__file__).resolve().parents[2]
+KEY = "sk-test-SECRET-12345"
+# lean settings: Zeng (no attacker LLM), 2 rounds, top-2, 16 tokens per answer
+LEAN = {"Rounds (query budget)": 2, "Top-k": 2, "Tokens per answer": 16}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A fresh cache (runs, embeddings, store) per test: set BEFORE any AppTest is created."""
+    d = tmp_path / "cache"
+    monkeypatch.setenv("RAG_PLAYGROUND_CACHE", str(d))
+    return d
+
+
+def app() -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600)
+    at.run()
+    assert not at.exception
+    at.switch_page("pages/extraction_lab.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def setup(at: AppTest, attack: str = "zeng", **fields) -> AppTest:
+    next(s for s in at.selectbox if s.label == "Attack").set_value(attack).run()
+    for label, value in {**LEAN, **fields}.items():
+        widgets = [w for w in (*at.number_input, *at.text_input, *at.selectbox) if w.label == label]
+        assert widgets, f"no widget {label!r}"
+        widgets[0].set_value(value)
+    return at
+
+
+def prepare(at: AppTest) -> AppTest:
+    next(b for b in at.button if b.label == "Prepare attack").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def step(at: AppTest, n: int = 1) -> AppTest:
+    for _ in range(n):
+        at.button(key="btn_extract_step").click().run()
+        assert not at.exception, at.exception
+    return at
+
+
+def test_page_renders_standalone():
+    at = AppTest.from_file(str(REPO / "pages/extraction_lab.py"), default_timeout=120)
+    at.run()
+    assert not at.exception
+    assert any(e.label == "Attack setup" for e in at.expander)
+
+
+def test_live_crr_equals_the_engine(cache):
+    at = prepare(setup(app()))
+    assert not at.error, [e.value for e in at.error]
+    run = at.session_state["extract_run"]
+    assert run.rounds_done == 0 and {"Step", "Play", "Reset"} <= {b.label for b in at.button}
+    step(at, 2)
+    assert run.done and run.finished
+    shown = {m.label: m.value for m in at.metric}
+    assert len(at.get("plotly_chart")) >= 2  # coverage map + leakage curves
+    assert any("2/2 rounds" in c.value for c in at.caption)
+    cfg = ExtractionConfig.from_dict({"kb": "clinic_records", "attack": "zeng", "rounds": 2, "top_k": 2,
+                                      "max_tokens": 16, "generator": "local",
+                                      "generator_params": {"model": "smollm2-135m", "max_tokens": 16},
+                                      "attacker_llm": "", "seed": 0, "data_dir": run.config.data_dir,
+                                      "attack_params": dict(run.config.attack_params or {})})
+    assert cfg == run.config
+    headless = ExtractionRun(cfg)
+    headless.run()
+    s = headless.summary()
+    assert float(shown["CRR"]) == pytest.approx(s["crr"], abs=1e-4)
+    assert float(shown["Retrieved coverage"]) == pytest.approx(s["retrieved_coverage"], abs=1e-4)
+    assert int(shown["ROUGE contexts"]) == s["rouge_contexts"]
+    assert shown["PII leaked"] == f"{s['pii_leaked']} / {s['pii_total']}"
+
+
+def _files_containing(roots, needle: bytes) -> list[str]:
+    hits = []
+    for root in roots:
+        for p in Path(root).rglob("*"):
+            if p.is_file():
+                try:
+                    if needle in p.read_bytes():
+                        hits.append(str(p))
+                except OSError:
+                    pass
+    return hits
+
+
+def test_api_key_is_never_written(cache, llama_server):
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600)
+    at.run()
+    key_box = at.sidebar.text_input(key="llm_api_key_box")
+    assert key_box.label == "LLM API key (litellm)"
+    key_box.set_value(KEY).run()
+    assert at.session_state["llm_api_key"] == KEY
+    at.switch_page("pages/extraction_lab.py").run()
+    # 1) a real OpenAI-compatible server (llama.cpp serving SmolLM2 as "smol")
+    prepare(setup(at, **{"Generator": "litellm", "litellm model": "openai/smol", "API base (optional)": llama_server,
+                         "Rounds (query budget)": 1}))
+    assert not at.error, [e.value for e in at.error]
+    run = at.session_state["extract_run"]
+    assert run.config.generator == "litellm" and run.system.generator._api_key == KEY  # the key was used
+    assert KEY not in repr(run.system.generator)
+    step(at)
+    assert run.done and not at.error, [e.value for e in at.error]
+    # 2) a closed loopback port: the round fails with a clear message (and a failed run on disk)
+    from helpers import free_port
+    setup(at, **{"API base (optional)": f"http://127.0.0.1:{free_port()}/v1", "Rounds (query budget)": 1})
+    prepare(at)
+    step(at)
+    assert any("the round failed" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.session_state["extract_run"].rounds_done == 0
+    # the key is in no file the app wrote (runs, events, manifests, caches) nor in the test artifacts
+    assert len(list((cache / "runs").glob("*/events.jsonl"))) == 2
+    assert _files_containing([cache, REPO / "tests" / "artifacts"], KEY.encode()) == []
+    assert at.session_state["llm_api_key"] == KEY  # only in the session's memory
+
+
+def test_reopen_after_restart_and_resume(cache):
+    first = prepare(setup(app()))
+    step(first)
+    run_id = first.session_state["extract_run"].run_id
+    shown = {m.label: m.value for m in first.metric}
+    del first  # "restart": a fresh session knows nothing of the first one
+    at = app()
+    choice = next(s for s in at.selectbox if s.label == "Reopen a saved run")
+    assert any(run_id in o and "unfinished" in o for o in choice.options)  # listed, marked unfinished
+    choice.set_value(str(cache / "runs" / run_id)).run()
+    at.button(key="btn_extract_reopen").click().run()
+    assert not at.exception and at.session_state["extract_view"]
+    assert any("1/2 rounds" in m.value and "in progress" in m.value for m in at.markdown)
+    assert {m.label: m.value for m in at.metric} == shown
+    at.button(key="btn_extract_resume").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    run = at.session_state["extract_run"]
+    assert run.run_id == run_id and run.rounds_done == 1
+    step(at)
+    assert run.done and run.finished
+    events = read_jsonl(cache / "runs" / run_id / "events.jsonl")
+    assert [e.kind for e in events].count("round_ended") == 2 and any(e.kind == "run_resumed" for e in events)
