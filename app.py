@@ -16,6 +16,8 @@ page = st.navigation([
     st.Page("pages/analysis.py", title="Analysis", icon="📈"),
     st.Page("pages/sweeps.py", title="Sweeps", icon="🧮"),
     st.Page("pages/runs.py", title="Saved runs", icon="🗂️"),
+    st.Page("pages/defense_comparison.py", title="Defense comparison", icon="🛡️"),
+    st.Page("pages/teaching.py", title="Teaching mode", icon="🎓"),
 ])
 page.run()
 render_sidebar()  # after the page, so it shows the state the page just produced

@@ -1,0 +1,91 @@
+"""Drawing a defense comparison (live or reopened from disk): curves, table, trade-off, ablation, clusters."""
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from components.text import md_escape
+from engine.analysis.comparison_view import LEAK_METRICS, UTILITY_METRICS, comparison_table, uses_reindex
+from engine.compare import ablation_direction
+from engine.errors import EngineError
+from engine.plots.defenses import cluster_view, comparison_curves, ratio_bars, tradeoff_scatter
+
+
+def render_results(config: dict[str, Any], rows: list[dict[str, Any]], *, complete: bool = True,
+                   key: str = "cmp") -> None:
+    if not rows:
+        st.info("No configuration finished, so there is nothing to show yet.")
+        return
+    expected = len(config.get("attacks") or ()) * len(config.get("configurations") or ())
+    if not complete or (expected and len(rows) < expected):
+        st.warning(f"Stopped early: {len(rows)} of {expected} attack × configuration runs finished.")
+    names = list(LEAK_METRICS)
+    metric = st.selectbox("Leakage metric", names, format_func=LEAK_METRICS.get, key=f"{key}_metric",
+                          help="CRR: share of the knowledge-base chunks the attacker recovered (ROUGE-L recall ≥ τ)")
+    st.subheader("Leakage round by round")
+    st.plotly_chart(comparison_curves(rows, metric), width="stretch", key=f"{key}_curves")
+    st.caption("One line per defense configuration: how the leak grows as the attacker spends its query budget.")
+
+    st.subheader("Final metrics")
+    table = comparison_table(rows)
+    st.dataframe(table.round(4), hide_index=True, width="stretch", key=f"{key}_table")
+    st.caption("`*_ratio` = value ÷ value without protection (same attack); empty when the undefended value is 0. "
+               "`utility_acc_drop` = ACC without protection − ACC with it.")
+    if any(r.get(f"{metric}_ratio") is not None for r in rows):
+        st.plotly_chart(ratio_bars(rows, metric), width="stretch", key=f"{key}_ratios")
+
+    has_utility = any(r.get("utility_acc") is not None for r in rows)
+    st.subheader("Security vs utility")
+    if has_utility:
+        x = st.radio("Utility axis", list(UTILITY_METRICS), format_func=UTILITY_METRICS.get, horizontal=True,
+                     key=f"{key}_x")
+        st.plotly_chart(tradeoff_scatter(rows, x, metric), width="stretch", key=f"{key}_tradeoff")
+        st.caption("Bottom right is best: little leakage, useful answers. A defense that moves a point down "
+                   "without moving it left is worth having.")
+    else:
+        st.info("This comparison ran without the utility evaluation, so there is no trade-off to draw.")
+
+    for attack in dict.fromkeys(r["attack"] for r in rows):
+        check = ablation_direction(rows, attack, metric)
+        if check["holds"] is None:
+            continue
+        v = check["values"]
+        line = (f"{LEAK_METRICS[metric]}: reindex+cascade {v['reindex+cascade']:.3g} · reindex {v['reindex']:.3g} · "
+                f"cascade {v['cascade']:.3g} · none {v['none']:.3g}")
+        msg = f"RAGFort ablation direction for {md_escape(attack)} (both < min(single paths) < none): "
+        if check["holds"]:
+            st.success(msg + "**holds**. " + line)
+        else:
+            st.warning(msg + "**does not hold** here. " + line)
+
+    if uses_reindex(rows):
+        _cluster_panel(config, key)
+    st.download_button("Final metrics (CSV)", table.to_csv(index=False), file_name="defense_comparison.csv",
+                       mime="text/csv", on_click="ignore", key=f"{key}_csv")
+
+
+def _cluster_panel(config: dict[str, Any], key: str) -> None:
+    st.subheader("Contrastive reindexing: the knowledge base before and after")
+    if not st.toggle("Show the cluster view", value=True, key=f"{key}_clusters",
+                     help="Reuses the reindexing cached on disk by the run; recomputing it without the cache "
+                          "fine-tunes the encoder again (minutes on CPU)."):
+        return
+    from engine.analysis.reindex_view import reindex_view_for
+
+    base = dict(config.get("base") or {})
+    cache_key = repr(sorted(base.items()))
+    views = st.session_state.setdefault("reindex_views", {})
+    try:
+        if cache_key not in views:
+            with st.spinner("Loading the reindexed knowledge base…"):
+                views[cache_key] = reindex_view_for(base)
+        res = views[cache_key]
+    except EngineError as e:
+        st.error(f"Cannot show the cluster view: {md_escape(e)}")
+        return
+    st.plotly_chart(cluster_view(res), width="stretch", key=f"{key}_cluster_fig")
+    sb, sa = res.separation_before, res.separation_after
+    st.caption(f"{res.n_clusters} HDBSCAN clusters, {res.n_noise} noise chunks. Intra − inter cluster cosine gap: "
+               f"{sb.get('gap', float('nan')):.3f} before, {sa.get('gap', float('nan')):.3f} after. Each panel has "
+               "its own 2-D PCA axes: compare how tight and apart the colours are, not the positions.")

@@ -1,0 +1,120 @@
+"""Defense comparison, shaped for display: parse configuration sets, tables, saved comparisons on disk.
+
+UI-agnostic (no Streamlit): the app's comparison page and teaching mode call these; the
+numbers themselves come from :func:`engine.compare.run_comparison`.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+
+from ..config import defense_set
+from ..errors import ConfigError
+from ..paths import cache_dir
+
+PRESET_CONFIGURATIONS = ("none", "threshold", "system-prompt", "intent-block", "summarize", "reindex", "cascade",
+                         "reindex+cascade")
+LEAK_METRICS = {"crr": "CRR (chunks recovered)", "retrieved_coverage": "retrieved coverage",
+                "repeat_contexts": "repeat contexts", "rouge_contexts": "ROUGE contexts",
+                "semantic_leak": "semantic leak", "pii_leaked": "PII items leaked"}
+UTILITY_METRICS = {"utility_acc": "utility ACC", "utility_faithfulness": "utility faithfulness"}
+
+
+def comparisons_dir() -> Path:
+    return cache_dir("comparisons")
+
+
+def normalise_configuration(text: str) -> str:
+    """'Reindex + cascade' → 'reindex+cascade'; '' or 'none' → 'none' (names are checked by the caller)."""
+    names = defense_set(text.strip().lower())
+    return "+".join(dict.fromkeys(names)) if names else "none"
+
+
+def parse_configurations(selected: Iterable[str], custom: str = "") -> tuple[str, ...]:
+    """Preset configurations plus custom '+'-joined sets (comma- or line-separated), validated.
+
+    Raises ConfigError naming the first unknown defense and listing the known ones.
+    """
+    from ..defenses import DEFENSES
+
+    out: list[str] = []
+    for raw in [*selected, *re.split(r"[,;\n]", custom or "")]:
+        if not raw.strip():
+            continue
+        conf = normalise_configuration(raw)
+        for d in defense_set(conf):
+            if d not in DEFENSES:
+                raise ConfigError(f"unknown defense {d!r} in configuration {raw.strip()!r} "
+                                  f"(known: none, {', '.join(DEFENSES.names())})")
+        if conf not in out:
+            out.append(conf)
+    if not out:
+        raise ConfigError("choose at least one defense configuration (e.g. none)")
+    return tuple(out)
+
+
+def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """Final metrics per (attack, configuration), ratios to no protection and the ACC drop."""
+    cols = ["attack", "configuration", *LEAK_METRICS, *(f"{k}_ratio" for k in LEAK_METRICS),
+            "utility_acc", "utility_faithfulness", "utility_acc_drop", "blocked", "rounds", "kb_size"]
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    df = pd.DataFrame([{c: r.get(c) for c in cols} for r in rows])
+    return df.dropna(axis=1, how="all").reset_index(drop=True)
+
+
+def new_comparison_dir() -> Path:
+    d = comparisons_dir() / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def list_comparisons(root: Path | None = None) -> list[dict[str, Any]]:
+    """Saved comparisons (newest first) with their headline configuration."""
+    root = root or comparisons_dir()
+    out = []
+    for p in sorted(root.glob("*/comparison.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        cfg = data.get("config", {})
+        base = cfg.get("base") or {}
+        out.append({"id": p.parent.name, "path": str(p), "kb": base.get("kb"), "attacks": ", ".join(cfg.get("attacks", [])),
+                    "configurations": ", ".join(cfg.get("configurations", [])), "rows": len(data.get("rows", []))})
+    return out
+
+
+def load_comparison(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(config dict, rows) of a saved comparison.json."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "comparison.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"cannot read the comparison {path}: {e}") from None
+    if not isinstance(data, dict) or "rows" not in data:
+        raise ConfigError(f"{path} is not a saved comparison")
+    return dict(data.get("config") or {}), list(data["rows"])
+
+
+def supports_adaptive(attack: str) -> bool:
+    """Whether an extraction attack has the ``adaptive`` parameter (knows the active defenses and adapts)."""
+    import dataclasses
+
+    from ..attacks.extraction import EXTRACTION_ATTACKS
+
+    if attack not in EXTRACTION_ATTACKS:
+        return False
+    return "adaptive" in {f.name for f in dataclasses.fields(EXTRACTION_ATTACKS.get(attack).Params)}
+
+
+def uses_reindex(rows: Sequence[dict[str, Any]]) -> bool:
+    return any("reindex" in (r.get("defenses") or defense_set(r.get("configuration", ""))) for r in rows)

@@ -1,0 +1,139 @@
+"""Defense comparison: extraction attacks against several defense configurations, leakage vs utility."""
+from __future__ import annotations
+
+import streamlit as st
+
+from components.comparison import render_results
+from components.state import data_dir, init_state
+from components.text import md_escape
+from engine.analysis.comparison_view import (PRESET_CONFIGURATIONS, list_comparisons, load_comparison,
+                                             new_comparison_dir, parse_configurations, supports_adaptive)
+from engine.analysis.teaching import stop_flag
+from engine.compare import run_comparison
+from engine.config import ComparisonConfig
+from engine.corpora import available_corpora
+from engine.errors import EngineError
+from engine.jobs import Job
+from engine.queries import available_query_sets
+
+KBS = ("clinic_records", "healthcaremagic", "enron")
+NEEDS_DATA = ("healthcaremagic", "enron")
+ATTACKS = ("zeng", "worm", "rag-thief")
+MODELS = ("smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b")
+
+init_state()
+st.title("Defense comparison")
+st.caption("Point extraction attacks at the same private knowledge base defended in several ways, and compare how "
+           "much leaks (CRR, PII, …) with what each defense costs in answer quality (ACC, faithfulness on honest "
+           "questions). It runs in the background: you can switch pages and come back, or stop it.")
+job: Job | None = st.session_state.get("cmp_job")
+adaptive_ok = any(supports_adaptive(a) for a in ATTACKS)
+
+with st.form("cmp_setup"):
+    c1, c2, c3 = st.columns(3)
+    kb = c1.selectbox("Knowledge base", KBS, help="clinic_records is bundled (synthetic patients with fake PII); "
+                      "healthcaremagic and enron need the benchmark data dir (RAG_PLAYGROUND_DATA_DIR)")
+    attacks = c1.multiselect("Attacks", ATTACKS, default=["zeng"],
+                             help="zeng: targeted question + 'repeat the context'; worm: adversarial prefix found "
+                                  "by embedding search; rag-thief: an agent that continues what it has extracted")
+    rounds = c1.number_input("Rounds (attacker queries)", 1, 500, 3)
+    adaptive = c1.toggle("Adaptive attacker", value=False, disabled=not adaptive_ok,
+                         help="The attacker knows which defenses are on and reshapes its queries to get past them"
+                         if adaptive_ok else "Not available: the attacks have no adaptive mode in this version")
+    model = c2.selectbox("Generator model", MODELS, help="Local offline models; the larger Qwen models are slower")
+    max_tokens = c2.number_input("Tokens per answer", 8, 1024, 96, help="Longer answers can leak more, and take longer")
+    presets = c2.multiselect("Defense configurations", PRESET_CONFIGURATIONS, default=["none", "system-prompt"],
+                             help="Keep 'none' for the ratios to no protection. cascade answers with the Qwen2.5 "
+                                  "0.5B draft + 1.5B verifier pair whatever the generator — slow on CPU (minutes per "
+                                  "answer); reindex fine-tunes the encoder once per knowledge base (cached).")
+    custom = c2.text_input("Custom configurations", placeholder="threshold+system-prompt, intent-block+summarize",
+                           help="Comma-separated; each a '+'-joined set of defense names")
+    corpora = available_corpora()
+    ucorpus = c3.selectbox("Utility corpus", corpora, index=corpora.index("clinic_handbook"),
+                           help="The documents the honest questions are answered from")
+    qsets = available_query_sets()
+    uqueries = c3.selectbox("Utility question set", qsets, index=qsets.index("clinic_handbook"))
+    ulimit = c3.number_input("Utility questions (first N)", 1, 1000, 5)
+    start = st.form_submit_button("Start comparison", type="primary", disabled=bool(job and job.running))
+
+if start:
+    try:
+        configurations = parse_configurations(presets, custom)
+        if not attacks:
+            raise EngineError("choose at least one attack")
+        if kb in NEEDS_DATA and not data_dir():
+            raise EngineError(f"{kb} needs the benchmark data dir: set RAG_PLAYGROUND_DATA_DIR (e.g. to "
+                              "../shared/corpora) and restart, or use clinic_records")
+        unsupported = [a for a in attacks if adaptive and not supports_adaptive(a)]
+        if unsupported:
+            raise EngineError(f"the adaptive mode is not available for {', '.join(unsupported)}")
+        base = {"kb": kb, "rounds": int(rounds), "generator": "local", "generator_params": {"model": model},
+                "attacker_llm": "local", "attacker_llm_params": {"model": model}, "max_tokens": int(max_tokens),
+                "data_dir": data_dir(), **({"attack_params": {"adaptive": True}} if adaptive else {})}
+        cfg = ComparisonConfig.from_dict({"base": base, "configurations": list(configurations),
+                                          "attacks": list(attacks), "utility_corpus": ucorpus,
+                                          "utility_queries": uqueries, "utility_limit": int(ulimit)})
+        out = new_comparison_dir()
+        live: list[dict] = []
+        st.session_state.update(cmp_cfg=cfg, cmp_dir=str(out), cmp_live=live)
+        st.session_state["cmp_job"] = job = Job("compare", lambda progress, stop: run_comparison(
+            cfg, out_dir=out, progress=lambda stage, d, t: progress(d, t, stage), stop=stop_flag(stop),
+            on_row=live.append)).start()
+        st.rerun()
+    except EngineError as e:
+        st.error(md_escape(e))
+
+
+@st.fragment(run_every=1.0 if job and job.running else None)
+def progress_panel() -> None:
+    j: Job | None = st.session_state.get("cmp_job")
+    if j is None:
+        return
+    cfg: ComparisonConfig = st.session_state["cmp_cfg"]
+    n = len(cfg.attacks) * len(cfg.configurations)
+    done = len(st.session_state.get("cmp_live", []))
+    if j.running:
+        stage = f" · {j.last}: {j.done_count:,}/{j.total:,}" if j.last else ""
+        st.progress(min(done / max(n, 1), 1.0), text=md_escape(f"{done}/{n} runs{stage}")
+                    + (" · stopping after this run…" if j.stopped else ""))
+        if st.button("Stop after this run", key="cmp_stop"):
+            j.stop()
+        return
+    if j.error:
+        st.error(f"The comparison failed: {md_escape(j.error)}")
+        return
+    if j.result is not None and not drawn:
+        st.rerun()  # finished while the timer polled: one full rerun draws the results below
+
+
+drawn = job is not None and not job.running
+progress_panel()
+
+if job is not None and not job.running and job.result is not None and st.session_state.get("cmp_view_job") is not job:
+    cfg = st.session_state["cmp_cfg"]
+    st.session_state["cmp_view"] = {"config": cfg.to_dict(), "rows": job.result, "dir": st.session_state["cmp_dir"],
+                                    "complete": not job.stopped}
+    st.session_state["cmp_view_job"] = job
+
+with st.expander("Saved comparisons"):
+    saved = list_comparisons()
+    if not saved:
+        st.caption("None yet: every comparison you run here is saved and can be reopened.")
+    else:
+        ids = [s["id"] for s in saved]
+        pick = st.selectbox("Comparison", ids, format_func=lambda i: next(
+            f"{s['id']} · {s['kb']} · {s['attacks']} · {s['configurations']}" for s in saved if s["id"] == i))
+        if st.button("Open", key="cmp_open"):
+            try:
+                conf, rows = load_comparison(next(s["path"] for s in saved if s["id"] == pick))
+                st.session_state["cmp_view"] = {"config": conf, "rows": rows, "dir": pick, "complete": True}
+            except EngineError as e:
+                st.error(md_escape(e))
+
+view = st.session_state.get("cmp_view")
+if view is not None:
+    st.caption(f"Results saved in {md_escape(view['dir'])}")
+    render_results(view["config"], view["rows"], complete=view.get("complete", True))
+elif job is None:
+    st.info("Choose the attacks and defense configurations and press **Start comparison**. A first try: "
+            "clinic_records, zeng, 2 rounds, none vs system-prompt, 3 utility questions.")

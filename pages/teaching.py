@@ -1,0 +1,129 @@
+"""Teaching mode: three small guided experiments — poison, extract, defend — each with a goal checked by the engine."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from components.state import init_state
+from components.text import md_escape
+from engine.analysis.comparison_view import comparison_table
+from engine.analysis.teaching import LEVELS, RUNNERS
+from engine.attacks.poisoning import TARGET_KINDS
+from engine.defenses import DEFENSES
+from engine.jobs import Job
+
+init_state()
+ss = st.session_state
+ss.setdefault("teach", {"met": [], "results": {}})
+progress_state = ss["teach"]
+st.title("Teaching mode")
+st.caption("Three short levels: plant a poison, steal patient data, then defend the system without breaking it. "
+           "Each level runs a tiny real experiment (clinic data, a few rounds, a small local model) and the engine "
+           "checks whether you reached the goal.")
+job: Job | None = ss.get("teach_job")
+
+# a finished level's job: record its result once
+if job is not None and not job.running and ss.get("teach_recorded") is not job:
+    lvl = ss["teach_job_level"]
+    if job.error:
+        progress_state["results"][lvl] = {"error": job.error}
+    elif job.result is not None:
+        progress_state["results"][lvl] = job.result
+        if job.result.get("met") and lvl not in progress_state["met"]:
+            progress_state["met"].append(lvl)
+    ss["teach_recorded"] = job
+
+n_met = len(progress_state["met"])
+st.progress(n_met / len(LEVELS), text=f"{n_met}/{len(LEVELS)} levels completed")
+
+
+def start(level: int, **kwargs) -> None:
+    ss["teach_job_level"] = level
+    ss["teach_job"] = Job(f"teach-{level}", lambda progress, stop: RUNNERS[level](
+        progress=lambda stage, d, t: progress(d, t, stage), should_stop=stop, **kwargs)).start()
+
+
+def controls(level: int, busy: bool) -> None:
+    k = f"teach{level}"
+    if level == 1:
+        c1, c2, c3 = st.columns(3)
+        attack = c1.selectbox("Attack", ["universal", "paraphrased", "camouflaged"], key=f"{k}_attack")
+        target = c2.selectbox("Target", [t for t in TARGET_KINDS if t != "custom"], key=f"{k}_target")
+        limit = c3.number_input("Questions attacked", 1, 10, 3, key=f"{k}_limit")
+        args = {"attack": attack, "target": target, "limit": int(limit)}
+    elif level == 2:
+        c1, c2 = st.columns(2)
+        attack = c1.selectbox("Attack", ["zeng", "rag-thief"], key=f"{k}_attack")
+        rounds = c2.number_input("Rounds", 1, 5, 2, key=f"{k}_rounds")
+        args = {"attack": attack, "rounds": int(rounds)}
+    else:
+        c1, c2 = st.columns(2)
+        defenses = c1.multiselect("Defenses", [d for d in DEFENSES.names()], default=["system-prompt"],
+                                  key=f"{k}_defenses",
+                                  help="All selected defenses are switched on together. reindex fine-tunes the "
+                                       "encoder and cascade runs the Qwen pair: both are slow on CPU.")
+        tol = c2.slider("ACC drop tolerated", 0.0, 1.0, 0.34, 0.01, key=f"{k}_tol")
+        args = {"defenses": list(defenses), "tolerance": float(tol)}
+    if st.button(f"Run level {level}", key=f"{k}_run", type="primary", disabled=busy):
+        start(level, **args)
+        st.rerun()
+
+
+def show_result(level: int) -> None:
+    res = progress_state["results"].get(level)
+    if res is None:
+        return
+    if "error" in res:
+        st.error(f"The experiment failed: {md_escape(res['error'])}")
+        return
+    if res.get("met"):
+        st.success(f"Goal met — level {level} completed.")
+    else:
+        st.warning("Not yet. " + md_escape(res.get("reason") or "The goal was not reached: change the settings and "
+                                                                  "try again."))
+    metrics = {k: v for k, v in res.get("metrics", {}).items() if v is not None}
+    if metrics:
+        cols = st.columns(len(metrics))
+        for c, (name, v) in zip(cols, metrics.items()):
+            c.metric(name, f"{v:.2f}" if isinstance(v, float) else str(v))
+    if res.get("pii"):
+        st.markdown("**Leaked personal data** (fake, from the synthetic records)")
+        st.dataframe(pd.DataFrame({"item": res["pii"]}), hide_index=True, width="stretch")
+    if res.get("evidence"):
+        st.dataframe(pd.DataFrame(res["evidence"]), hide_index=True, width="stretch")
+    if res.get("rows"):
+        st.dataframe(comparison_table(res["rows"]).round(3), hide_index=True, width="stretch")
+
+
+busy = bool(job and job.running)
+for lv in LEVELS:
+    done = lv.number in progress_state["met"]
+    with st.expander(f"{'✅' if done else '⬜'} Level {lv.number}: {lv.title}",
+                     expanded=not done and all(n in progress_state["met"] for n in range(1, lv.number))):
+        st.markdown(f"**Goal.** {lv.goal}")
+        st.markdown(f"**Settings.** {lv.settings}")
+        controls(lv.number, busy)
+        show_result(lv.number)
+        if lv.number in progress_state["results"]:
+            st.info(f"**What to notice.** {lv.notice}")
+
+
+@st.fragment(run_every=1.0 if busy else None)
+def running_panel() -> None:
+    j: Job | None = ss.get("teach_job")
+    if j is None:
+        return
+    if j.running:
+        stage = f"{j.last}: {j.done_count:,}/{j.total:,}" if j.last else "starting"
+        st.progress(min(j.done_count / max(j.total, 1), 1.0),
+                    text=md_escape(f"Level {ss['teach_job_level']} running · {stage}"))
+        if st.button("Stop", key="teach_stop"):
+            j.stop()
+    elif ss.get("teach_recorded") is not j:
+        st.rerun()  # finished while polling: a full rerun records and draws the result
+
+
+running_panel()
+if st.button("Start over", key="teach_reset", disabled=busy):
+    ss["teach"] = {"met": [], "results": {}}
+    st.rerun()

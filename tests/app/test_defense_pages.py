@@ -1,0 +1,136 @@
+"""AppTest: the defense comparison and teaching pages — render, run tiny experiments, report, bad input."""
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = ["pages/defense_comparison.py", "pages/teaching.py"]
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def _wait(at: AppTest, key: str, deadline_s: float) -> None:
+    """Rerun the script until the background job in session_state[key] has finished."""
+    end = time.time() + deadline_s
+    while at.session_state[key].running:
+        assert time.time() < end, f"{key} did not finish within {deadline_s}s"
+        time.sleep(3)
+        at.run()
+        assert not at.exception, at.exception
+    at.run()
+    assert not at.exception, at.exception
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """Comparisons are written under the cache: keep them in a temporary folder (embeddings/models stay shared)."""
+    from engine.analysis import comparison_view
+    monkeypatch.setattr(comparison_view, "comparisons_dir", lambda: tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_standalone(page):
+    at = AppTest.from_file(str(REPO / page), default_timeout=120)
+    at.run()
+    assert not at.exception
+
+
+def test_pages_render_from_the_app():
+    at = _app()
+    at.switch_page("pages/defense_comparison.py").run()
+    assert not at.exception and any(b.label == "Start comparison" for b in at.button)
+    at.switch_page("pages/teaching.py").run()
+    assert not at.exception and any(b.label == "Run level 1" for b in at.button)
+
+
+def test_unknown_custom_defense_is_a_clear_error_and_the_page_stays_usable(cache):
+    at = _app()
+    at.switch_page("pages/defense_comparison.py").run()
+    next(t for t in at.text_input if t.label == "Custom configurations").set_value("threshold+firewall")
+    next(b for b in at.button if b.label == "Start comparison").click().run()
+    assert not at.exception
+    assert any("unknown defense 'firewall'" in e.value for e in at.error), [e.value for e in at.error]
+    assert "cmp_job" not in at.session_state or at.session_state["cmp_job"] is None
+    next(t for t in at.text_input if t.label == "Custom configurations").set_value("")
+    at.switch_page("pages/teaching.py").run()
+    assert not at.exception and not at.error
+
+
+def test_tiny_comparison_runs_in_the_background_and_shows_table_and_tradeoff(cache):
+    at = _app()
+    at.switch_page("pages/defense_comparison.py").run()
+    values = {"Rounds (attacker queries)": 1, "Tokens per answer": 16, "Utility questions (first N)": 2}
+    for n in at.number_input:
+        if n.label in values:
+            n.set_value(values[n.label])
+    assert next(m for m in at.multiselect if m.label == "Defense configurations").value == ["none", "system-prompt"]
+    next(b for b in at.button if b.label == "Start comparison").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state["cmp_job"].running or at.session_state["cmp_job"].result is not None
+    _wait(at, "cmp_job", 1500)
+    job = at.session_state["cmp_job"]
+    assert job.error is None, job.error
+    table = at.dataframe[0].value
+    assert list(table["configuration"]) == ["none", "system-prompt"]
+    assert {"crr", "pii_leaked", "utility_acc", "utility_acc_drop"} <= set(table.columns)
+    charts = [c.proto for c in at.get("plotly_chart")]
+    assert len(charts) >= 2  # curves + trade-off (ratio bars only when a ratio exists)
+    assert any(s.label == "Utility axis" for s in at.radio)
+    assert (cache / Path(at.session_state["cmp_dir"]).name / "comparison.json").is_file()
+    # reopen it from disk
+    at.session_state["cmp_view"] = None
+    at.run()
+    next(b for b in at.button if b.label == "Open").click().run()
+    assert not at.exception and list(at.dataframe[0].value["configuration"]) == ["none", "system-prompt"]
+
+
+def test_teaching_level_one_runs_and_reports_its_goal():
+    at = _app()
+    at.switch_page("pages/teaching.py").run()
+    next(b for b in at.button if b.label == "Run level 1").click().run()
+    assert not at.exception
+    _wait(at, "teach_job", 300)
+    res = at.session_state["teach"]["results"][1]
+    assert "error" not in res, res
+    assert res["metrics"]["ASR@1"] > 0 and res["met"]
+    assert any("Goal met" in s.value for s in at.success)
+    assert {m.label for m in at.metric} >= {"ASR@1", "ASR@5"}
+    assert at.session_state["teach"]["met"] == [1]
+    assert any("1/3 levels completed" in (p.proto.text or "") for p in at.get("progress"))
+
+
+def test_reopened_ragfort_ablation_shows_the_verdict_and_the_cluster_view(monkeypatch):
+    """Synthetic rows (no models): the ablation verdict and the reindex cluster view (engine helper stubbed)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from engine.analysis import reindex_view
+    from engine.compare import add_ratios
+
+    fake = SimpleNamespace(labels=np.array([0, 0, 1, 1, -1]), projection_before=np.zeros((5, 2)),
+                           projection_after=np.ones((5, 2)), separation_before={"silhouette": 0.2, "gap": 0.1},
+                           separation_after={"silhouette": 0.4, "gap": 0.3}, n_clusters=2, n_noise=1)
+    monkeypatch.setattr(reindex_view, "reindex_view_for", lambda base, progress=None: fake)
+    rows = [{"attack": "rag-thief", "configuration": c, "defenses": c.split("+") if c != "none" else [], "crr": v,
+             "retrieved_coverage": v, "repeat_contexts": 0, "rouge_contexts": 0, "semantic_leak": 0.0,
+             "pii_leaked": 1, "utility_acc": 0.5, "utility_faithfulness": 0.5, "curves": {"crr": [v]}}
+            for c, v in (("none", 0.4), ("reindex", 0.3), ("cascade", 0.2), ("reindex+cascade", 0.1))]
+    add_ratios(rows)
+    at = AppTest.from_file(str(REPO / "pages/defense_comparison.py"), default_timeout=60)
+    at.session_state["cmp_view"] = {"config": {"base": {"kb": "clinic_records"}, "attacks": ["rag-thief"],
+                                               "configurations": [r["configuration"] for r in rows]},
+                                    "rows": rows, "dir": "synthetic", "complete": True}
+    at.run()
+    assert not at.exception and not at.error
+    assert any("ablation direction" in s.value and "holds" in s.value for s in at.success)
+    assert any("HDBSCAN clusters" in c.value for c in at.caption)
+    assert len(at.get("plotly_chart")) == 4  # curves, ratios, trade-off, clusters

@@ -1,0 +1,72 @@
+"""Figure builders and table shaping of the defense comparison (synthetic rows, no models)."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from engine.analysis.comparison_view import comparison_table, parse_configurations, uses_reindex
+from engine.compare import add_ratios
+from engine.errors import ConfigError
+from engine.plots.defenses import cluster_view, comparison_curves, ratio_bars, tradeoff_scatter
+
+
+def _row(attack, conf, crr, acc):
+    return {"attack": attack, "configuration": conf, "defenses": [d for d in conf.split("+") if d != "none"],
+            "crr": crr, "retrieved_coverage": crr * 2, "repeat_contexts": 1, "rouge_contexts": 1, "semantic_leak": crr,
+            "pii_leaked": 3, "rounds": 3, "kb_size": 10, "blocked": 0, "utility_acc": acc, "utility_faithfulness": acc,
+            "curves": {"crr": [crr / 3, crr / 2, crr], "pii_leaked": [1, 2, 3]}}
+
+
+@pytest.fixture
+def rows():
+    r = [_row("zeng", "none", 0.3, 0.8), _row("zeng", "reindex", 0.2, 0.8), _row("zeng", "cascade", 0.15, 0.6),
+         _row("zeng", "reindex+cascade", 0.1, 0.6)]
+    add_ratios(r)
+    return r
+
+
+def test_curves_one_line_per_configuration(rows):
+    fig = comparison_curves(rows, "crr")
+    assert [t.name for t in fig.data] == ["none", "reindex", "cascade", "reindex+cascade"]
+    assert list(fig.data[0].y) == pytest.approx([0.1, 0.15, 0.3]) and list(fig.data[0].x) == [1, 2, 3]
+    several = comparison_curves(rows + [_row("worm", "none", 0.1, 0.8)], "pii_leaked")
+    assert several.data[-1].name == "none · worm" and list(several.data[-1].y) == [1, 2, 3]
+
+
+def test_tradeoff_one_labelled_point_per_configuration(rows):
+    fig = tradeoff_scatter(rows, "utility_acc", "crr")
+    assert len(fig.data) == 4
+    t = fig.data[3]
+    assert t.text == ("reindex+cascade",) and t.x == (0.6,) and t.y == (0.1,) and "text" in t.mode
+    rows[0]["utility_acc"] = None  # no utility for a row: no point
+    assert len(tradeoff_scatter(rows).data) == 3
+
+
+def test_ratio_bars_and_table(rows):
+    fig = ratio_bars(rows, "crr")
+    assert len(fig.data) == 1 and list(fig.data[0].y) == pytest.approx([1.0, 2 / 3, 0.5, 1 / 3])
+    t = comparison_table(rows)
+    assert list(t["configuration"]) == ["none", "reindex", "cascade", "reindex+cascade"]
+    assert t.loc[2, "utility_acc_drop"] == pytest.approx(0.2) and "curves" not in t.columns
+    assert uses_reindex(rows) and not uses_reindex(rows[:1])
+
+
+def test_cluster_view_before_and_after():
+    rng = np.random.default_rng(0)
+    res = SimpleNamespace(labels=np.array([0, 0, 1, 1, -1]), projection_before=rng.normal(size=(5, 2)),
+                          projection_after=rng.normal(size=(5, 2)), separation_before={"silhouette": 0.1},
+                          separation_after={"silhouette": 0.5})
+    fig = cluster_view(res)
+    assert [t.name for t in fig.data] == ["before", "after"]
+    assert len(fig.data[1].x) == 5 and fig.data[0].xaxis == "x" and fig.data[1].xaxis == "x2"
+    assert "noise" in fig.data[0].text[4]
+    assert "0.50" in fig.layout.annotations[1].text
+
+
+def test_parse_configurations():
+    assert parse_configurations(["none", "Reindex + Cascade"], "system-prompt, threshold+intent-block\nnone") == \
+        ("none", "reindex+cascade", "system-prompt", "threshold+intent-block")
+    with pytest.raises(ConfigError, match="unknown defense 'firewall'"):
+        parse_configurations(["none"], "firewall+threshold")
+    with pytest.raises(ConfigError):
+        parse_configurations([], " , ")
