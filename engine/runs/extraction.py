@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -33,6 +32,7 @@ from ..store import StoreSettings
 from .events import (AttackerState, DefenseApplied, Event, Generated, IndexBuilt, LeakScored, QueryIssued,
                      Retrieved, RoundEnded, RoundStarted, RunEnded, RunResumed, RunStarted, event_to_json,
                      jsonable, read_jsonl)
+from .base import EventRunner
 from .manifest import build_manifest
 
 Progress = Callable[[str, int, int], None]
@@ -48,43 +48,23 @@ class RunInterrupted(EngineError):
         self.rounds_done = rounds_done
 
 
-class ExtractionRun:
+class ExtractionRun(EventRunner):
     """One extraction attack against one defended RAG configuration."""
 
     def __init__(self, config: ExtractionConfig, *, out_dir: str | Path | None = None,
                  progress: Progress | None = None, run_id: str | None = None, corpus: Corpus | None = None,
                  generator: Any = None, settings: StoreSettings | None = None) -> None:
+        super().__init__(out_dir=out_dir, progress=progress, run_id=run_id)
         self.config = config
-        self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
-        self.out_dir = Path(out_dir) / self.run_id if out_dir else None
-        self.progress = progress
-        self.events: list[Event] = []
         self.transcript: list[Exchange] = []
         self._corpus_override = corpus
         self._generator_override = generator
         self.settings = settings
-        self._sink = None
         self.system: Optional[RagSystem] = None
         self.agent: Optional[ExtractionAgent] = None
         self.tracker: Optional[LeakageTracker] = None
         self.corpus: Optional[Corpus] = None
-        self._round = 0
-        self._prepared = False
-        self._finished = False
         self._exhausted = False
-
-    # ------------------------------------------------------------------ plumbing
-    def _emit(self, cls: type[Event], **fields: Any) -> Event:
-        e = cls(seq=len(self.events), run_id=self.run_id, **fields)
-        self.events.append(e)
-        if self._sink is not None:
-            self._sink.write(event_to_json(e) + "\n")
-            self._sink.flush()
-        return e
-
-    def _tick(self, stage: str, done: int, total: int) -> None:
-        if self.progress:
-            self.progress(stage, done, total)
 
     @property
     def rounds_done(self) -> int:
@@ -93,10 +73,6 @@ class ExtractionRun:
     @property
     def done(self) -> bool:
         return self._prepared and (self._round >= self.config.rounds or self._exhausted)
-
-    @property
-    def finished(self) -> bool:
-        return self._finished
 
     def metrics(self) -> dict[str, float]:
         return self.tracker.metrics() if self.tracker else {}
@@ -136,9 +112,7 @@ class ExtractionRun:
         c = self.config
         start = len(self.events)
         retriever, generator = self._build()
-        if self.out_dir:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            self._sink = open(self.out_dir / "events.jsonl", "w", encoding="utf-8")
+        self._open_sink()
         corpus = self.corpus
         manifest = build_manifest(config=c.to_dict(), config_hash=c.config_hash(), seed=c.seed,
                                   corpus={"name": corpus.name, "size": len(corpus), "fingerprint": corpus.fingerprint},
@@ -245,15 +219,7 @@ class ExtractionRun:
     def close(self) -> None:
         if self.system is not None:
             self.system.close()
-        if self._sink is not None:
-            self._sink.close()
-            self._sink = None
-
-    def __enter__(self) -> "ExtractionRun":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+        self._close_sink()
 
     # ------------------------------------------------------------------ results
     def summary(self) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -29,45 +28,26 @@ from ..store import RunStore, StoreSettings, shared_base_index
 from ..types import Query
 from .events import (DetectorFitted, DetectorScored, DetectorSkipped, Event, IndexBuilt, PoisonInjected,
                      PoisonRemoved, QueryIssued, Retrieved, RoundEnded, RoundStarted, RunEnded, RunStarted,
-                     event_to_json, jsonable)
+                     jsonable)
+from .base import EventRunner
 from .manifest import build_manifest
 
 Progress = Callable[[str, int, int], None]
 ASR_KS = (1, 2, 5)
 
 
-class PoisoningRun:
+class PoisoningRun(EventRunner):
     """One poisoning run over a corpus, a query set, a retriever, an attack and detectors."""
 
     def __init__(self, config: PoisonConfig, *, out_dir: str | Path | None = None,
                  progress: Progress | None = None, run_id: str | None = None,
                  corpus: Corpus | None = None) -> None:
+        super().__init__(out_dir=out_dir, progress=progress, run_id=run_id)
         self.config = config
-        self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
-        self.out_dir = Path(out_dir) / self.run_id if out_dir else None
-        self.progress = progress
-        self.events: list[Event] = []
         self._corpus_override = corpus
-        self._sink = None
         self.store: Optional[RunStore] = None
         self.queries: list[Query] = []
         self.poisons: list[Poison] = []
-        self._round = 0
-        self._prepared = False
-        self._finished = False
-
-    # ------------------------------------------------------------------ plumbing
-    def _emit(self, cls: type[Event], **fields: Any) -> Event:
-        e = cls(seq=len(self.events), run_id=self.run_id, **fields)
-        self.events.append(e)
-        if self._sink is not None:
-            self._sink.write(event_to_json(e) + "\n")
-            self._sink.flush()
-        return e
-
-    def _tick(self, stage: str, done: int, total: int) -> None:
-        if self.progress:
-            self.progress(stage, done, total)
 
     @property
     def data_dir(self) -> str | None:
@@ -103,9 +83,7 @@ class PoisoningRun:
         self.queries = load_queries(c.queries, data_dir=self.data_dir, limit=c.limit)
         if c.top_k > len(corpus):
             raise ConfigError(f"top-k ({c.top_k}) is larger than the corpus ({len(corpus)} documents)")
-        if self.out_dir:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            self._sink = open(self.out_dir / "events.jsonl", "w", encoding="utf-8")
+        self._open_sink()
         settings = StoreSettings(mode=c.store, host=c.chroma_host, port=c.chroma_port)
         manifest = build_manifest(config=c.to_dict(), config_hash=c.config_hash(), seed=c.seed,
                                   corpus={"name": corpus.name, "size": len(corpus), "fingerprint": corpus.fingerprint},
@@ -209,15 +187,7 @@ class PoisoningRun:
     def close(self) -> None:
         if self.store is not None:
             self.store.close()
-        if self._sink is not None:
-            self._sink.close()
-            self._sink = None
-
-    def __enter__(self) -> "PoisoningRun":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+        self._close_sink()
 
     # ------------------------------------------------------------------ detectors
     def detection_split(self) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:

@@ -1,0 +1,62 @@
+"""What every runner shares: an id, an output folder, a progress callback and its event log."""
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+from .events import Event, event_to_json
+
+Progress = Callable[[str, int, int], None]
+
+
+class EventRunner:
+    """Appends numbered, typed events to ``events`` and, once a sink is open, to ``events.jsonl``."""
+
+    def __init__(self, *, out_dir: str | Path | None = None, progress: Progress | None = None,
+                 run_id: str | None = None) -> None:
+        self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+        self.out_dir = Path(out_dir) / self.run_id if out_dir else None
+        self.progress = progress
+        self.events: list[Event] = []
+        self._sink = None
+        self._round = 0
+        self._prepared = False
+        self._finished = False
+
+    def _emit(self, cls: type[Event], **fields: Any) -> Event:
+        e = cls(seq=len(self.events), run_id=self.run_id, **fields)
+        self.events.append(e)
+        if self._sink is not None:
+            self._sink.write(event_to_json(e) + "\n")
+            self._sink.flush()
+        return e
+
+    def _tick(self, stage: str, done: int, total: int) -> None:
+        if self.progress:
+            self.progress(stage, done, total)
+
+    def _open_sink(self) -> None:
+        """Start ``out_dir/events.jsonl`` (no-op without an output folder)."""
+        if self.out_dir:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._sink = open(self.out_dir / "events.jsonl", "w", encoding="utf-8")
+
+    def _close_sink(self) -> None:
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._close_sink()
