@@ -9,9 +9,13 @@ from components.state import init_state
 init_state()
 st.title("RAG Attack & Defense Playground")
 st.write("A retrieval-augmented generation (RAG) system answers from the documents its retriever finds. "
-         "Here you poison that knowledge base — a document made of a question plus an attacker's text — "
-         "watch it climb to the top of the results for that question, and see which detectors catch it. "
-         "Real embedding models, a real Chroma vector database, all on your machine.")
+         "Here you attack it two ways. **Poison** its knowledge base — a document made of a question plus an "
+         "attacker's text — watch it climb to the top of the results, and see which detectors catch it. "
+         "**Extract** its private knowledge base through questions alone — watch records and phone numbers leak "
+         "round by round, switch defenses on (up to RAGFort's reindexing and cascade generation) and see what "
+         "each buys at what cost in accuracy. Real embedding models, a real Chroma vector database, real "
+         "offline language models, all on your machine.")
+st.page_link("pages/teaching.py", label="New here? Start with the teaching mode (three guided levels)", icon="🎓")
 
 presets = poison_presets()
 names = [p["name"] for p in presets]
@@ -40,3 +44,12 @@ with st.expander("Guided tour (4 steps)", expanded=True):
         "4. **Attack back** — pick the *camouflaged* attack: the poison now carries its question's best clean "
         "document too. It still ranks first, and the Mahalanobis detector stops seeing it. Compare both runs on "
         "*Saved runs*; grid them on *Sweeps*; look for patterns on *Analysis*.")
+
+st.subheader("Knowledge-base extraction")
+st.caption("RAG-Thief against the bundled clinic records (320 synthetic patients with fake personal data), "
+           "answered by the small offline model.")
+if st.button("Open the extraction demo", help="Load the quick-extraction-demo preset into the Extraction lab"):
+    from components.extraction import load_extract_preset
+    if load_extract_preset("quick-extraction-demo"):
+        st.switch_page("pages/extraction_lab.py")
+st.page_link("pages/defense_comparison.py", label="Compare defenses: leakage against accuracy", icon="🛡️")

@@ -9,7 +9,8 @@ from engine.runs import PoisoningRun
 from engine.runs.events import Retrieved
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = ["pages/home.py", "pages/pipeline.py", "pages/poisoning_lab.py", "pages/analysis.py", "pages/sweeps.py", "pages/runs.py"]
+PAGES = ["pages/home.py", "pages/pipeline.py", "pages/poisoning_lab.py", "pages/analysis.py", "pages/sweeps.py",
+         "pages/runs.py", "pages/extraction_lab.py", "pages/defense_comparison.py", "pages/teaching.py"]
 
 
 def app(timeout=300) -> AppTest:
@@ -41,6 +42,13 @@ def test_home_has_presets_and_tour():
     assert at.selectbox[0].value == "quick-demo"
     assert {b.label for b in at.button} >= {"Run the demo", "Load preset only"}
     assert any("Guided tour" in e.label for e in at.expander)
+
+
+def test_home_opens_the_extraction_demo():
+    at = app()
+    next(b for b in at.button if b.label == "Open the extraction demo").click().run()
+    assert not at.exception
+    assert at.session_state["extract"]["attack"] == "rag-thief" and at.session_state["extract"]["rounds"] == 3
 
 
 def test_pipeline_controls_build_and_try_a_query():
