@@ -160,9 +160,9 @@ def _warm_models(run: ExtractionRun, tick) -> None:
     gens = [("generator", run.system.generator if run.system else None),
             ("attacker's LLM", run.agent.ctx.attacker_llm if run.agent else None)]
     for i, (what, g) in enumerate(gens):
-        if g is not None and hasattr(g, "_llm"):
+        if g is not None:
             tick(f"loading the {what} model", i, len(gens))
-            g._llm()
+            g.load()
 
 
 def start_run(cfg: ExtractionConfig, corpus: Any, api_key: str) -> ExtractionRun:

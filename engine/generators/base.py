@@ -33,6 +33,9 @@ class Generator:
     def __init__(self, params: Params) -> None:
         self.params = params
 
+    def load(self) -> None:
+        """Load the model now (e.g. under a progress bar) instead of on the first call; remote: no-op."""
+
     def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = ()) -> Generation:
         raise NotImplementedError
 

@@ -47,6 +47,9 @@ class LlamaCppGenerator(Generator):
         max_tokens: int = param(128, min=1, max=4096, help="Tokens generated per answer")
         seed: int = param(0, help="Sampling seed")
 
+    def load(self) -> None:
+        self._llm()
+
     def _llm(self) -> Any:
         return load_llama(str(resolve_model(self.params.model)), self.params.n_ctx, self.params.n_threads)
 
