@@ -22,7 +22,7 @@ from engine.errors import EngineError
 from engine.generators.litellm_gen import LiteLLMGenerator
 from engine.params import Params
 from engine.plots.extraction import (attacker_state, cascade_bars, cascade_rows, coverage_map, leakage_curves,
-                                     marked_segments, metrics_rows, round_view, rounds_played, run_config, run_status,
+                                     marked_segments, metrics_rows, round_view, rounds_played, run_config,
                                      worm_drift)
 from engine.report import runs_dir
 from engine.runs.events import Event, event_to_json, jsonable, read_jsonl

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from engine.attacks.extraction import EXTRACTION_ATTACKS, AttackContext, Exchange, make_agent
+from engine.attacks.extraction import AttackContext, Exchange, make_agent
 from engine.config import ExtractionConfig
 from engine.corpora import corpus_from_documents, load_corpus
 from engine.errors import ConfigError, EngineError
