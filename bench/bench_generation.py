@@ -58,9 +58,9 @@ def bench_engine_overhead(max_tokens: int, repeats: int, threads: int) -> dict:
             "same_tokens": n_eng == n_raw}
 
 
-def bench_cascade(max_tokens: int, repeats: int, threads: int) -> dict:
+def bench_cascade(max_tokens: int, repeats: int, threads: int, alpha: float = 1.0, eta: float = 0.5) -> dict:
     from engine.generators.cascade import CascadeDecoder, longest_common_run
-    dec = CascadeDecoder(n_threads=threads, n_ctx=2048)
+    dec = CascadeDecoder(n_threads=threads, n_ctx=2048, alpha=alpha, eta=eta)
     results = {}
     prompts = {
         "qa": [{"role": "system", "content": "You are a helpful assistant."},
@@ -105,11 +105,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--skip-cascade", action="store_true")
+    ap.add_argument("--alpha", type=float, default=1.0, help="cascade α (the defense's default is 1.0)")
+    ap.add_argument("--eta", type=float, default=0.5, help="cascade η")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = ap.parse_args()
     results = {"engine_vs_raw_llama_cpp": bench_engine_overhead(args.max_tokens, args.repeats, args.threads)}
     if not args.skip_cascade:
-        results.update(bench_cascade(args.max_tokens, args.repeats, args.threads))
+        results.update(bench_cascade(args.max_tokens, args.repeats, args.threads, args.alpha, args.eta))
     if args.json:
         print(json.dumps(results))
         return
