@@ -15,7 +15,8 @@ st.write("A retrieval-augmented generation (RAG) system answers from the documen
          "round by round, switch defenses on (up to RAGFort's reindexing and cascade generation) and see what "
          "each buys at what cost in accuracy. Real embedding models, a real Chroma vector database, real "
          "offline language models, all on your machine.")
-st.page_link("pages/teaching.py", label="New here? Start with the teaching mode (three guided levels)", icon="🎓")
+if st.button("New here? Start with the teaching mode (three guided levels)", icon="🎓"):
+    st.switch_page("pages/teaching.py")
 
 presets = poison_presets()
 names = [p["name"] for p in presets]
@@ -52,4 +53,5 @@ if st.button("Open the extraction demo", help="Load the quick-extraction-demo pr
     from components.extraction import load_extract_preset
     if load_extract_preset("quick-extraction-demo"):
         st.switch_page("pages/extraction_lab.py")
-st.page_link("pages/defense_comparison.py", label="Compare defenses: leakage against accuracy", icon="🛡️")
+if st.button("Compare defenses: leakage against accuracy", icon="🛡️"):
+    st.switch_page("pages/defense_comparison.py")
