@@ -70,7 +70,10 @@ def test_litellm_chat_and_text_completion_against_a_local_server(llama_server):
 def test_litellm_logprobs_from_the_local_server(llama_server):
     import litellm
     r = litellm.completion(model="openai/smol", api_base=llama_server, api_key="sk-local", max_tokens=5,
-                           messages=[{"role": "user", "content": "Say yes."}], logprobs=True, top_logprobs=2)
+                           messages=[{"role": "user", "content": "Say yes."}], logprobs=True, top_logprobs=2,
+                           temperature=0)
     content = r.choices[0].logprobs["content"] if isinstance(r.choices[0].logprobs, dict) else \
         r.choices[0].logprobs.content
-    assert content and len(content[0]["top_logprobs"] if isinstance(content[0], dict) else content[0].top_logprobs) == 2
+    top = content[0]["top_logprobs"] if isinstance(content[0], dict) else content[0].top_logprobs
+    # the two most likely tokens (llama.cpp adds the sampled token when it is not among them)
+    assert content and len(top) >= 2
