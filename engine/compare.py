@@ -76,11 +76,13 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
         rows.append(row)
         if on_row:
             on_row(row)
+        add_ratios(rows)
+        if out:  # after every cell, so a stopped or killed comparison keeps what it finished
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "comparison.json").write_text(json.dumps({"config": cfg.to_dict(), "rows": rows,
+                                                            "complete": len(rows) == len(cells)},
+                                                           indent=2, default=str))
     add_ratios(rows)
-    if out:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "comparison.json").write_text(json.dumps({"config": cfg.to_dict(), "rows": rows}, indent=2,
-                                                        default=str))
     return rows
 
 
