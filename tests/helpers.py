@@ -78,3 +78,53 @@ class FlakyProxy:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _healthy(url: str) -> bool:
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def streamlit_server(repo, log_path, env=None, timeout: float = 90):
+    """Context manager: ``streamlit run app.py`` on a free loopback port; yields its URL, stops it after."""
+    import contextlib
+    import os
+    import sys
+    from pathlib import Path
+
+    @contextlib.contextmanager
+    def run():
+        port = free_port()
+        full_env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+                        **(env or {}))
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen([str(Path(sys.executable).with_name("streamlit")), "run", "app.py",
+                                     "--server.port", str(port), "--server.address", "127.0.0.1",
+                                     "--server.headless", "true", "--browser.gatherUsageStats", "false",
+                                     "--server.fileWatcherType", "none"],
+                                    cwd=repo, env=full_env, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                until = time.monotonic() + timeout
+                while not _healthy(f"http://127.0.0.1:{port}/_stcore/health"):
+                    if proc.poll() is not None or time.monotonic() > until:
+                        raise RuntimeError(f"streamlit did not come up:\n{Path(log_path).read_text()[-3000:]}")
+                    time.sleep(0.5)
+                yield f"http://127.0.0.1:{port}"
+            finally:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    return run()

@@ -7,16 +7,13 @@ tests/artifacts/extraction_*.png.
 """
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from helpers import streamlit_server
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
@@ -29,48 +26,14 @@ BUSY = "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
 ERRORS = '[data-testid="stException"]'
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _up(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def server():
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port = _port()
     cache = tempfile.mkdtemp(prefix="extraction-flow-")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               RAG_PLAYGROUND_CACHE=cache)
-    log_path = ARTIFACTS / "extraction_streamlit.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([str(Path(sys.executable).with_name("streamlit")), "run", "app.py",
-                                 "--server.port", str(port), "--server.address", "127.0.0.1",
-                                 "--server.headless", "true", "--browser.gatherUsageStats", "false",
-                                 "--server.fileWatcherType", "none"],
-                                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            until = time.monotonic() + 90
-            while not _up(f"http://127.0.0.1:{port}/_stcore/health"):
-                if proc.poll() is not None or time.monotonic() > until:
-                    pytest.fail(f"streamlit did not come up:\n{log_path.read_text()[-3000:]}")
-                time.sleep(0.5)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    try:
+        with streamlit_server(REPO, ARTIFACTS / "extraction_streamlit.log", {"RAG_PLAYGROUND_CACHE": cache}) as url:
+            yield url
+    except RuntimeError as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="module")

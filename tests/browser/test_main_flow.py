@@ -5,15 +5,12 @@ Flow: home -> Pipeline (build index) -> Poisoning lab (prepare 8 questions, Step
 """
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from helpers import streamlit_server
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
@@ -25,49 +22,14 @@ SHORT = 30_000
 T0 = time.monotonic()
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return r.status == 200 and r.read().decode().strip() == "ok"
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def streamlit_url():
-    port = _free_port()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    log = ARTIFACTS / "streamlit.log"
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    cmd = [str(Path(sys.executable).with_name("streamlit")), "run", "app.py", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true",
-           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    with open(log, "w") as logf:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=logf, stderr=subprocess.STDOUT)
-        try:
-            health = f"http://127.0.0.1:{port}/_stcore/health"
-            deadline = time.monotonic() + 90
-            while not _healthy(health):
-                if proc.poll() is not None:
-                    pytest.fail(f"streamlit exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-                if time.monotonic() > deadline:
-                    pytest.fail(f"streamlit not healthy after 90 s:\n{log.read_text()[-3000:]}")
-                time.sleep(0.5)
-            print(f"[{time.monotonic() - T0:6.1f}s] streamlit healthy on port {port}")
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
+    try:
+        with streamlit_server(REPO, ARTIFACTS / "streamlit.log") as url:
+            print(f"[{time.monotonic() - T0:6.1f}s] streamlit healthy")
+            yield url
+    except RuntimeError as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="module")
