@@ -48,6 +48,24 @@ class EventRunner:
             self._sink.close()
             self._sink = None
 
+    def _end(self) -> list[Event]:
+        """Emit ``run_ended`` (completed) with the summary, write ``summary.json``, close; returns the new events."""
+        import json
+
+        from .events import RunEnded, jsonable
+
+        start = len(self.events)
+        summary = self.summary()
+        self._emit(RunEnded, status="completed", summary=summary)
+        self._finished = True
+        if self.out_dir:
+            (self.out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2, default=str))
+        self.close()
+        return self.events[start:]
+
+    def summary(self) -> dict:
+        raise NotImplementedError
+
     @property
     def finished(self) -> bool:
         return self._finished

@@ -200,13 +200,7 @@ class ExtractionRun(EventRunner):
     def finish(self) -> list[Event]:
         if self._finished:
             return []
-        start = len(self.events)
-        self._emit(RunEnded, status="completed", summary=self.summary())
-        self._finished = True
-        if self.out_dir:
-            (self.out_dir / "summary.json").write_text(json.dumps(jsonable(self.summary()), indent=2, default=str))
-        self.close()
-        return self.events[start:]
+        return self._end()
 
     def run(self) -> list[Event]:
         self.prepare()

@@ -27,8 +27,7 @@ from ..queries import load_queries
 from ..store import RunStore, StoreSettings, shared_base_index
 from ..types import Query
 from .events import (DetectorFitted, DetectorScored, DetectorSkipped, Event, IndexBuilt, PoisonInjected,
-                     PoisonRemoved, QueryIssued, Retrieved, RoundEnded, RoundStarted, RunEnded, RunStarted,
-                     jsonable)
+                     PoisonRemoved, QueryIssued, Retrieved, RoundEnded, RoundStarted, RunStarted)
 from .base import EventRunner
 from .manifest import build_manifest
 
@@ -168,13 +167,7 @@ class PoisoningRun(EventRunner):
             return []
         while not self.done:
             self.step(64)
-        start = len(self.events)
-        self._emit(RunEnded, status="completed", summary=self.summary())
-        self._finished = True
-        if self.out_dir:
-            (self.out_dir / "summary.json").write_text(json.dumps(jsonable(self.summary()), indent=2, default=str))
-        self.close()
-        return self.events[start:]
+        return self._end()
 
     def run(self) -> list[Event]:
         try:
