@@ -58,9 +58,13 @@ def bench_engine_overhead(max_tokens: int, repeats: int, threads: int) -> dict:
             "same_tokens": n_eng == n_raw}
 
 
-def bench_cascade(max_tokens: int, repeats: int, threads: int, alpha: float = 1.0, eta: float = 0.5) -> dict:
+def bench_cascade(max_tokens: int, repeats: int, threads: int, **rule) -> dict:
+    """``rule``: alpha, eta, gamma, copy_window (the cascade defense's defaults when left out)."""
+    from engine.defenses.cascade import CascadeGeneration
     from engine.generators.cascade import CascadeDecoder, longest_common_run
-    dec = CascadeDecoder(n_threads=threads, n_ctx=2048, alpha=alpha, eta=eta)
+    d = CascadeGeneration.Params()
+    rule = {k: (v if v is not None else getattr(d, k)) for k, v in rule.items()}
+    dec = CascadeDecoder(n_threads=threads, n_ctx=2048, **rule)
     results = {}
     prompts = {
         "qa": [{"role": "system", "content": "You are a helpful assistant."},
@@ -105,13 +109,16 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--skip-cascade", action="store_true")
-    ap.add_argument("--alpha", type=float, default=1.0, help="cascade α (the defense's default is 1.0)")
-    ap.add_argument("--eta", type=float, default=0.5, help="cascade η")
+    ap.add_argument("--alpha", type=float, help="cascade α (default: the cascade defense's)")
+    ap.add_argument("--eta", type=float, help="cascade η (default: the defense's)")
+    ap.add_argument("--gamma", type=int, help="cascade γ (default: the defense's)")
+    ap.add_argument("--copy-window", type=int, help="cascade copy-tracking window (default: the defense's)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = ap.parse_args()
     results = {"engine_vs_raw_llama_cpp": bench_engine_overhead(args.max_tokens, args.repeats, args.threads)}
     if not args.skip_cascade:
-        results.update(bench_cascade(args.max_tokens, args.repeats, args.threads, args.alpha, args.eta))
+        results.update(bench_cascade(args.max_tokens, args.repeats, args.threads, alpha=args.alpha, eta=args.eta,
+                                     gamma=args.gamma, copy_window=args.copy_window))
     if args.json:
         print(json.dumps(results))
         return

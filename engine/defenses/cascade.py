@@ -18,13 +18,18 @@ class CascadeGeneration(Defense):
     When this defense is on, it produces the answer in place of the pipeline's generator (use the
     verifier model as the generator of the undefended baseline to compare like with like).
 
-    Default α = 1 (our choice; the paper gives no value). Since D_TV(p, q) ≥ p(y*) − q(y*) for the
-    verifier's argmax y*, max_y p − D_TV ≤ q(y*) ≤ max_y q: with α ≥ 1 the budget term alone never
-    rejects, and rejections come only from the copy term η·q(z)/p(z) — the cascade then intervenes
-    exactly where verbatim copying of a retrieved chunk is likely and otherwise runs at the draft's
-    pace. Lower α also rejects where the draft is much less confident than the verifier (closer to
-    plain speculative decoding quality-wise), at a large CPU cost: ~20% of draft tokens accepted at
-    α = 0.3 in our measurements.
+    Defaults (our choices; the paper gives no values), measured on HealthCareMagic with the Qwen pair:
+
+    * α = 0: reject whenever the draft is less confident than the verifier (or the copy term says so).
+      At α = 1 the budget term alone never rejects (D_TV(p, q) ≥ p(y*) − q(y*) for the verifier's argmax
+      y*, so max p − D_TV ≤ max q) and the 0.5B draft writes almost every answer: ACC on 20 clinic-
+      handbook questions fell from 1.00 (verifier alone) to 0.60; at α = 0 it stayed 1.00.
+    * copy_window = 4: z follows a copy through deviations (see :class:`CopyTracker`). With the exact
+      suffix only, the output stayed a near-verbatim copy (ROUGE-L recall 0.69 of the copied chunk);
+      with the window it fell to 0.17–0.23.
+    * γ = 2: the output does not depend on γ (the draft is greedy and the rule judges each position
+      on its own), only the speed does; with few accepted draft tokens (α = 0 accepts ~5–25% during
+      extraction) short blocks waste less draft work.
     """
 
     stage = "generation"
@@ -32,11 +37,13 @@ class CascadeGeneration(Defense):
     class Params(Params):
         draft: str = param("qwen2.5-0.5b", help="Draft model (registered name or .gguf path)")
         verifier: str = param("qwen2.5-1.5b", help="Verifier model (same tokenizer as the draft)")
-        gamma: int = param(4, min=1, max=32, help="γ: tokens the draft proposes per block")
-        alpha: float = param(1.0, min=0.0, max=10.0,
-                             help="α: weight of D_TV(p, q); at α ≥ 1 only the copy term can reject (see docstring)")
+        gamma: int = param(2, min=1, max=32, help="γ: tokens the draft proposes per block (speed only)")
+        alpha: float = param(0.0, min=0.0, max=10.0,
+                             help="α: weight of D_TV(p, q); larger = fewer rejections, at α ≥ 1 only the copy term rejects")
         eta: float = param(0.5, min=0.0, max=100.0, help="η: weight of the copy ratio q(z)/p(z)")
         min_match: int = param(3, min=1, max=64, help="Tokens of verbatim overlap before z is defined")
+        copy_window: int = param(4, min=0, max=64,
+                                 help="Keep following a copy through deviations of up to this many tokens (0: exact suffix only)")
         n_ctx: int = param(4096, min=512, max=32768, help="Context window of both models")
         n_threads: int = param(2, min=1, max=64, help="CPU threads")
 
@@ -49,7 +56,8 @@ class CascadeGeneration(Defense):
             from ..generators.cascade import CascadeDecoder
             p = self.params
             self._decoder = CascadeDecoder(draft=p.draft, verifier=p.verifier, gamma=p.gamma, alpha=p.alpha,
-                                           eta=p.eta, min_match=p.min_match, n_ctx=p.n_ctx, n_threads=p.n_threads)
+                                           eta=p.eta, min_match=p.min_match, n_ctx=p.n_ctx, n_threads=p.n_threads,
+                                           copy_window=p.copy_window)
         return self._decoder
 
     def generate(self, messages: Sequence[dict], chunks: Sequence[Chunk], ctx: DefenseContext,

@@ -24,6 +24,12 @@ Choices the paper leaves open, and what this implementation does:
   contains, so the first ``min_match`` copied tokens are never flagged. Each chunk is indexed twice,
   as tokenized alone and with a leading space (BPE merges the space into the first word mid-text).
   No match → z = None and the η term is 0.
+  With ``copy_window`` = W > 0 (:class:`CopyTracker`), a copy once detected is followed through
+  deviations: z stays the chunk token the copy expects next while the output keeps re-joining the
+  chunk within W tokens (substituted or skipped tokens), and is dropped after W misses in a row.
+  Without it one suppression breaks the exact match, copying resumes ``min_match`` tokens later and
+  the output stays a near-verbatim copy (measured: ROUGE-L recall of the copied HealthCareMagic chunk
+  0.69 at W = 0 vs 0.17 at W = 4, same prompt, α = 1). W = 0 is the plain exact-suffix definition.
 * Substitute token: on rejection the verifier's greedy token with z suppressed (p(z) := 0), whenever
   a z exists — also when η = 0. ``suppressed`` counts the rejections where z existed and was the
   verifier's own argmax, i.e. where the suppression changed the emitted token.
@@ -121,6 +127,62 @@ class CopyIndex:
         return best_z
 
 
+class CopyTracker:
+    """Follows which protected chunk the output is copying, across small deviations (one per generation).
+
+    A copy starts when the last ``min_match`` generated tokens occur verbatim in a protected sequence
+    (:class:`CopyIndex`); from then on a pointer into that sequence survives deviations: a generated
+    token equal to the expected one advances it, one found within the next ``window`` tokens of the
+    chunk moves it past that token (the output skipped words), anything else counts as a miss, and
+    ``window`` misses in a row end the copy. ``z`` is the chunk token the pointer expects next.
+
+    Why: with z defined by the exact suffix alone, one suppressed token breaks the match and copying
+    resumes ``min_match`` tokens later, so the output stays a near-verbatim copy with every few tokens
+    changed (ROUGE-L recall of the chunk well above 0.5). Following the copy through deviations keeps
+    z defined until the output really stops copying. ``window = 0`` is the exact-suffix definition.
+    The exact longest-suffix match, when there is one, still decides z (so ``window`` only adds cases).
+    """
+
+    def __init__(self, index: CopyIndex, window: int = 0) -> None:
+        if window < 0:
+            raise ConfigError("the copy-tracking window must be ≥ 0")
+        self.index, self.window = index, int(window)
+        self.generated: list[int] = []
+        self.pointers: dict[int, list[int]] = {}  # sequence → [next expected position, misses in a row]
+
+    def push(self, token: int) -> None:
+        """Record one emitted token (the output is append-only)."""
+        t = int(token)
+        self.generated.append(t)
+        if not self.window:
+            return
+        seqs = self.index.seqs
+        for si in list(self.pointers):
+            pos, misses = self.pointers[si]
+            s = seqs[si]
+            ahead = s[pos:pos + self.window + 1]
+            if t in ahead:
+                self.pointers[si] = [pos + ahead.index(t) + 1, 0]
+            elif misses + 1 >= self.window:
+                del self.pointers[si]
+            else:
+                self.pointers[si] = [pos, misses + 1]
+            if si in self.pointers and self.pointers[si][0] >= len(s):
+                del self.pointers[si]  # the chunk is finished: nothing left to continue
+        m = self.index.min_match
+        if len(self.generated) >= m:
+            for si, i in self.index.index.get(tuple(self.generated[-m:]), ()):
+                self.pointers[si] = [i + m, 0]
+
+    def z(self) -> int | None:
+        """The token that would continue the copy now, or None."""
+        exact = self.index.continuation(self.generated)
+        if exact is not None or not self.pointers:
+            return exact
+        si, (pos, _) = min(self.pointers.items(), key=lambda kv: (kv[1][1], kv[0]))
+        return self.index.seqs[si][pos]
+
+
 def copy_continuation(generated_ids: Sequence[int], protected_token_seqs: Sequence[Sequence[int]],
                       min_match: int) -> int | None:
     """The token z that continues the longest suffix (≥ ``min_match`` tokens) of ``generated_ids``
@@ -199,12 +261,15 @@ class CascadeDecoder:
 
     def __init__(self, draft: str = "qwen2.5-0.5b", verifier: str = "qwen2.5-1.5b", gamma: int = 4,
                  alpha: float = 0.3, eta: float = 0.5, min_match: int = 3, n_ctx: int = 4096,
-                 n_threads: int = 2) -> None:
+                 n_threads: int = 2, copy_window: int = 0) -> None:
         if gamma < 1:
             raise ConfigError("gamma (draft tokens per block) must be ≥ 1")
         if min_match < 1:
             raise ConfigError("min_match must be ≥ 1")
         self.gamma, self.alpha, self.eta, self.min_match = int(gamma), float(alpha), float(eta), int(min_match)
+        if copy_window < 0:
+            raise ConfigError("copy_window must be ≥ 0")
+        self.copy_window = int(copy_window)
         self.n_ctx = int(n_ctx)
         dpath, vpath = str(resolve_model(draft)), str(resolve_model(verifier))
         if dpath == vpath:
@@ -271,7 +336,7 @@ class CascadeDecoder:
         t0 = time.perf_counter()
         prompt = self.format_chat(messages)
         self._check_room(prompt, max_tokens)
-        index = CopyIndex(self.protected_token_seqs(protected), self.min_match)
+        tracker = CopyTracker(CopyIndex(self.protected_token_seqs(protected), self.min_match), self.copy_window)
         d, v = self.draft, self.verifier
         out: list[int] = []
         decisions: list[str] = []
@@ -306,7 +371,7 @@ class CascadeDecoder:
                 emitted: list[int] = []
                 for i, (tok, q) in enumerate(zip(props, qs)):
                     vlogits = vrows[base - 1 - kv0 + i]
-                    z = index.continuation(out + emitted)
+                    z = tracker.z()
                     if reject(softmax(vlogits), q, z, self.alpha, self.eta):
                         sub = int(np.argmax(vlogits))
                         was_z = z is not None and sub == z
@@ -318,6 +383,7 @@ class CascadeDecoder:
                         if sub in self.stop_ids:
                             done = True
                             break
+                        tracker.push(sub)
                         rejected += 1
                         suppressed += was_z
                         decisions.append("verifier")
@@ -326,6 +392,7 @@ class CascadeDecoder:
                     if tok in self.stop_ids:
                         done = True
                         break
+                    tracker.push(tok)
                     accepted += 1
                     decisions.append("draft")
                 ctx += emitted

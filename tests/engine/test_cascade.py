@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from engine.errors import ConfigError, ModelUnavailableError
-from engine.generators.cascade import (CascadeDecoder, CopyIndex, _eval, _rewind, copy_continuation,
+from engine.generators.cascade import (CascadeDecoder, CopyIndex, CopyTracker, _eval, _rewind, copy_continuation,
                                        longest_common_run, reject, total_variation)
 from engine.generators.llama_local import _llms_lock
 from engine.generators.models import MODELS, GGUFModel, check_gguf, n_params, resolve_model
@@ -131,6 +131,33 @@ def test_copy_continuation():
     gen = big[57][10:40]
     assert all(index.continuation(gen[:k]) == big[57][10 + k] for k in range(3, 30))
     assert longest_common_run([1, 2, 3, 9, 4, 5], [0, 1, 2, 3, 4, 5]) == 3
+
+
+def test_copy_tracker_follows_a_copy_through_deviations():
+    seq = [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
+    index = CopyIndex([seq], 3)
+
+    def run(tokens, window):
+        tr = CopyTracker(index, window)
+        zs = []
+        for t in tokens:
+            tr.push(t)
+            zs.append(tr.z())
+        return zs
+
+    # window 0 is the exact-suffix definition: one deviation (99) and z disappears until 3 tokens match again
+    exact = run([10, 11, 12, 99, 14, 15, 16], 0)
+    assert exact == [None, None, 13, None, None, None, 17]
+    assert exact == [copy_continuation([10, 11, 12, 99, 14, 15, 16][:k + 1], [seq], 3) for k in range(7)]
+    # window 4: the copy is followed through the substituted token and the skip
+    assert run([10, 11, 12, 99, 14, 15, 16], 4) == [None, None, 13, 13, 15, 16, 17]
+    assert run([10, 11, 12, 13, 16], 4) == [None, None, 13, 14, 17]  # skipped 14, 15: the pointer jumps
+    # four misses in a row end the copy; so does the end of the chunk
+    assert run([10, 11, 12, 90, 91, 92, 93], 4)[-1] is None
+    assert run([10, 11, 12, 90, 91, 92], 4)[-1] == 13
+    assert run(seq, 4)[-1] is None
+    with pytest.raises(ConfigError):
+        CopyTracker(index, -1)
 
 
 # ------------------------------------------------------------------ the cascade, real models
