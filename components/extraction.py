@@ -27,6 +27,7 @@ from engine.plots.extraction import (attacker_state, cascade_bars, cascade_rows,
 from engine.report import runs_dir
 from engine.runs.events import Event, event_to_json, jsonable, read_jsonl
 from engine.runs.extraction import ExtractionRun, summarize_extraction
+from engine.runs.kb_snapshot import KB_FILE, load_kb
 
 KBS = ["clinic_records", "healthcaremagic", "enron", "upload"]
 KB_HELP = ("clinic_records: bundled synthetic patient notes with fake PII; healthcaremagic / enron: benchmark "
@@ -187,9 +188,6 @@ def resume_run(folder: str | Path, api_key: str) -> ExtractionRun:
     tick = progress_callback(bar)
     try:
         cfg = ExtractionConfig.from_dict(run_config(read_jsonl(Path(folder) / "events.jsonl")), where=str(folder))
-        if cfg.kb == "upload":
-            raise EngineError("this run attacked uploaded documents, which are not saved with the run: it can be "
-                              "viewed but not resumed")
         run = ExtractionRun.resume(folder, progress=tick, generator=make_generator(cfg, api_key))
         _warm_models(run, tick)
         run.progress = None
@@ -231,16 +229,22 @@ def describe_saved(r: Mapping[str, Any]) -> str:
                                                                                          " · unfinished")
 
 
-def kb_texts(cfg: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
-    """(chunk ids in KB order, id → text) of a saved run's KB, reloaded from its config ([] / {} if that fails)."""
-    key = ("extract_kb_texts", cfg.get("kb"), cfg.get("chunk_size"), cfg.get("chunk_overlap"), cfg.get("data_dir"))
+def kb_texts(cfg: Mapping[str, Any], folder: str | Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """(chunk ids in KB order, id → text) of a saved run's KB: the copy in its folder (uploads), else
+    reloaded from its config ([] / {} if that fails)."""
+    saved = folder is not None and (Path(folder) / KB_FILE).is_file()
+    key = ("extract_kb_texts", str(folder) if saved else None, cfg.get("kb"), cfg.get("chunk_size"),
+           cfg.get("chunk_overlap"), cfg.get("data_dir"))
     cache = st.session_state.setdefault("extract_kb_cache", {})
     if key not in cache:
         try:
-            if cfg.get("kb") == "upload":
-                raise EngineError("uploaded documents are not saved with the run")
-            c = load_corpus(cfg["kb"], data_dir=cfg.get("data_dir") or None, chunk_size=cfg.get("chunk_size"),
-                            chunk_overlap=cfg.get("chunk_overlap", 0))
+            if saved:
+                c = load_kb(folder, str(cfg.get("kb")))
+            elif cfg.get("kb") == "upload":
+                raise EngineError("the uploaded documents of this run are not in its folder")
+            else:
+                c = load_corpus(cfg["kb"], data_dir=cfg.get("data_dir") or None, chunk_size=cfg.get("chunk_size"),
+                                chunk_overlap=cfg.get("chunk_overlap", 0))
             cache.clear()
             cache[key] = (list(c.ids), {d.id: d.text for d in c.documents})
         except (EngineError, OSError, KeyError):

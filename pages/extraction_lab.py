@@ -217,7 +217,7 @@ def render_saved(folder: str) -> None:
     cfg = run_config(events)
     status = run_status(events)
     done, total = rounds_played(events), cfg.get("rounds", 0)
-    ids, texts = kb_texts(cfg)
+    ids, texts = kb_texts(cfg, folder)
     c = st.columns([6, 1, 1], vertical_alignment="center")
     c[0].markdown(f"**Saved run `{md_escape(Path(folder).name)}`** · {md_escape(cfg.get('attack'))} on "
                   f"{md_escape(cfg.get('kb'))} vs {md_escape('+'.join(cfg.get('defenses') or []) or 'no defense')} · "

@@ -33,6 +33,7 @@ from .events import (AttackerState, DefenseApplied, Event, Generated, IndexBuilt
                      Retrieved, RoundEnded, RoundStarted, RunEnded, RunResumed, RunStarted, event_to_json,
                      jsonable, read_jsonl)
 from .base import EventRunner
+from .kb_snapshot import KB_FILE, load_kb, save_kb
 from .manifest import build_manifest
 
 Progress = Callable[[str, int, int], None]
@@ -123,6 +124,8 @@ class ExtractionRun(EventRunner):
         self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
         if self.out_dir:
             (self.out_dir / "manifest.json").write_text(json.dumps(jsonable(manifest), indent=2, default=str))
+            if self._corpus_override is not None:  # e.g. uploads: not reloadable by name, so kept with the run
+                save_kb(corpus, self.out_dir)
         self._index_events(retriever)
         self.tracker = LeakageTracker(corpus, retriever=retriever, crr_tau=c.crr_tau,
                                       semantic_threshold=c.semantic_threshold)
@@ -239,7 +242,12 @@ class ExtractionRun(EventRunner):
             cut = next((i for i, e in enumerate(events) if isinstance(e, RunEnded)), len(events))
         kept = events[:cut]
         prev = next((e.status for e in events if isinstance(e, RunEnded)), "interrupted")
-        run = cls(cfg, out_dir=run_dir.parent, progress=progress, run_id=started.run_id, generator=generator)
+        corpus = None
+        if (run_dir / KB_FILE).is_file() or cfg.kb == "upload":
+            saved = dict(started.manifest.get("corpus") or {})
+            corpus = load_kb(run_dir, saved.get("name") or cfg.kb, saved.get("fingerprint"))
+        run = cls(cfg, out_dir=run_dir.parent, progress=progress, run_id=started.run_id, generator=generator,
+                  corpus=corpus)
         retriever, _ = run._build()
         run.system.build(progress=run._tick)
         run.tracker = LeakageTracker(run.corpus, retriever=retriever, crr_tau=cfg.crr_tau,

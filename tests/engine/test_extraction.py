@@ -196,6 +196,35 @@ def test_rate_limits_keep_the_events_and_the_run_resumes(tmp_path, llama_server)
         proxy.close()
 
 
+def test_a_run_over_uploaded_documents_keeps_them_and_resumes(tmp_path):
+    """Uploads are not reloadable by name: the run folder keeps the chunks it attacked (kb.jsonl),
+    resume reads them back (checked against the manifest's fingerprint) and refuses an altered copy."""
+    from engine.runs.kb_snapshot import KB_FILE, load_kb
+    docs = [Document(f"u{i}", f"Visit note {i}: patient Alex Doe{i}, phone 555-01{i:02d}, reports {w}.")
+            for i, w in enumerate(["a cough", "back pain", "a rash", "headaches", "insomnia", "fatigue"])]
+    corpus = corpus_from_documents("upload", docs, chunk_size=None)
+    cfg = ExtractionConfig.from_dict({**SMALL, "kb": "upload", "attack": "zeng", "attacker_llm": "", "rounds": 2,
+                                      "top_k": 2, "data_dir": ""})
+    run = ExtractionRun(cfg, out_dir=tmp_path, corpus=corpus)
+    run.prepare()
+    run.step()
+    run.close()
+    saved = load_kb(run.out_dir, "upload", corpus.fingerprint)
+    assert saved.fingerprint == corpus.fingerprint and [d.text for d in saved.documents] == corpus.texts
+    resumed = ExtractionRun.resume(run.out_dir)
+    assert resumed.rounds_done == 1 and resumed.corpus.fingerprint == corpus.fingerprint
+    resumed.run()
+    resumed.close()
+    assert [e.round for e in read_jsonl(run.out_dir / "events.jsonl") if e.kind == "round_ended"] == [1, 2]
+    path = run.out_dir / KB_FILE
+    path.write_text(path.read_text().replace("a cough", "a fever"))
+    with pytest.raises(ConfigError, match="does not match the run's manifest"):
+        ExtractionRun.resume(run.out_dir)
+    path.unlink()
+    with pytest.raises(ConfigError, match="not in its folder"):
+        ExtractionRun.resume(run.out_dir)
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, cwd=REPO,
                           timeout=900)
