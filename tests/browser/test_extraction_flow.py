@@ -128,7 +128,7 @@ def flow(pg) -> None:
     pg.get_by_role("button", name="Prepare attack").click()
     step = pg.get_by_role("button", name="Step", exact=True)
     expect(step).to_be_visible(timeout=SLOW)
-    expect(pg.get_by_text("0/3 rounds")).to_be_visible(timeout=SLOW)
+    expect(main.get_by_text("0/3 rounds")).to_be_visible(timeout=SLOW)
     expect(pg.get_by_text("vs system-prompt").first).to_be_visible()
     idle(pg)
     snap(pg, "extraction_02_prepared.png")
