@@ -41,7 +41,9 @@ Choices the paper leaves open, and what this implementation does:
   proposal instead). So every emitted token passes the rule (no unprotected channel), a fully accepted
   block yields γ tokens for γ verifier rows, and the rule that always accepts reproduces the draft's
   greedy output exactly while the rule that always rejects (η = 0, no z) reproduces the verifier's.
-* Defaults: γ = 4, α = 0.3, η = 0.5, min_match = 3 (the paper gives no values).
+* Decoder defaults: γ = 4, α = 0.3, η = 0.5, min_match = 3, copy_window = 0 (the paper gives no values).
+  The cascade *defense* (``engine.defenses.cascade``) uses its own measured defaults: α = 0, γ = 2,
+  copy_window = 4 — see its docstring for why.
   Note the sign: a larger α means FEWER rejections; α → +∞ never rejects, α → −∞ always rejects.
 * Stop: ``<|im_end|>``, ``<|endoftext|>`` or the model's EOS (not part of the text nor of the counts),
   or ``max_tokens``.
