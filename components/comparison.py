@@ -7,7 +7,7 @@ import streamlit as st
 
 from components.text import md_escape
 from engine.analysis.comparison_view import LEAK_METRICS, UTILITY_METRICS, comparison_table, uses_reindex
-from engine.compare import ablation_direction
+from engine.compare import ablation_direction, average_ablation_direction
 from engine.errors import EngineError
 from engine.plots.defenses import cluster_view, comparison_curves, ratio_bars, tradeoff_scatter
 
@@ -58,6 +58,16 @@ def render_results(config: dict[str, Any], rows: list[dict[str, Any]], *, comple
             st.success(msg + "**holds**. " + line)
         else:
             st.warning(msg + "**does not hold** here. " + line)
+
+    avg = average_ablation_direction(rows, metric)
+    if avg["holds"] is not None and avg["attacks"] > 1:
+        rr = avg["ratios"]
+        line = (f"reindex+cascade {rr['reindex+cascade']:.2f}× · reindex {rr['reindex']:.2f}× · "
+                f"cascade {rr['cascade']:.2f}× · none 1.00×")
+        msg = (f"RAGFort ablation on the relative {LEAK_METRICS[metric]} averaged over {avg['attacks']} attacks "
+               "(the paper's ablation table): ")
+        (st.success if avg["holds"] else st.warning)(msg + ("**holds**. " if avg["holds"] else
+                                                            "**does not hold** here. ") + line)
 
     if uses_reindex(rows):
         _cluster_panel(config, key)

@@ -127,19 +127,25 @@ def print_comparison(rows: list[dict]) -> None:
 
 def run_compare(cfg, args) -> int:
     from .cli import _clean, _progress_printer
-    from .compare import ablation_direction, run_comparison
+    from .compare import ablation_direction, average_ablation_direction, run_comparison
 
     rows = run_comparison(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet))
     checks = {a: ablation_direction(rows, a) for a in cfg.attacks}
+    average = average_ablation_direction(rows)
     if not args.json or not args.quiet:
         print_comparison(rows)
         for a, c in checks.items():
             if c["holds"] is not None:
                 print(f"RAGFort ablation direction for {a}: CRR(reindex+cascade) < min(CRR(reindex), CRR(cascade)) "
                       f"< CRR(none): {'holds' if c['holds'] else 'does NOT hold'}")
+        if average["holds"] is not None and average["attacks"] > 1:
+            rr = average["ratios"]
+            print(f"RAGFort ablation, relative CRR averaged over {average['attacks']} attacks: reindex+cascade "
+                  f"{rr['reindex+cascade']:.2f}× · reindex {rr['reindex']:.2f}× · cascade {rr['cascade']:.2f}× · "
+                  f"none 1.00×: direction {'holds' if average['holds'] else 'does NOT hold'}")
     if args.json:
         print(json.dumps(_clean({"rows": [{k: v for k, v in r.items() if k != "curves"} for r in rows],
-                                 "ablation": checks})))
+                                 "ablation": checks, "ablation_average": average})))
     return 0
 
 

@@ -104,3 +104,20 @@ def ablation_direction(rows: list[dict[str, Any]], attack: str, metric: str = "c
     if not all(k in v for k in needed):
         return {"holds": None, "values": v}
     return {"holds": v["reindex+cascade"] < min(v["reindex"], v["cascade"]) < v["none"], "values": v}
+
+
+def average_ablation_direction(rows: list[dict[str, Any]], metric: str = "crr") -> dict[str, Any]:
+    """RAGFort's claim on the *relative average* (the paper's ablation table, "Relative Average CRR"):
+    per configuration, the mean over attacks of ``metric`` ÷ its value without protection (same
+    attack); attacks that leaked nothing undefended are left out (no ratio). Then: both < min(single
+    paths) < none (= 1)."""
+    needed = ("none", "reindex", "cascade", "reindex+cascade")
+    by_attack: dict[str, dict[str, float]] = {}
+    for r in rows:
+        by_attack.setdefault(r["attack"], {})[r["configuration"]] = r[metric]
+    usable = [v for v in by_attack.values() if all(k in v for k in needed) and v["none"]]
+    if not usable:
+        return {"holds": None, "ratios": {}, "attacks": 0}
+    ratios = {k: sum(v[k] / v["none"] for v in usable) / len(usable) for k in needed}
+    holds = ratios["reindex+cascade"] < min(ratios["reindex"], ratios["cascade"]) < ratios["none"]
+    return {"holds": holds, "ratios": ratios, "attacks": len(usable)}

@@ -124,13 +124,18 @@ def test_reopened_ragfort_ablation_shows_the_verdict_and_the_cluster_view(monkey
              "retrieved_coverage": v, "repeat_contexts": 0, "rouge_contexts": 0, "semantic_leak": 0.0,
              "pii_leaked": 1, "utility_acc": 0.5, "utility_faithfulness": 0.5, "curves": {"crr": [v]}}
             for c, v in (("none", 0.4), ("reindex", 0.3), ("cascade", 0.2), ("reindex+cascade", 0.1))]
+    rows += [{**r, "attack": "worm", "crr": v, "curves": {"crr": [v]}}
+             for r, v in zip(rows, (0.2, 0.2, 0.1, 0.1))]       # worm alone: the direction does not hold
     add_ratios(rows)
     at = AppTest.from_file(str(REPO / "pages/defense_comparison.py"), default_timeout=60)
-    at.session_state["cmp_view"] = {"config": {"base": {"kb": "clinic_records"}, "attacks": ["rag-thief"],
+    at.session_state["cmp_view"] = {"config": {"base": {"kb": "clinic_records"}, "attacks": ["rag-thief", "worm"],
                                                "configurations": [r["configuration"] for r in rows]},
                                     "rows": rows, "dir": "synthetic", "complete": True}
     at.run()
     assert not at.exception and not at.error
-    assert any("ablation direction" in s.value and "holds" in s.value for s in at.success)
+    assert any("ablation direction for rag-thief" in s.value and "holds" in s.value for s in at.success)
+    assert any("ablation direction for worm" in w.value and "does not hold" in w.value for w in at.warning)
+    # relative average: reindex (0.75 + 1) / 2, cascade 0.5, reindex+cascade (0.25 + 0.5) / 2
+    assert any("averaged over 2 attacks" in s.value and "cascade 0.50×" in s.value for s in at.success)
     assert any("HDBSCAN clusters" in c.value for c in at.caption)
     assert len(at.get("plotly_chart")) == 4  # curves, ratios, trade-off, clusters

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from engine.analysis.comparison_view import comparison_table, parse_configurations, uses_reindex
-from engine.compare import add_ratios
+from engine.compare import ablation_direction, add_ratios, average_ablation_direction
 from engine.errors import ConfigError
 from engine.plots.defenses import cluster_view, comparison_curves, ratio_bars, tradeoff_scatter
 
@@ -23,6 +23,21 @@ def rows():
          _row("zeng", "reindex+cascade", 0.1, 0.6)]
     add_ratios(r)
     return r
+
+
+def test_ablation_direction_per_attack_and_on_the_relative_average(rows):
+    assert ablation_direction(rows, "zeng")["holds"] is True
+    worm = [_row("worm", c, v, 0.8) for c, v in (("none", 0.2), ("reindex", 0.2), ("cascade", 0.1),
+                                                  ("reindex+cascade", 0.1))]
+    assert ablation_direction(worm, "worm")["holds"] is False
+    avg = average_ablation_direction(rows + worm)
+    # zeng ratios 1 / .667 / .5 / .333, worm 1 / 1 / .5 / .5 → means 1 / .833 / .5 / .417
+    assert avg["attacks"] == 2 and avg["holds"] is True
+    assert avg["ratios"] == pytest.approx({"none": 1.0, "reindex": 5 / 6, "cascade": 0.5, "reindex+cascade": 5 / 12})
+    silent = [_row("pair", c, 0.0, 0.8) for c in ("none", "reindex", "cascade", "reindex+cascade")]
+    assert average_ablation_direction(rows + silent)["attacks"] == 1     # no ratio without an undefended leak
+    assert average_ablation_direction(silent)["holds"] is None
+    assert average_ablation_direction(rows[:2])["holds"] is None          # configurations missing
 
 
 def test_curves_one_line_per_configuration(rows):

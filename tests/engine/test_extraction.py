@@ -101,6 +101,31 @@ def test_rag_thief_memory_reflection_and_state_roundtrip(records):
     assert clone.next_query(tr) == agent.next_query(tr)
 
 
+def test_rag_thief_drops_fragments_and_stale_continuations(records):
+    """A truncated repeat of a stolen chunk is no new chunk, and a continuation that brought nothing
+    new retires its sibling; with both rules off the fragment is remembered and reflected on."""
+    a = records.documents[0].text
+    fragment = " ".join(a.split()[: len(a.split()) // 2])
+    agent = make_agent("rag-thief", {"budget": 6}, AttackContext(seed=0))
+    q1 = agent.next_query([])
+    tr = [Exchange(q1, a)]
+    q2 = agent.next_query(tr)
+    assert agent.state()["current"]["direction"] == "forward" and len(agent.state()["anchors"]) == 1
+    tr.append(Exchange(q2, fragment))
+    agent.next_query(tr)
+    st = agent.state()
+    assert len(st["long_term"]) == 1 and st["last_new"] == 0
+    assert st["dropped_anchors"] == 1 and st["current"]["direction"] == "seed"
+
+    plain = make_agent("rag-thief", {"budget": 6, "dedup_containment": 1.01, "drop_stale_anchors": False},
+                       AttackContext(seed=0))
+    tr = [Exchange(plain.next_query([]), a)]
+    tr.append(Exchange(plain.next_query(tr), fragment))
+    plain.next_query(tr)
+    st = plain.state()
+    assert len(st["long_term"]) == 2 and st["dropped_anchors"] == 0 and st["current"]["direction"] == "backward"
+
+
 @pytest.mark.parametrize("attack", ["zeng", "rag-thief", "worm"])
 def test_extraction_run_events_and_summary(tmp_path, attack, data_dir):
     cfg = ExtractionConfig.from_dict({**SMALL, "attack": attack, "rounds": 2, "top_k": 2, "data_dir": data_dir,

@@ -50,7 +50,17 @@ def parse_chunks(answer: str, *, min_words: int = 8, echo: str = "") -> list[str
     return out
 
 
-def is_duplicate(text: str, memory: list[str], threshold: float) -> bool:
-    """ROUGE-L F1 ≥ ``threshold`` against any remembered chunk (RAG-Thief's deduplication)."""
+def is_duplicate(text: str, memory: list[str], threshold: float, containment: float = 1.01) -> bool:
+    """RAG-Thief's deduplication: ROUGE-L F1 ≥ ``threshold`` against any remembered chunk, or the
+    piece lies mostly inside one (ROUGE-L precision of the piece against it ≥ ``containment``).
+
+    F1 alone misses fragments: an answer cut off halfway through a known chunk has F1 ≈ 0.67 against
+    it and would be remembered (and reflected on) as a new chunk. ``containment`` > 1 disables the
+    second test.
+    """
     t = stemmed_tokens(text)
-    return any(rouge_l(stemmed_tokens(m), t)[2] >= threshold for m in memory)
+    for m in memory:
+        _, precision, f1 = rouge_l(stemmed_tokens(m), t)
+        if f1 >= threshold or precision >= containment:
+            return True
+    return False

@@ -32,6 +32,20 @@ class RagThiefAgent(ExtractionAgent):
     which pull adjacent chunks into the retriever's top-K. With nothing to reflect on it falls back
     to a seed anchor (untargeted exploration, as in the paper's start). Without an attacker LLM the
     reflection degrades to the chunk's last / first sentence as anchors (documented fallback).
+
+    Choices the paper leaves open (documented, each a parameter):
+
+    * *Deduplication* — a parsed piece is a duplicate when its ROUGE-L F1 against a remembered chunk
+      is ≥ ``dedup_threshold`` (the paper's test) or when ≥ ``dedup_containment`` of it lies inside
+      one (ROUGE-L precision): answers cut off by the token limit would otherwise enter memory as
+      "new" fragments of chunks already stolen and be reflected on again.
+    * *Stale lineages* — when a continuation anchor brings back nothing new, its sibling anchor
+      (the other direction from the same chunk) is dropped (``drop_stale_anchors``): on
+      self-contained records (one dialog per chunk, as in HealthCareMagic) both continuations of a
+      chunk mostly retrieve that same chunk again. Measured on HealthCareMagic (Qwen2.5-0.5B
+      attacker, 1.5B generator, top-3, 10 rounds) the two rules change which rounds are spent where
+      but not the result: 3 chunks recovered of 13 retrieved, with or without them — a 0.5B model's
+      continuations of a dialog stay on its topic, so RAG-Thief explores little on such a corpus.
     """
 
     class Params(Params):
@@ -41,6 +55,11 @@ class RagThiefAgent(ExtractionAgent):
         command: str = param(DEFAULT_COMMAND, help="Adversarial command appended to each anchor")
         seed_information: str = param("auto", choices=INFORMATION_KINDS, help="Anchors when memory is empty")
         dedup_threshold: float = param(0.7, min=0.0, max=1.0, help="ROUGE-L F1 above which a chunk is a duplicate")
+        dedup_containment: float = param(0.8, min=0.0, max=1.01,
+                                         help="Share of a piece inside a remembered chunk above which it is a "
+                                              "duplicate fragment (ROUGE-L precision; 1.01 = off)")
+        drop_stale_anchors: bool = param(True, help="Drop the sibling continuation of a chunk whose first "
+                                                    "continuation brought nothing new")
         min_chunk_words: int = param(8, min=1, max=500, help="Shortest answer piece kept as a chunk")
         reflect_tokens: int = param(64, min=8, max=512, help="Tokens per reflection (continuation) of the attacker LLM")
         anchor_words: int = param(60, min=5, max=500, help="Words of a continuation used as the next anchor")
@@ -56,15 +75,21 @@ class RagThiefAgent(ExtractionAgent):
         self.reflections = 0
         self.last_new = 0
         self.current: dict = {}
+        self.dropped_anchors = 0
 
     def _observe(self, ex: Exchange) -> None:
         new = 0
         for c in parse_chunks(ex.answer, min_words=self.params.min_chunk_words, echo=ex.query):
-            if not is_duplicate(c, self.long_term, self.params.dedup_threshold):
+            if not is_duplicate(c, self.long_term, self.params.dedup_threshold, self.params.dedup_containment):
                 self.long_term.append(c)
                 self.short_term.append(c)
                 new += 1
         self.last_new = new
+        cur = self.current
+        if (new == 0 and self.params.drop_stale_anchors and cur.get("direction") in ("forward", "backward")):
+            before = len(self.anchors)
+            self.anchors = deque(a for a in self.anchors if a["from"] != cur["from"])
+            self.dropped_anchors += before - len(self.anchors)
 
     def _reflect(self, chunk: str) -> None:
         llm = self.ctx.attacker_llm
@@ -96,7 +121,8 @@ class RagThiefAgent(ExtractionAgent):
     def _state(self) -> dict[str, Any]:
         return {"short_term": list(self.short_term), "long_term": list(self.long_term),
                 "anchors": list(self.anchors), "seed_used": self.seed_used, "reflections": self.reflections,
-                "last_new": self.last_new, "current": dict(self.current)}
+                "last_new": self.last_new, "current": dict(self.current),
+                "dropped_anchors": self.dropped_anchors}
 
     def _load_state(self, state: dict[str, Any]) -> None:
         self.short_term = deque(state["short_term"])
@@ -106,3 +132,4 @@ class RagThiefAgent(ExtractionAgent):
         self.reflections = int(state["reflections"])
         self.last_new = int(state.get("last_new", 0))
         self.current = dict(state.get("current", {}))
+        self.dropped_anchors = int(state.get("dropped_anchors", 0))
