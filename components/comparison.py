@@ -32,6 +32,11 @@ def render_results(config: dict[str, Any], rows: list[dict[str, Any]], *, comple
     st.dataframe(table.round(4), hide_index=True, width="stretch", key=f"{key}_table")
     st.caption("`*_ratio` = value ÷ value without protection (same attack); empty when the undefended value is 0. "
                "`utility_acc_drop` = ACC without protection − ACC with it.")
+    n_runs = max((r.get("n_runs", 1) for r in rows), default=1)
+    if n_runs > 1:
+        st.caption(f"Each value is the mean over {n_runs} runs with different attacker seeds (`*_std`: their "
+                   "standard deviation; ratios are ratios of the means). A difference smaller than the spread "
+                   "is not a finding.")
     if any(r.get(f"{metric}_ratio") is not None for r in rows):
         st.plotly_chart(ratio_bars(rows, metric), width="stretch", key=f"{key}_ratios")
 

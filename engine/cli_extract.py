@@ -120,9 +120,18 @@ def print_comparison(rows: list[dict]) -> None:
         ratio = "" if r.get("crr_ratio") is None else f"{r['crr_ratio']:.2f}"
         acc = r.get("utility_acc")
         faith = r.get("utility_faithfulness")
-        print(f"{r['attack']:10s} {r['configuration']:22s} {r['crr']:7.3f} {ratio:>6s} {r['retrieved_coverage']:6.3f} "
-              f"{r['repeat_contexts']:6d} {r['rouge_contexts']:6d} {r['semantic_leak']:6.3f} {r['pii_leaked']:5d} "
+        print(f"{r['attack']:10s} {r['configuration']:22s} {r['crr']:7.4f} {ratio:>6s} {r['retrieved_coverage']:6.3f} "
+              f"{_count(r['repeat_contexts'])} {_count(r['rouge_contexts'])} {r['semantic_leak']:6.3f} "
+              f"{_count(r['pii_leaked'], 5)} "
               f"{'' if acc is None else f'{acc:6.3f}':>6s} {'' if faith is None else f'{faith:6.3f}':>6s}")
+        if r.get("n_runs", 1) > 1:
+            print(f"{'':33s} mean of {r['n_runs']} runs (seeds {', '.join(map(str, r['seeds']))}): "
+                  f"CRR sd {r['crr_std']:.4f}, retrieved coverage sd {r['retrieved_coverage_std']:.4f}")
+
+
+def _count(x: float, width: int = 6) -> str:
+    """A count, or the mean of counts over repeated runs."""
+    return f"{x:{width}d}" if isinstance(x, int) else f"{x:{width}.1f}"
 
 
 def run_compare(cfg, args) -> int:
@@ -173,6 +182,8 @@ def cmd_compare(args) -> int:
     over: dict[str, Any] = {}
     if args.utility_limit:
         over["utility_limit"] = args.utility_limit
+    if args.repeats:
+        over["repeats"] = args.repeats
     if args.preset and args.attacks:
         over["attacks"] = tuple(a.strip() for a in args.attacks.split(",") if a.strip())
     if args.preset and args.configurations:
@@ -221,5 +232,7 @@ def add_parsers(sub, common) -> None:
     pc.add_argument("--configurations", help="comma-separated defense sets, '+' inside a set (overrides the preset's)")
     pc.add_argument("--rounds", type=int)
     pc.add_argument("--utility-limit", type=int)
+    pc.add_argument("--repeats", type=int, help="runs per attack × configuration (seeds base, base+1, …); "
+                                                "the table reports means and standard deviations")
     common(pc)
     pc.set_defaults(func=cmd_compare)

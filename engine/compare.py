@@ -47,20 +47,29 @@ def utility_of(cfg: ComparisonConfig, configuration: str, *, progress: Progress 
 def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, progress: Progress | None = None,
                    stop: Optional[threading.Event] = None,
                    on_row: Callable[[dict], None] | None = None) -> list[dict[str, Any]]:
-    """Rows of (attack, configuration, leakage metrics, utility, ratios to 'none'); ``stop`` ends early."""
+    """Rows of (attack, configuration, leakage metrics, utility, ratios to 'none'); ``stop`` ends early.
+
+    With ``cfg.repeats`` > 1 every (attack, configuration) runs once per seed (base seed, base seed
+    + 1, …), repetition by repetition, so a stopped comparison holds whole repetitions; the rows
+    returned are :func:`aggregate_runs` of the runs (mean and standard deviation per metric) and
+    ``on_row`` is called with each run's own row as it finishes.
+    """
+    runs: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     utility: dict[str, dict] = {}
-    cells = [(a, c) for a in cfg.attacks for c in cfg.configurations]
+    cells = [(rep, a, c) for rep in range(cfg.repeats) for a in cfg.attacks for c in cfg.configurations]
     out = Path(out_dir) if out_dir else None
-    for i, (attack, conf) in enumerate(cells):
+    for i, (rep, attack, conf) in enumerate(cells):
         if stop is not None and stop.is_set():
             break
+        label = f"{attack} vs {conf}" + (f" (seed {rep + 1}/{cfg.repeats})" if cfg.repeats > 1 else "")
 
-        def tick(stage: str, d: int, t: int, _i=i, _a=attack, _c=conf) -> None:
+        def tick(stage: str, d: int, t: int, _i=i, _label=label) -> None:
             if progress:
-                progress(f"[{_i + 1}/{len(cells)}] {_a} vs {_c}: {stage}", d, t)
+                progress(f"[{_i + 1}/{len(cells)}] {_label}: {stage}", d, t)
 
-        run = ExtractionRun(cfg.extraction_config(attack, conf), out_dir=out / "runs" if out else None, progress=tick)
+        ecfg = cfg.extraction_config(attack, conf, rep)
+        run = ExtractionRun(ecfg, out_dir=out / "runs" if out else None, progress=tick)
         try:
             run.run()
         finally:
@@ -69,25 +78,74 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
         if conf not in utility and cfg.utility_limit != 0:
             utility[conf] = utility_of(cfg, conf, progress=tick)
         row = {"attack": attack, "configuration": conf, "defenses": list(defense_set(conf)), "run_id": run.run_id,
-               **{k: s[k] for k in LEAK_KEYS}, "rounds": s["rounds"], "kb_size": s["kb_size"],
+               "seed": ecfg.seed, **{k: s[k] for k in LEAK_KEYS}, "rounds": s["rounds"], "kb_size": s["kb_size"],
                "blocked": s["blocked"], "curves": s["curves"], "seconds": s["seconds"],
                **({"cascade": s["cascade"]} if "cascade" in s else {}),
                **{f"utility_{k}": v for k, v in utility.get(conf, {}).items()}}
-        rows.append(row)
+        runs.append(row)
         if on_row:
             on_row(row)
+        rows = aggregate_runs(runs)
         add_ratios(rows)
         if out:  # after every cell, so a stopped or killed comparison keeps what it finished
             out.mkdir(parents=True, exist_ok=True)
-            (out / "comparison.json").write_text(json.dumps({"config": cfg.to_dict(), "rows": rows,
-                                                            "complete": len(rows) == len(cells)},
+            (out / "comparison.json").write_text(json.dumps({"config": cfg.to_dict(), "rows": rows, "runs": runs,
+                                                            "complete": len(runs) == len(cells)},
                                                            indent=2, default=str))
+    rows = aggregate_runs(runs)
     add_ratios(rows)
     return rows
 
 
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def aggregate_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (attack, configuration), in first-run order: each leakage metric is the mean over
+    the runs (seeds), with ``<metric>_std`` (sample standard deviation; None for a single run),
+    ``n_runs`` and ``seeds``; curves are averaged round by round (over the rounds all runs reached),
+    stage seconds averaged, cascade counts summed (their ratios stay valid); utility is per
+    configuration and the same in every run."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in runs:
+        groups.setdefault((r["attack"], r["configuration"]), []).append(r)
+    rows = []
+    for (attack, conf), rs in groups.items():
+        first = rs[0]
+        if len(rs) == 1:     # one run: its own row, unchanged
+            rows.append({**first, "run_ids": [first["run_id"]], "seeds": [first.get("seed")], "n_runs": 1,
+                         **{f"{k}_std": None for k in LEAK_KEYS}})
+            continue
+        row = {k: v for k, v in first.items() if k.startswith("utility_")}
+        row.update(attack=attack, configuration=conf, defenses=list(first["defenses"]), run_id=first["run_id"],
+                   run_ids=[r["run_id"] for r in rs], seeds=[r.get("seed") for r in rs], n_runs=len(rs),
+                   kb_size=first["kb_size"], rounds=_mean([r["rounds"] for r in rs]),
+                   blocked=_mean([r["blocked"] for r in rs]))
+        for k in LEAK_KEYS:
+            xs = [float(r[k]) for r in rs]
+            m = _mean(xs)
+            row[k] = m
+            row[f"{k}_std"] = (sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5
+        curves: dict[str, list[float]] = {}
+        for key in first.get("curves", {}):
+            series = [r["curves"][key] for r in rs if key in r.get("curves", {})]
+            n = min(len(c) for c in series)
+            curves[key] = [_mean([c[j] for c in series]) for j in range(n)]
+        row["curves"] = curves
+        secs = [r.get("seconds") or {} for r in rs]
+        row["seconds"] = {k: _mean([x.get(k, 0.0) for x in secs]) for k in secs[0]}
+        casc = [r["cascade"] for r in rs if "cascade" in r]
+        if casc:
+            row["cascade"] = {k: sum(c.get(k, 0) for c in casc) for k in casc[0]
+                              if all(isinstance(c.get(k, 0), (int, float)) for c in casc)}
+        rows.append(row)
+    return rows
+
+
 def add_ratios(rows: list[dict[str, Any]]) -> None:
-    """``<metric>_ratio`` = value / value of the 'none' configuration of the same attack."""
+    """``<metric>_ratio`` = value / value of the 'none' configuration of the same attack (with
+    repeats: mean / mean, the ratio of the means over the seeds)."""
     base = {r["attack"]: r for r in rows if r["configuration"] == "none"}
     for r in rows:
         b = base.get(r["attack"])

@@ -130,6 +130,8 @@ class ComparisonConfig(Params):
     utility_corpus: str = param("clinic_handbook", help="Corpus for the utility side (ACC, faithfulness)")
     utility_queries: str = param("clinic_handbook", help="Questions for the utility side")
     utility_limit: Optional[int] = param(30, min=1, help="Questions used for utility (None: all)")
+    repeats: int = param(1, min=1, max=100, help="Runs per attack × configuration, with seeds base seed, base seed "
+                                                  "+ 1, …; the table reports their mean and standard deviation")
 
     def validate(self) -> None:
         from .defenses import DEFENSES
@@ -140,9 +142,12 @@ class ComparisonConfig(Params):
                 DEFENSES.get(d)
         ExtractionConfig.from_dict(dict(self.base or {}), where="base")
 
-    def extraction_config(self, attack: str, configuration: str) -> ExtractionConfig:
-        return ExtractionConfig.from_dict({**dict(self.base or {}), "attack": attack,
-                                           "defenses": list(defense_set(configuration))}, where="base")
+    def extraction_config(self, attack: str, configuration: str, repeat: int = 0) -> ExtractionConfig:
+        """The run of ``attack`` against ``configuration``; repeat ``i`` uses seed base seed + ``i``."""
+        base = dict(self.base or {})
+        seed = {"seed": int(base.get("seed") or 0) + repeat} if repeat else {}
+        return ExtractionConfig.from_dict({**base, "attack": attack, "defenses": list(defense_set(configuration)),
+                                           **seed}, where="base")
 
 
 def defense_set(configuration: str) -> tuple[str, ...]:

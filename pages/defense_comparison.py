@@ -37,6 +37,10 @@ with st.form("cmp_setup"):
                              help="zeng: targeted question + 'repeat the context'; worm: adversarial prefix found "
                                   "by embedding search; rag-thief: an agent that continues what it has extracted")
     rounds = c1.number_input("Rounds (attacker queries)", 1, 500, 3)
+    repeats = c1.number_input("Repetitions (attacker seeds)", 1, 20, 1,
+                              help="Run every attack × configuration this many times with different attacker "
+                                   "seeds; the table shows the means and their spread. One run of a few rounds "
+                                   "is often decided by a single chunk.")
     adaptive = c1.toggle("Adaptive attacker", value=False, disabled=not adaptive_ok,
                          help="The attacker knows which defenses are on and reshapes its queries to get past them"
                          if adaptive_ok else "Not available: the attacks have no adaptive mode in this version")
@@ -72,7 +76,8 @@ if start:
                 "data_dir": data_dir(), **({"attack_params": {"adaptive": True}} if adaptive else {})}
         cfg = ComparisonConfig.from_dict({"base": base, "configurations": list(configurations),
                                           "attacks": list(attacks), "utility_corpus": ucorpus,
-                                          "utility_queries": uqueries, "utility_limit": int(ulimit)})
+                                          "utility_queries": uqueries, "utility_limit": int(ulimit),
+                                          "repeats": int(repeats)})
         out = new_comparison_dir()
         live: list[dict] = []
         st.session_state.update(cmp_cfg=cfg, cmp_dir=str(out), cmp_live=live)
@@ -90,7 +95,7 @@ def progress_panel() -> None:
     if j is None:
         return
     cfg: ComparisonConfig = st.session_state["cmp_cfg"]
-    n = len(cfg.attacks) * len(cfg.configurations)
+    n = len(cfg.attacks) * len(cfg.configurations) * cfg.repeats
     done = len(st.session_state.get("cmp_live", []))
     if j.running:
         stage = f" · {j.last}: {j.done_count:,}/{j.total:,}" if j.last else ""

@@ -60,8 +60,11 @@ def parse_configurations(selected: Iterable[str], custom: str = "") -> tuple[str
 
 
 def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Final metrics per (attack, configuration), ratios to no protection and the ACC drop."""
+    """Final metrics per (attack, configuration), ratios to no protection and the ACC drop; with
+    repeated runs (seeds) the means, their standard deviations and the number of runs."""
+    repeated = any(r.get("n_runs", 1) > 1 for r in rows)
     cols = ["attack", "configuration", *LEAK_METRICS, *(f"{k}_ratio" for k in LEAK_METRICS),
+            *((f"{k}_std" for k in LEAK_METRICS) if repeated else ()), *(("n_runs",) if repeated else ()),
             "utility_acc", "utility_faithfulness", "utility_acc_drop", "blocked", "rounds", "kb_size"]
     if not rows:
         return pd.DataFrame(columns=cols)

@@ -122,7 +122,8 @@ def test_reopened_ragfort_ablation_shows_the_verdict_and_the_cluster_view(monkey
     monkeypatch.setattr(reindex_view, "reindex_view_for", lambda base, progress=None: fake)
     rows = [{"attack": "rag-thief", "configuration": c, "defenses": c.split("+") if c != "none" else [], "crr": v,
              "retrieved_coverage": v, "repeat_contexts": 0, "rouge_contexts": 0, "semantic_leak": 0.0,
-             "pii_leaked": 1, "utility_acc": 0.5, "utility_faithfulness": 0.5, "curves": {"crr": [v]}}
+             "pii_leaked": 1, "utility_acc": 0.5, "utility_faithfulness": 0.5, "curves": {"crr": [v]},
+             "n_runs": 2, "seeds": [0, 1], "crr_std": 0.05}
             for c, v in (("none", 0.4), ("reindex", 0.3), ("cascade", 0.2), ("reindex+cascade", 0.1))]
     rows += [{**r, "attack": "worm", "crr": v, "curves": {"crr": [v]}}
              for r, v in zip(rows, (0.2, 0.2, 0.1, 0.1))]       # worm alone: the direction does not hold
@@ -137,5 +138,7 @@ def test_reopened_ragfort_ablation_shows_the_verdict_and_the_cluster_view(monkey
     assert any("ablation direction for worm" in w.value and "does not hold" in w.value for w in at.warning)
     # relative average: reindex (0.75 + 1) / 2, cascade 0.5, reindex+cascade (0.25 + 0.5) / 2
     assert any("averaged over 2 attacks" in s.value and "cascade 0.50×" in s.value for s in at.success)
+    assert any("mean over 2 runs" in c.value for c in at.caption)
+    assert {"crr_std", "n_runs"} <= set(at.dataframe[0].value.columns)
     assert any("HDBSCAN clusters" in c.value for c in at.caption)
     assert len(at.get("plotly_chart")) == 4  # curves, ratios, trade-off, clusters

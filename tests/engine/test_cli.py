@@ -36,6 +36,25 @@ def test_run_bundled_preset():
     assert json.loads(p.stdout.strip().splitlines()[-1])["n_queries"] == 10
 
 
+def test_compare_repeats_each_cell_over_seeds_and_reports_means(tmp_path):
+    p = run_cli("compare", "--kb", "clinic_records", "--attacks", "zeng", "--configurations", "none,system-prompt",
+                "--rounds", "1", "--repeats", "2", "--utility-limit", "1", "--json", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    rows = out["rows"]
+    assert [(r["configuration"], r["n_runs"], r["seeds"]) for r in rows] == [("none", 2, [0, 1]),
+                                                                            ("system-prompt", 2, [0, 1])]
+    saved = json.loads((tmp_path / "comparison.json").read_text())
+    runs = saved["runs"]
+    assert saved["complete"] and len(runs) == 4 and [r["seed"] for r in runs] == [0, 0, 1, 1]
+    for row in rows:
+        mine = [r for r in runs if r["configuration"] == row["configuration"]]
+        assert row["crr"] == pytest.approx(sum(r["crr"] for r in mine) / 2)
+        assert row["crr_std"] is not None and row["utility_acc"] == mine[0]["utility_acc"]
+    assert len({r["run_id"] for r in runs}) == 4          # four separate runs on disk
+    assert "mean of 2 runs (seeds 0, 1)" in p.stdout
+
+
 def test_sweep_writes_table_and_heatmap(tmp_path):
     p = run_cli("sweep", "--corpora", "clinic_handbook", "--retrievers", "minilm,bm25", "--query-sets",
                 "clinic_handbook", "--targets", "pii,diagnosis", "--limit", "8", "--out", str(tmp_path), "--json")

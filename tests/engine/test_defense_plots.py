@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from engine.analysis.comparison_view import comparison_table, parse_configurations, uses_reindex
-from engine.compare import ablation_direction, add_ratios, average_ablation_direction
+from engine.compare import ablation_direction, add_ratios, aggregate_runs, average_ablation_direction
 from engine.errors import ConfigError
 from engine.plots.defenses import cluster_view, comparison_curves, ratio_bars, tradeoff_scatter
 
@@ -38,6 +38,29 @@ def test_ablation_direction_per_attack_and_on_the_relative_average(rows):
     assert average_ablation_direction(rows + silent)["attacks"] == 1     # no ratio without an undefended leak
     assert average_ablation_direction(silent)["holds"] is None
     assert average_ablation_direction(rows[:2])["holds"] is None          # configurations missing
+
+
+def test_repeated_runs_aggregate_to_means_with_their_spread():
+    a = {**_row("worm", "cascade", 0.2, 0.8), "seed": 0, "run_id": "r0", "seconds": {"generation": 10.0},
+         "cascade": {"accepted": 3.0, "flops_verifier": 10.0}}
+    b = {**_row("worm", "cascade", 0.4, 0.8), "seed": 1, "run_id": "r1", "seconds": {"generation": 30.0},
+         "cascade": {"accepted": 5.0, "flops_verifier": 30.0}, "pii_leaked": 4}
+    b["curves"] = {"crr": [0.1, 0.4], "pii_leaked": [1, 4]}        # stopped a round early
+    solo = {**_row("worm", "none", 0.5, 0.9), "seed": 0, "run_id": "r2"}
+    rows = aggregate_runs([a, solo, b])
+    assert [(r["configuration"], r["n_runs"]) for r in rows] == [("cascade", 2), ("none", 1)]
+    m = rows[0]
+    assert m["crr"] == pytest.approx(0.3) and m["crr_std"] == pytest.approx(0.1414, abs=1e-4)
+    assert m["pii_leaked"] == pytest.approx(3.5) and m["seeds"] == [0, 1] and m["run_ids"] == ["r0", "r1"]
+    assert m["curves"]["crr"] == pytest.approx([(0.2 / 3 + 0.1) / 2, (0.1 + 0.4) / 2])
+    assert m["seconds"] == {"generation": 20.0} and m["cascade"] == {"accepted": 8.0, "flops_verifier": 40.0}
+    assert m["utility_acc"] == 0.8
+    assert rows[1]["crr"] == 0.5 and rows[1]["crr_std"] is None and rows[1]["curves"] == solo["curves"]
+    add_ratios(rows)
+    assert m["crr_ratio"] == pytest.approx(0.6)                    # ratio of the means
+    table = comparison_table(rows)
+    assert {"crr_std", "n_runs"} <= set(table.columns)
+    assert "crr_std" not in comparison_table([solo]).columns
 
 
 def test_curves_one_line_per_configuration(rows):
