@@ -177,12 +177,12 @@ def cmd_compare(args) -> int:
     base = dict(cfg.base or {})
     if args.data_dir:
         base["data_dir"] = args.data_dir
-    if args.rounds:
+    if args.rounds is not None:
         base["rounds"] = args.rounds
     over: dict[str, Any] = {}
-    if args.utility_limit:
+    if args.utility_limit is not None:      # 0 or a negative number is refused by validation, not ignored
         over["utility_limit"] = args.utility_limit
-    if args.repeats:
+    if args.repeats is not None:
         over["repeats"] = args.repeats
     if args.preset and args.attacks:
         over["attacks"] = tuple(a.strip() for a in args.attacks.split(",") if a.strip())

@@ -95,6 +95,12 @@ def _bad(tmp_path):
         "unknown preset key": (["run", str(unknown_key)], "unknown parameter 'colour'"),
         "unknown preset": (["run", "no-such-preset"], "not found"),
         "missing data dir": (["poison", "--corpus", "bioasq", "--data-dir", str(tmp_path / "nope")], "does not exist"),
+        "zero rounds": (["compare", "--attacks", "zeng", "--configurations", "none", "--rounds", "0"],
+                        "rounds: 0 is below the minimum 1"),
+        "zero repeats": (["compare", "--attacks", "zeng", "--configurations", "none", "--repeats", "0"],
+                         "repeats: 0 is below the minimum 1"),
+        "zero utility questions": (["compare", "--attacks", "zeng", "--configurations", "none", "--utility-limit", "0"],
+                                   "utility_limit: 0 is below the minimum 1"),
     }
 
 
