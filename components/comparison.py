@@ -59,7 +59,10 @@ def render_results(config: dict[str, Any], rows: list[dict[str, Any]], *, comple
         line = (f"{LEAK_METRICS[metric]}: reindex+cascade {v['reindex+cascade']:.3g} · reindex {v['reindex']:.3g} · "
                 f"cascade {v['cascade']:.3g} · none {v['none']:.3g}")
         msg = f"RAGFort ablation direction for {md_escape(attack)} (both < min(single paths) < none): "
-        if check["holds"]:
+        if check["holds"] and check["not_below_none"]:
+            st.warning(msg + "**holds**, but " + " and ".join(check["not_below_none"])
+                       + " alone leaks no less than no protection. " + line)
+        elif check["holds"]:
             st.success(msg + "**holds**. " + line)
         else:
             st.warning(msg + "**does not hold** here. " + line)
@@ -71,8 +74,12 @@ def render_results(config: dict[str, Any], rows: list[dict[str, Any]], *, comple
                 f"cascade {rr['cascade']:.2f}× · none 1.00×")
         msg = (f"RAGFort ablation on the relative {LEAK_METRICS[metric]} averaged over {avg['attacks']} attacks "
                "(the paper's ablation table): ")
-        (st.success if avg["holds"] else st.warning)(msg + ("**holds**. " if avg["holds"] else
-                                                            "**does not hold** here. ") + line)
+        if avg["holds"] and avg["not_below_none"]:
+            st.warning(msg + "**holds**, but " + " and ".join(avg["not_below_none"])
+                       + " alone leaks no less than no protection. " + line)
+        else:
+            (st.success if avg["holds"] else st.warning)(msg + ("**holds**. " if avg["holds"] else
+                                                                "**does not hold** here. ") + line)
 
     if uses_reindex(rows):
         _cluster_panel(config, key)

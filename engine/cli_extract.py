@@ -134,6 +134,11 @@ def _count(x: float, width: int = 6) -> str:
     return f"{x:{width}d}" if isinstance(x, int) else f"{x:{width}.1f}"
 
 
+def _caveat(check: dict) -> str:
+    worse = check.get("not_below_none") or []
+    return f" (but {' and '.join(worse)} alone leaks no less than no protection)" if worse else ""
+
+
 def run_compare(cfg, args) -> int:
     from .cli import _clean, _progress_printer
     from .compare import ablation_direction, average_ablation_direction, run_comparison
@@ -146,12 +151,12 @@ def run_compare(cfg, args) -> int:
         for a, c in checks.items():
             if c["holds"] is not None:
                 print(f"RAGFort ablation direction for {a}: CRR(reindex+cascade) < min(CRR(reindex), CRR(cascade)) "
-                      f"< CRR(none): {'holds' if c['holds'] else 'does NOT hold'}")
+                      f"< CRR(none): {'holds' if c['holds'] else 'does NOT hold'}{_caveat(c)}")
         if average["holds"] is not None and average["attacks"] > 1:
             rr = average["ratios"]
             print(f"RAGFort ablation, relative CRR averaged over {average['attacks']} attacks: reindex+cascade "
                   f"{rr['reindex+cascade']:.2f}× · reindex {rr['reindex']:.2f}× · cascade {rr['cascade']:.2f}× · "
-                  f"none 1.00×: direction {'holds' if average['holds'] else 'does NOT hold'}")
+                  f"none 1.00×: direction {'holds' if average['holds'] else 'does NOT hold'}{_caveat(average)}")
     if args.json:
         print(json.dumps(_clean({"rows": [{k: v for k, v in r.items() if k != "curves"} for r in rows],
                                  "ablation": checks, "ablation_average": average})))

@@ -155,13 +155,25 @@ def add_ratios(rows: list[dict[str, Any]]) -> None:
             r["utility_acc_drop"] = b["utility_acc"] - r["utility_acc"]
 
 
+ABLATION = ("none", "reindex", "cascade", "reindex+cascade")
+
+
+def _direction_holds(v: dict[str, float]) -> bool:
+    return v["reindex+cascade"] < min(v["reindex"], v["cascade"]) < v["none"]
+
+
+def _not_below_none(v: dict[str, float]) -> list[str]:
+    """Single paths that do not leak less than no protection: the formula can hold without them
+    (only the smaller single path has to be below none), which a verdict must not hide."""
+    return [k for k in ("reindex", "cascade") if not v[k] < v["none"]]
+
+
 def ablation_direction(rows: list[dict[str, Any]], attack: str, metric: str = "crr") -> dict[str, Any]:
     """RAGFort's claim on one attack: both < min(single paths) < none."""
     v = {r["configuration"]: r[metric] for r in rows if r["attack"] == attack}
-    needed = ("none", "reindex", "cascade", "reindex+cascade")
-    if not all(k in v for k in needed):
+    if not all(k in v for k in ABLATION):
         return {"holds": None, "values": v}
-    return {"holds": v["reindex+cascade"] < min(v["reindex"], v["cascade"]) < v["none"], "values": v}
+    return {"holds": _direction_holds(v), "values": v, "not_below_none": _not_below_none(v)}
 
 
 def average_ablation_direction(rows: list[dict[str, Any]], metric: str = "crr") -> dict[str, Any]:
@@ -169,13 +181,12 @@ def average_ablation_direction(rows: list[dict[str, Any]], metric: str = "crr") 
     per configuration, the mean over attacks of ``metric`` ÷ its value without protection (same
     attack); attacks that leaked nothing undefended are left out (no ratio). Then: both < min(single
     paths) < none (= 1)."""
-    needed = ("none", "reindex", "cascade", "reindex+cascade")
     by_attack: dict[str, dict[str, float]] = {}
     for r in rows:
         by_attack.setdefault(r["attack"], {})[r["configuration"]] = r[metric]
-    usable = [v for v in by_attack.values() if all(k in v for k in needed) and v["none"]]
+    usable = [v for v in by_attack.values() if all(k in v for k in ABLATION) and v["none"]]
     if not usable:
         return {"holds": None, "ratios": {}, "attacks": 0}
-    ratios = {k: sum(v[k] / v["none"] for v in usable) / len(usable) for k in needed}
-    holds = ratios["reindex+cascade"] < min(ratios["reindex"], ratios["cascade"]) < ratios["none"]
-    return {"holds": holds, "ratios": ratios, "attacks": len(usable)}
+    ratios = {k: sum(v[k] / v["none"] for v in usable) / len(usable) for k in ABLATION}
+    return {"holds": _direction_holds(ratios), "ratios": ratios, "attacks": len(usable),
+            "not_below_none": _not_below_none(ratios)}

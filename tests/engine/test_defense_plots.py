@@ -38,6 +38,13 @@ def test_ablation_direction_per_attack_and_on_the_relative_average(rows):
     assert average_ablation_direction(rows + silent)["attacks"] == 1     # no ratio without an undefended leak
     assert average_ablation_direction(silent)["holds"] is None
     assert average_ablation_direction(rows[:2])["holds"] is None          # configurations missing
+    assert avg["not_below_none"] == [] and ablation_direction(rows, "zeng")["not_below_none"] == []
+    # the formula only needs the smaller single path below none: a reindexing that leaks more still "holds"
+    thief = [_row("rag-thief", c, v, 0.8) for c, v in (("none", 0.3), ("reindex", 0.7), ("cascade", 0.2),
+                                                       ("reindex+cascade", 0.1))]
+    check = ablation_direction(thief, "rag-thief")
+    assert check["holds"] is True and check["not_below_none"] == ["reindex"]
+    assert average_ablation_direction(thief + worm)["not_below_none"] == ["reindex"]
 
 
 def test_repeated_runs_aggregate_to_means_with_their_spread():
