@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from ..params import Params
 
@@ -22,10 +22,15 @@ class Generation:
 
 
 Message = dict  # {"role": "system"|"user"|"assistant", "content": str}
+TextCallback = Callable[[str], None]  # receives each new piece of an answer as it is generated
 
 
 class Generator:
-    """Base class: ``complete(prompt)`` for raw prompts and ``chat(messages)`` for chat models."""
+    """Base class: ``complete(prompt)`` for raw prompts and ``chat(messages)`` for chat models.
+
+    Both take ``on_text``: a callback that receives the answer piece by piece while it is generated
+    (streaming); a generator that cannot stream calls it once with the whole answer.
+    """
 
     name: ClassVar[str] = ""
     Params: ClassVar[type[Params]]
@@ -36,11 +41,17 @@ class Generator:
     def load(self) -> None:
         """Load the model now (e.g. under a progress bar) instead of on the first call; remote: no-op."""
 
-    def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = ()) -> Generation:
+    def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = (),
+                 on_text: Optional[TextCallback] = None) -> Generation:
         raise NotImplementedError
 
-    def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None) -> Generation:
+    def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None,
+             on_text: Optional[TextCallback] = None) -> Generation:
         raise NotImplementedError
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` in this generator's own tokenizer (an estimate where it has none)."""
+        return max(1, round(len(text.split()) * 4 / 3)) if text.strip() else 0
 
     def describe(self) -> dict:
         return {"name": self.name, "params": self.params.to_dict()}

@@ -64,7 +64,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .llama_local import _llms_lock, load_llama
+from .llama_decode import DecodeStats
+from .llama_local import decoder_for, load_llama, locked
 from .models import n_params, resolve_model
 
 
@@ -248,11 +249,10 @@ def _rewind(llm: Any, n: int) -> None:
         llm._ctx.kv_cache_seq_rm(-1, n, -1)
 
 
-def _eval(llm: Any, tokens: Sequence[int]) -> np.ndarray:
-    """Evaluate ``tokens`` after the cached ones; returns their logit rows (a copy)."""
-    start = llm.n_tokens
-    llm.eval(list(tokens))
-    return np.array(llm.scores[start:start + len(tokens)], dtype=np.float32)
+def _eval(llm: Any, tokens: Sequence[int], rows: int | None = None) -> np.ndarray:
+    """Evaluate ``tokens`` after the cached ones; returns the logit rows of the last ``rows`` of them
+    (all when None). llama.cpp projects only those positions onto the vocabulary."""
+    return decoder_for(llm)._forward(list(tokens), len(tokens) if rows is None else int(rows), DecodeStats())
 
 
 class CascadeDecoder:
@@ -277,8 +277,8 @@ class CascadeDecoder:
         if dpath == vpath:
             raise ConfigError("the draft and the verifier must be different model files")
         self.draft_name, self.verifier_name = draft, verifier
-        self.draft = load_llama(dpath, self.n_ctx, n_threads, logits_all=True)
-        self.verifier = load_llama(vpath, self.n_ctx, n_threads, logits_all=True)
+        self.draft = load_llama(dpath, self.n_ctx, n_threads)
+        self.verifier = load_llama(vpath, self.n_ctx, n_threads)
         self._check_shared_vocab()
         self.draft_params = n_params(self.draft)
         self.verifier_params = n_params(self.verifier)
@@ -293,7 +293,7 @@ class CascadeDecoder:
             raise ConfigError(f"draft and verifier vocabularies differ ({d.n_vocab()} vs {v.n_vocab()} tokens); "
                               f"a cascade needs one shared tokenizer")
         n = v.n_vocab()
-        with _llms_lock:
+        with locked(d, v):
             for i in sorted(set(np.linspace(0, n - 1, 1024).astype(int).tolist()) | {int(v.token_eos())}):
                 if d.detokenize([i], special=True) != v.detokenize([i], special=True):
                     raise ConfigError(f"draft and verifier tokenizers differ at token id {i}; "
@@ -343,7 +343,7 @@ class CascadeDecoder:
         out: list[int] = []
         decisions: list[str] = []
         accepted = rejected = suppressed = d_eval = v_eval = 0
-        with _llms_lock:  # llama.cpp contexts are not re-entrant
+        with locked(d, v):  # llama.cpp contexts are not re-entrant
             _rewind(d, 0)
             _rewind(v, 0)
             ctx = list(prompt)
@@ -353,7 +353,7 @@ class CascadeDecoder:
                 # 1. the draft proposes up to g greedy tokens, keeping q for each
                 feed = ctx[d.n_tokens:]
                 d_eval += len(feed)
-                logits = _eval(d, feed)[-1]
+                logits = _eval(d, feed, 1)[-1]
                 props: list[int] = []
                 qs: list[np.ndarray] = []
                 for i in range(g):
@@ -363,16 +363,16 @@ class CascadeDecoder:
                     if i == g - 1 or tok in self.stop_ids:
                         break
                     d_eval += 1
-                    logits = _eval(d, [tok])[-1]
+                    logits = _eval(d, [tok], 1)[-1]
                 # 2. the verifier scores every proposed position in one eval()
-                base, kv0 = len(ctx), v.n_tokens
+                kv0 = v.n_tokens
                 feed = ctx[kv0:] + props[:-1]
                 v_eval += len(feed)
-                vrows = _eval(v, feed)
+                vrows = _eval(v, feed, len(props))
                 # 3. accept until the first rejection
                 emitted: list[int] = []
                 for i, (tok, q) in enumerate(zip(props, qs)):
-                    vlogits = vrows[base - 1 - kv0 + i]
+                    vlogits = vrows[i]
                     z = tracker.z()
                     if reject(softmax(vlogits), q, z, self.alpha, self.eta):
                         sub = int(np.argmax(vlogits))
@@ -426,12 +426,12 @@ class CascadeDecoder:
         llm = self.verifier if model == "verifier" else self.draft
         out: list[int] = []
         n_eval = 0
-        with _llms_lock:
+        with locked(llm):
             _rewind(llm, 0)
             feed = list(prompt)
             while len(out) < max_tokens:
                 n_eval += len(feed)
-                tok = int(np.argmax(_eval(llm, feed)[-1]))
+                tok = int(np.argmax(_eval(llm, feed, 1)[-1]))
                 if tok in self.stop_ids:
                     break
                 out.append(tok)

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Sequence
+from types import SimpleNamespace
+from typing import Any, Optional, Sequence
 
 from ..errors import ConfigError, EngineError
 from ..params import Params, param
-from .base import Generation, Generator, Message
+from .base import Generation, Generator, Message, TextCallback
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map at run time
 
@@ -88,19 +89,60 @@ class LiteLLMGenerator(Generator):
             except litellm.NotFoundError:
                 raise EngineError(f"{p.model}: model not found at the provider") from None
 
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> Optional[float]:
+        """US dollars of one call from litellm's bundled price map (None when the model is not priced)."""
+        import litellm
+        try:
+            a, b = litellm.cost_per_token(model=self.params.model, prompt_tokens=int(prompt_tokens),
+                                          completion_tokens=int(completion_tokens))
+        except Exception:  # noqa: BLE001 - unpriced / unknown models raise various errors
+            return None
+        return float(a) + float(b)
+
     def _generation(self, out: Any, text: str, t0: float) -> Generation:
         usage = getattr(out, "usage", None)
-        return Generation(text=text or "", prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                          completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                          model=self.params.model, seconds=time.perf_counter() - t0)
+        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        ct = int(getattr(usage, "completion_tokens", 0) or 0)
+        cost = self.cost(pt, ct)
+        return Generation(text=text or "", prompt_tokens=pt, completion_tokens=ct, model=self.params.model,
+                          seconds=time.perf_counter() - t0, info={} if cost is None else {"cost_usd": cost})
 
-    def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None) -> Generation:
+    def _stream(self, fn_name: str, on_text: TextCallback, t0: float, **kw: Any) -> Generation:
+        """A streamed call: every piece goes to ``on_text`` as it arrives; usage from the final chunk."""
+        pieces: list[str] = []
+        usage = None
+        stream = self._call(fn_name, stream=True, stream_options={"include_usage": True}, **kw)
+        try:
+            for chunk in stream:
+                usage = getattr(chunk, "usage", None) or usage
+                if not getattr(chunk, "choices", None):
+                    continue
+                c = chunk.choices[0]
+                delta = getattr(c, "delta", None)
+                piece = getattr(delta, "content", None) if delta is not None else getattr(c, "text", None)
+                if piece:
+                    pieces.append(piece)
+                    on_text(piece)
+        except Exception as e:  # noqa: BLE001 - a stream broken half-way: one clear error, never a traceback
+            raise EngineError(f"{self.params.model}: the answer stream broke off ({type(e).__name__}: "
+                              f"{str(e).splitlines()[0][:200] if str(e) else ''})") from None
+        return self._generation(SimpleNamespace(usage=usage), "".join(pieces), t0)
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None,
+             on_text: Optional[TextCallback] = None) -> Generation:
         t0 = time.perf_counter()
-        out = self._call("completion", messages=list(messages), max_tokens=max_tokens or self.params.max_tokens)
+        kw = {"messages": list(messages), "max_tokens": max_tokens or self.params.max_tokens}
+        if on_text is not None:
+            return self._stream("completion", on_text, t0, **kw)
+        out = self._call("completion", **kw)
         return self._generation(out, out.choices[0].message.content, t0)
 
-    def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = ()) -> Generation:
+    def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = (),
+                 on_text: Optional[TextCallback] = None) -> Generation:
         t0 = time.perf_counter()
-        out = self._call("text_completion", prompt=prompt, max_tokens=max_tokens or self.params.max_tokens,
-                         **({"stop": list(stop)} if stop else {}))
+        kw = {"prompt": prompt, "max_tokens": max_tokens or self.params.max_tokens,
+              **({"stop": list(stop)} if stop else {})}
+        if on_text is not None:
+            return self._stream("text_completion", on_text, t0, **kw)
+        out = self._call("text_completion", **kw)
         return self._generation(out, out.choices[0].text, t0)

