@@ -83,6 +83,11 @@ def _run_poison(cfg, args) -> int:
     s = run.summary()
     if run.out_dir:
         s["out_dir"] = str(run.out_dir)
+    cs = s.get("corpus_stats") or {}
+    if cs.get("over_window"):
+        print(f"warning: {cs['over_window']} of {cs['chunks']} documents are longer than {cfg.retriever} reads "
+              f"({cs['retriever_max_tokens']} tokens); their tails are never embedded (chunk the corpus: "
+              f"--chunk-size)", file=sys.stderr)
     if not args.json or not args.quiet:
         _print_summary(s)
     if args.json:

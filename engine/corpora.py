@@ -7,7 +7,12 @@ A corpus spec is one of
   column), ``.txt``/``.md`` or ``.pdf`` file, or a folder of such files.
 
 Documents are chunked with llama-index's ``SentenceSplitter`` (chunk size and overlap in
-tokens); a document shorter than one chunk stays whole and keeps its id.
+tokens); a document shorter than one chunk stays whole and keeps its id. Given the retriever's
+:class:`TokenWindow`, tokens are the *retriever's own* (its tokenizer, its document prefix) and a chunk
+never exceeds what the encoder reads: ``chunk_size`` is capped at the window, a document over it is
+cut into balanced pieces (the fewest that fit, of about equal size, not full chunks and a scrap), a piece the splitter leaves too long is split again at word boundaries, and ``Corpus.stats`` records
+``{"chunks", "retriever_max_tokens", "over_window"}``. Without chunking (``chunk_size=None``) nothing is
+split and ``over_window`` counts the documents whose tail the retriever never sees.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .errors import CorpusError
 from .paths import BUNDLED_CORPORA, data_file
@@ -40,6 +45,7 @@ class Corpus:
     name: str
     documents: tuple[Document, ...]
     fingerprint: str = field(default="")
+    stats: Mapping[str, Any] = field(default_factory=dict, compare=False)   # corpus_stats (see module doc)
 
     def __len__(self) -> int:
         return len(self.documents)
@@ -188,22 +194,95 @@ def _bundled(name: str) -> list[Document]:
 
 # --------------------------------------------------------------------------- chunking
 
-def chunk_documents(docs: list[Document], chunk_size: int | None, chunk_overlap: int = 0) -> list[Document]:
-    """Split documents with llama-index's SentenceSplitter; short documents keep their id."""
+@dataclass(frozen=True)
+class TokenWindow:
+    """How a retriever reads a document: at most ``limit`` tokens (None = no limit), counted by ``count``."""
+
+    limit: int | None
+    count: Callable[[Sequence[str]], list[int]]
+    retriever: str = ""
+
+
+def retriever_window(retriever: Any) -> TokenWindow | None:
+    """The :class:`TokenWindow` of a retriever (None for sparse ones, which read everything)."""
+    if retriever is None or not getattr(retriever, "dense", False):
+        return None
+    return TokenWindow(retriever.window(), retriever.count_tokens, getattr(retriever, "name", ""))
+
+
+def _split_words(text: str, limit: int, count: Callable[[Sequence[str]], list[int]]) -> list[str]:
+    """Greedy split at word boundaries into pieces of at most ``limit`` tokens (the last resort for a
+    piece the sentence splitter left too long, e.g. one enormous 'sentence')."""
+    words = text.split()
+    out: list[str] = []
+    cur: list[str] = []
+    for w in words:
+        if cur and count([" ".join(cur + [w])])[0] > limit:
+            out.append(" ".join(cur))
+            cur = []
+        cur.append(w)
+    if cur:
+        out.append(" ".join(cur))
+    return out
+
+
+def _merge_scraps(parts: list[str], limit: int, count: Callable[[Sequence[str]], list[int]]) -> list[str]:
+    """Fold a piece of under a quarter of the window into its neighbour when the two still fit."""
+    out: list[str] = []
+    for p in parts:
+        if out and (count([p])[0] < limit // 4 or count([out[-1]])[0] < limit // 4):
+            merged = out[-1] + " " + p
+            if count([merged])[0] <= limit:
+                out[-1] = merged
+                continue
+        out.append(p)
+    return out
+
+
+def chunk_documents(docs: list[Document], chunk_size: int | None, chunk_overlap: int = 0,
+                    window: TokenWindow | None = None) -> list[Document]:
+    """Split documents with llama-index's SentenceSplitter; short documents keep their id.
+
+    With a ``window`` the sizes are in the retriever's tokens and no chunk exceeds ``window.limit``.
+    """
     if not chunk_size:
         return docs
     if chunk_overlap >= chunk_size:
         raise CorpusError(f"chunk overlap ({chunk_overlap}) must be smaller than chunk size ({chunk_size})")
     from llama_index.core.node_parser import SentenceSplitter
 
-    splitter = SentenceSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    size, overlap = chunk_size, chunk_overlap
+    limit = window.limit if window is not None else None
+    if limit:
+        size = min(size, limit)
+        overlap = min(overlap, size // 4)   # the cap can leave the user's overlap larger than a chunk
+    if window is not None:
+        counts = window.count([d.text for d in docs])
+        splitter = SentenceSplitter(chunk_size=size, chunk_overlap=overlap,
+                                    tokenizer=lambda t: range(window.count([t])[0]))
+    else:
+        counts = [len(d.text.split()) * 2 for d in docs]   # cheap pre-check: a quarter chunk never splits
+        splitter = SentenceSplitter(chunk_size=size, chunk_overlap=overlap)
     out: list[Document] = []
-    for d in docs:
-        # cheap pre-check: a document of fewer words than a quarter chunk never splits
-        if len(d.text.split()) * 2 < chunk_size:
+    for d, n in zip(docs, counts):
+        if n <= size:
             out.append(d)
             continue
-        parts = splitter.split_text(d.text)
+        if window is not None:
+            # balanced: the fewest pieces that fit, each about the same size (+10% so sentence boundaries fit),
+            # instead of full chunks and a scrap; a 20-token tail of boilerplate would otherwise count as a
+            # whole "chunk" in every leakage metric
+            k = max(2, -(-(n - overlap) // (size - overlap)))
+            target = min(size, -(-(n + (k - 1) * overlap) * 11 // (10 * k)))
+            parts = SentenceSplitter(chunk_size=max(target, 16), chunk_overlap=min(overlap, max(target, 16) // 4),
+                                     tokenizer=lambda t: range(window.count([t])[0])).split_text(d.text)
+        else:
+            parts = splitter.split_text(d.text)
+        if limit:
+            fixed: list[str] = []
+            for part, m in zip(parts, window.count(parts)):
+                fixed.extend([part] if m <= limit else _split_words(part, limit, window.count))
+            parts = _merge_scraps(fixed, limit, window.count)
         if len(parts) <= 1:
             out.append(d)
             continue
@@ -212,9 +291,19 @@ def chunk_documents(docs: list[Document], chunk_size: int | None, chunk_overlap:
     return out
 
 
+def corpus_stats(docs: Sequence[Document], window: TokenWindow | None) -> dict[str, Any]:
+    """``{"chunks", "retriever_max_tokens", "over_window"}``: how many chunks the retriever cannot read
+    to the end (0 whenever chunking is on)."""
+    limit = window.limit if window is not None else None
+    over = sum(n > limit for n in window.count([d.text for d in docs])) if limit else 0
+    return {"chunks": len(docs), "retriever_max_tokens": limit, "over_window": int(over),
+            "retriever": window.retriever if window is not None else ""}
+
+
 def load_corpus(spec: str, *, data_dir: str | None = None, chunk_size: int | None = 512,
-                chunk_overlap: int = 32, limit: int | None = None) -> Corpus:
-    """Load and chunk a corpus from a bundled name, a benchmark name or a path."""
+                chunk_overlap: int = 32, limit: int | None = None, window: TokenWindow | None = None) -> Corpus:
+    """Load and chunk a corpus from a bundled name, a benchmark name or a path (``window``: the
+    retriever's, so chunks are measured in its tokens and fit what it reads)."""
     if not spec or not str(spec).strip():
         raise CorpusError("no corpus given")
     spec = str(spec).strip()
@@ -237,19 +326,27 @@ def load_corpus(spec: str, *, data_dir: str | None = None, chunk_size: int | Non
         name = path.stem
     if limit:
         docs = docs[:limit]
-    docs = chunk_documents(docs, chunk_size, chunk_overlap)
+    docs = chunk_documents(docs, chunk_size, chunk_overlap, window)
     docs = _dedupe_ids(docs)
     if not docs:
         raise CorpusError(f"corpus {spec!r} is empty (no non-empty documents)")
-    return Corpus(name, tuple(docs), fingerprint(docs))
+    return Corpus(name, tuple(docs), fingerprint(docs), corpus_stats(docs, window))
+
+
+def stats_for(corpus: Corpus, window: TokenWindow | None) -> dict[str, Any]:
+    """The corpus's ``stats`` when they were measured for this retriever, else measured now."""
+    name = window.retriever if window is not None else ""
+    if corpus.stats and corpus.stats.get("retriever", "") == name:
+        return dict(corpus.stats)
+    return corpus_stats(corpus.documents, window)
 
 
 def corpus_from_documents(name: str, docs: list[Document], *, chunk_size: int | None = 512,
-                          chunk_overlap: int = 32) -> Corpus:
-    docs = _dedupe_ids(chunk_documents(list(docs), chunk_size, chunk_overlap))
+                          chunk_overlap: int = 32, window: TokenWindow | None = None) -> Corpus:
+    docs = _dedupe_ids(chunk_documents(list(docs), chunk_size, chunk_overlap, window))
     if not docs:
         raise CorpusError(f"corpus {name!r} is empty (no non-empty documents)")
-    return Corpus(name, tuple(docs), fingerprint(docs))
+    return Corpus(name, tuple(docs), fingerprint(docs), corpus_stats(docs, window))
 
 
 def _dedupe_ids(docs: list[Document]) -> list[Document]:

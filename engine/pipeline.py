@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from .corpora import Corpus, corpus_from_documents, load_corpus, read_file
+from .corpora import Corpus, corpus_from_documents, load_corpus, read_file, retriever_window
 from .embedders import make_retriever
 from .errors import CorpusError
 from .params import Params, param
@@ -50,15 +50,16 @@ class Pipeline:
                  settings: StoreSettings | None = None) -> None:
         self.config = config
         self.settings = settings
+        self.retriever = make_retriever(config.retriever)
+        window = retriever_window(self.retriever)   # chunks in the retriever's own tokens, never past its window
         if config.corpus == "upload":
             if not uploaded:
                 raise CorpusError("no uploaded documents: add files first")
             self.corpus: Corpus = corpus_from_documents("upload", list(uploaded), chunk_size=config.chunk_size,
-                                                        chunk_overlap=config.chunk_overlap)
+                                                        chunk_overlap=config.chunk_overlap, window=window)
         else:
             self.corpus = load_corpus(config.corpus, data_dir=config.data_dir or None, chunk_size=config.chunk_size,
-                                      chunk_overlap=config.chunk_overlap)
-        self.retriever = make_retriever(config.retriever)
+                                      chunk_overlap=config.chunk_overlap, window=window)
         self.index: BaseIndex | None = None
 
     def build(self, progress: Progress | None = None) -> BaseIndex:

@@ -9,7 +9,8 @@ from typing import Callable, Optional
 import pandas as pd
 
 from .config import PoisonConfig, SweepConfig
-from .corpora import load_corpus
+from .corpora import load_corpus, retriever_window
+from .embedders import make_retriever
 from .runs.poisoning import PoisoningRun
 
 CellProgress = Callable[[int, int, dict], None]
@@ -44,9 +45,11 @@ def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
         if should_stop():
             complete = False
             break
-        if cell["corpus"] not in corpora:
-            corpora[cell["corpus"]] = load_corpus(cell["corpus"], data_dir=cfg.data_dir or None,
-                                                  chunk_size=cfg.chunk_size, chunk_overlap=cfg.chunk_overlap)
+        key = (cell["corpus"], cell["retriever"])   # chunks are measured in each retriever's own tokens
+        if key not in corpora:
+            corpora[key] = load_corpus(cell["corpus"], data_dir=cfg.data_dir or None, chunk_size=cfg.chunk_size,
+                                       chunk_overlap=cfg.chunk_overlap,
+                                       window=retriever_window(make_retriever(cell["retriever"])))
         accum = {1: [], 2: [], 5: [], cfg.k: []}
         det: dict[str, list] = {}
         n = 0
@@ -57,7 +60,7 @@ def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
                               injection=cfg.injection, limit=cfg.limit, top_k=max(5, cfg.k), detectors=cfg.detectors,
                               chunk_size=cfg.chunk_size, chunk_overlap=cfg.chunk_overlap, seed=cfg.seed,
                               data_dir=cfg.data_dir)
-            run = PoisoningRun(pc, corpus=corpora[cell["corpus"]])
+            run = PoisoningRun(pc, corpus=corpora[key])
             run.run()
             s = run.summary()
             n = s["n_queries"]

@@ -10,7 +10,8 @@ from components.state import close_run, data_dir, init_state, progress_callback
 from engine.analysis.why import why_it_works
 from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
 from engine.config import INJECTION_MODES, PoisonConfig
-from engine.corpora import corpus_from_documents
+from engine.corpora import corpus_from_documents, retriever_window
+from engine.embedders import make_retriever
 from engine.detectors import DETECTORS
 from engine.errors import EngineError
 from engine.queries import available_query_sets
@@ -41,7 +42,8 @@ def prepare() -> None:
         corpus = None
         if p["corpus"] == "upload":
             corpus = corpus_from_documents("upload", st.session_state["uploaded_docs"], chunk_size=p["chunk_size"],
-                                           chunk_overlap=p["chunk_overlap"])
+                                           chunk_overlap=p["chunk_overlap"],
+                                           window=retriever_window(make_retriever(p["retriever"])))
         new = PoisoningRun(cfg, progress=progress_callback(bar), corpus=corpus, out_dir=runs_dir())
         new.prepare()
         new.progress = None  # the bar belongs to this script run; later steps run inside the fragment

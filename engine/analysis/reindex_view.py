@@ -16,14 +16,15 @@ def reindex_view(kb: str, retriever: str = "minilm", params: Optional[Mapping[st
                  data_dir: str = "", chunk_size: Optional[int] = 512, chunk_overlap: int = 0,
                  retriever_params: Optional[Mapping[str, Any]] = None, progress: Progress | None = None):
     """ReindexResult (labels, 2-D projections, separation before/after) for ``kb`` under the reindex defense."""
-    from ..corpora import load_corpus
+    from ..corpora import load_corpus, retriever_window
     from ..defenses.reindex import ContrastiveReindex
     from ..defenses.supcon import contrastive_reindex
     from ..embedders import make_retriever
 
     p = ContrastiveReindex.Params.from_dict(dict(params or {}), where="reindex")
-    corpus = load_corpus(kb, data_dir=data_dir or None, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     ret = make_retriever(retriever, dict(retriever_params or {}))
+    corpus = load_corpus(kb, data_dir=data_dir or None, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                         window=retriever_window(ret))
     return contrastive_reindex(corpus.texts, ret, min_cluster_size=p.min_cluster_size, noise=p.noise, epochs=p.epochs,
                                temperature=p.temperature, batch_size=p.batch_size, lr=p.lr, max_steps=p.max_steps,
                                seed=p.seed, progress=progress)

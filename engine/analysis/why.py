@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..attacks.poisoning import make_attack
 from ..config import PoisonConfig
-from ..corpora import load_corpus
+from ..corpora import load_corpus, retriever_window
 from ..embedders import make_retriever
 from ..errors import ConfigError
 from ..queries import load_queries
@@ -25,7 +25,7 @@ def why_it_works(cfg: PoisonConfig, *, progress: Optional[Callable[[str, int, in
     if not retriever.dense:
         raise ConfigError(f"'why does it work' needs a dense retriever; {cfg.retriever} is sparse")
     corpus = load_corpus(cfg.corpus, data_dir=cfg.data_dir or None, chunk_size=cfg.chunk_size,
-                         chunk_overlap=cfg.chunk_overlap)
+                         chunk_overlap=cfg.chunk_overlap, window=retriever_window(retriever))
     queries = load_queries(cfg.queries, data_dir=cfg.data_dir or None, limit=cfg.limit)
     base = shared_base_index(corpus, retriever, settings=StoreSettings(mode=cfg.store, host=cfg.chroma_host,
                                                                         port=cfg.chroma_port), progress=progress)

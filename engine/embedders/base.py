@@ -46,6 +46,17 @@ class Retriever:
         return {"name": self.name, "model_id": self.model_id, "similarity": self.similarity,
                 "dense": self.dense, "params": self.params.to_dict()}
 
+    # the encoder's window -----------------------------------------------------------------
+    def window(self) -> int | None:
+        """Most document tokens the encoder reads (its maximum sequence length minus the special
+        tokens it adds; a document prefix such as E5's ``passage: `` counts as content). ``None``:
+        no limit (sparse retrievers). Text past the window is never embedded, so chunks must fit."""
+        return None
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Document tokens of each text in the encoder's own tokenizer (prefix included, specials not)."""
+        return [len(t.split()) for t in texts]
+
     # encoding ------------------------------------------------------------------------
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
         raise NotImplementedError

@@ -7,6 +7,7 @@ import shutil
 import threading
 import zipfile
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -174,6 +175,13 @@ class E5SmallRetriever(Retriever):
     @property
     def similarity(self) -> str:
         return "cosine"
+
+    def window(self) -> int | None:
+        return 510  # multilingual-e5-small reads 512 tokens, [CLS] and [SEP] included
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        e5 = self._e5()
+        return [e5.token_count(t, is_query=False) - 2 for t in texts]  # 'passage: ' counted, specials not
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
         return np.atleast_2d(self._e5().query(texts))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -89,6 +89,25 @@ class SentenceTransformerRetriever(Retriever):
             return self.params.similarity
         fn = getattr(self._doc_model(), "similarity_fn_name", None) or "cosine"
         return "ip" if str(fn) in ("dot", "dot_product", "SimilarityFunction.DOT_PRODUCT") else "cosine"
+
+    def window(self) -> int | None:
+        model = self._doc_model()
+        n = int(getattr(model, "max_seq_length", 0) or 0)
+        if n <= 0:
+            return None
+        tok = getattr(model, "tokenizer", None)
+        specials = tok.num_special_tokens_to_add(pair=False) if tok is not None else 2
+        return max(1, n - specials)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        tok = getattr(self._doc_model(), "tokenizer", None)
+        if tok is None:
+            return super().count_tokens(texts)
+        prefix = getattr(self.params, "document_prefix", "")
+        texts = [prefix + t for t in texts] if prefix else list(texts)
+        with self._lock:  # a fast tokenizer is shared by every session
+            ids = tok(texts, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+        return [len(x) for x in ids]
 
     def _encode(self, model: Any, texts: list[str], prefix: str) -> np.ndarray:
         texts = [prefix + t for t in texts] if prefix else texts

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..attacks.poisoning import Poison, make_attack
 from ..config import PoisonConfig
-from ..corpora import Corpus, load_corpus
+from ..corpora import Corpus, load_corpus, retriever_window, stats_for
 from ..detectors import DETECTORS
 from ..embedders import make_retriever
 from ..errors import ConfigError
@@ -77,8 +77,9 @@ class PoisoningRun(EventRunner):
         for name in c.detectors:
             DETECTORS.get(name)
         self._tick("loading corpus", 0, 1)
+        window = retriever_window(retriever)
         corpus = self._corpus_override or load_corpus(c.corpus, data_dir=self.data_dir, chunk_size=c.chunk_size,
-                                                      chunk_overlap=c.chunk_overlap)
+                                                      chunk_overlap=c.chunk_overlap, window=window)
         self.queries = load_queries(c.queries, data_dir=self.data_dir, limit=c.limit)
         if c.top_k > len(corpus):
             raise ConfigError(f"top-k ({c.top_k}) is larger than the corpus ({len(corpus)} documents)")
@@ -98,7 +99,7 @@ class PoisoningRun(EventRunner):
         self._emit(IndexBuilt, corpus=corpus.name, n_docs=len(corpus), retriever=c.retriever,
                    model_id=retriever.model_id, similarity=retriever.similarity,
                    dim=int(base.vectors.shape[1]) if base.dense else 0, n_embedded_now=base.n_encoded,
-                   seconds=round(time.perf_counter() - t0, 3))
+                   seconds=round(time.perf_counter() - t0, 3), corpus_stats=stats_for(corpus, window))
         self.store = RunStore(base, settings=settings, run_id=self.run_id.replace("_", "-"))
         if getattr(attack, "needs_index", False):  # adaptive attackers query the clean retriever first
             from ..attacks.poisoning import clean_searcher
@@ -274,6 +275,7 @@ def summarize(events: list[Event]) -> dict[str, Any]:
         "mean_poison_rank": mean_poison_rank(events).value,
         "n_queries": sum(1 for e in events if isinstance(e, Retrieved)),
         "corpus_size": built.n_docs if built else None,
+        "corpus_stats": dict(built.corpus_stats) if built else {},
         "top_k": cfg["top_k"],
         "injection": cfg["injection"],
         "retriever": cfg["retriever"],

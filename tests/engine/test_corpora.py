@@ -161,3 +161,46 @@ def test_clinic_records_are_generated_deterministically():
     for field in ("name", "email", "phone", "dob", "diagnosis", "medication"):
         assert d.metadata[field] and (field in ("diagnosis", "medication") or str(d.metadata[field]) in d.text)
     assert len({doc.metadata["email"] for doc in kb.documents}) > 290
+
+
+@pytest.mark.parametrize("retriever,limit", [("minilm", 254), ("e5-small", 510)])
+def test_chunks_fit_the_retrievers_window_on_every_corpus(data_dir, retriever, limit):
+    """Chunks are cut in the retriever's own tokens: none is longer than what the encoder reads (with the
+    default chunk size), on the bundled and the benchmark corpora; without chunking the overflow is counted."""
+    from engine.corpora import retriever_window
+    from engine.embedders import make_retriever
+    w = retriever_window(make_retriever(retriever))
+    assert w.limit == limit
+    for kb in ("clinic_records", "clinic_handbook", "healthcaremagic", "enron"):
+        c = load_corpus(kb, data_dir=data_dir, chunk_size=512, chunk_overlap=0, window=w)
+        assert c.stats == {"chunks": len(c), "retriever_max_tokens": limit, "over_window": 0, "retriever": retriever}
+        assert max(w.count(c.texts)) <= limit
+    whole = load_corpus("healthcaremagic", data_dir=data_dir, chunk_size=None, window=w)
+    assert len(whole) == 1000 and whole.stats["over_window"] > 0     # reported, never silently truncated
+
+
+def test_split_records_are_balanced_and_keep_their_text(minilm):
+    from engine.corpora import retriever_window
+    w = retriever_window(minilm)
+    kb = load_corpus("clinic_records", window=w, chunk_overlap=0)      # as the extraction runs load it
+    plain = {d.id: d.text for d in load_corpus("clinic_records").documents}
+    pieces: dict[str, list[str]] = {}
+    for d in kb.documents:
+        if "#c" in d.id:
+            pieces.setdefault(d.metadata["parent_id"], []).append(d.text)
+    assert pieces, "some records are longer than MiniLM's 254 word pieces"
+    sizes = w.count([t for ps in pieces.values() for t in ps])
+    assert min(sizes) > w.limit // 4 and max(sizes) <= w.limit        # no 20-token scraps
+    for parent, ps in pieces.items():
+        assert " ".join(" ".join(ps).split()) == " ".join(plain[parent].split())   # nothing lost or repeated
+    overlapping = load_corpus("clinic_records", window=w, chunk_overlap=32)
+    sizes = w.count([d.text for d in overlapping.documents if "#c" in d.id])
+    assert min(sizes) > w.limit // 4 and max(sizes) <= w.limit
+    # a single 'sentence' longer than the window is still split, at word boundaries
+    giant = Document("giant", " ".join(["haemoglobin"] * 900))
+    out = chunk_documents([giant], chunk_size=512, chunk_overlap=0, window=w)
+    assert len(out) > 1 and max(w.count([d.text for d in out])) <= w.limit
+    # a sparse retriever reads everything: no window, the old token count
+    from engine.corpora import retriever_window as rw
+    from engine.embedders import make_retriever
+    assert rw(make_retriever("bm25")) is None
