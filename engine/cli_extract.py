@@ -29,6 +29,21 @@ def _print_extraction(s: dict) -> None:
     print(f"  CRR {s['crr']:.3f}   retrieved coverage {s['retrieved_coverage']:.3f}   repeat contexts "
           f"{s['repeat_contexts']}   ROUGE contexts {s['rouge_contexts']}   semantic leak {s['semantic_leak']:.3f}   "
           f"PII leaked {s['pii_leaked']}/{s['pii_total']}   blocked {s['blocked']}")
+    print(f"  by stage: {s.get('ee_retrieval', 0):.3f} of the KB reached the context, {s.get('ee_generation', 0):.2f} "
+          f"of that was reproduced; {s.get('exploration', 0):.0%} of rounds found a new chunk")
+    b, cs = s.get("answer_budget") or {}, s.get("corpus_stats") or {}
+    if b.get("capped_rounds"):
+        print(f"  the answer budget capped {b['capped_rounds']} of {b['answered_rounds']} answers below their context: "
+              f"CRR undercounts what the model would leak (--answer-budget context lifts the cap)")
+    if cs.get("over_window"):
+        print(f"  {cs['over_window']} of {cs['chunks']} chunks are longer than the retriever reads "
+              f"({cs['retriever_max_tokens']} tokens): their tails are invisible to retrieval")
+    c = s.get("cost") or {}
+    if c:
+        usd = "" if c.get("usd") is None else f", ${c['usd']:.4f}"
+        print(f"  cost: {c['queries']} queries, generator {c['generator_tokens']['prompt']:,} tokens in / "
+              f"{c['generator_tokens']['completion']:,} out, attacker LLM {c['attacker_tokens']['prompt']:,} in / "
+              f"{c['attacker_tokens']['completion']:,} out, {c['seconds']:.0f} s{usd}")
     if "cascade" in s:
         c = s["cascade"]
         ratio = (c["flops_draft"] + c["flops_verifier"]) / c["flops_verifier_only"] if c["flops_verifier_only"] else 0
@@ -69,7 +84,8 @@ def cmd_extract(args) -> int:
     values: dict[str, Any] = dict(kb=args.kb, attack=args.attack, generator=gname, generator_params=gparams,
                                   defenses=_defenses(args.defenses), rounds=args.rounds, top_k=args.top_k,
                                   retriever=args.retriever, seed=args.seed, data_dir=args.data_dir or "",
-                                  max_tokens=args.max_tokens, template=args.template)
+                                  max_tokens=args.max_tokens, template=args.template,
+                                  answer_budget=args.answer_budget)
     if args.attacker_llm is not None:
         if args.attacker_llm in ("", "none"):
             values["attacker_llm"] = ""
@@ -84,7 +100,7 @@ def cmd_extract(args) -> int:
 
 def cmd_utility(args) -> int:
     from .cli import _clean, _progress_printer
-    from .corpora import load_corpus
+    from .corpora import load_corpus, retriever_window
     from .defenses import make_defenses
     from .embedders import make_retriever
     from .generators import GENERATORS
@@ -92,9 +108,10 @@ def cmd_utility(args) -> int:
     from .rag import RagSystem, evaluate_utility
 
     gname, gparams = _gen(args.generator, args.api_base)
-    corpus = load_corpus(args.corpus, data_dir=args.data_dir)
+    retriever = make_retriever(args.retriever)
+    corpus = load_corpus(args.corpus, data_dir=args.data_dir, window=retriever_window(retriever))
     queries = load_queries(args.queries, data_dir=args.data_dir)
-    system = RagSystem(corpus, make_retriever(args.retriever), GENERATORS.create(gname, gparams),
+    system = RagSystem(corpus, retriever, GENERATORS.create(gname, gparams),
                        make_defenses(_defenses(args.defenses)), top_k=args.top_k)
     try:
         system.build(progress=_progress_printer(not args.quiet))
@@ -113,17 +130,22 @@ def cmd_utility(args) -> int:
 
 
 def print_comparison(rows: list[dict]) -> None:
-    head = f"{'attack':10s} {'configuration':22s} {'CRR':>7s} {'×none':>6s} {'cover':>6s} {'repeat':>6s} " \
-           f"{'rouge':>6s} {'sem':>6s} {'PII':>5s} {'ACC':>6s} {'faith':>6s}"
+    kbs = len({r.get("kb") for r in rows}) > 1
+    head = (f"{'kb':16s} " if kbs else "") + \
+        f"{'attack':10s} {'configuration':22s} {'CRR':>7s} {'×none':>6s} {'cover':>6s} {'repeat':>6s} " \
+        f"{'rouge':>6s} {'sem':>6s} {'PII':>5s} {'ACC':>6s} {'faith':>6s} {'EE-gen':>6s}"
     print(head)
     for r in rows:
         ratio = "" if r.get("crr_ratio") is None else f"{r['crr_ratio']:.2f}"
         acc = r.get("utility_acc")
         faith = r.get("utility_faithfulness")
-        print(f"{r['attack']:10s} {r['configuration']:22s} {r['crr']:7.4f} {ratio:>6s} {r['retrieved_coverage']:6.3f} "
+        eeg = r.get("ee_generation")
+        print((f"{str(r.get('kb')):16s} " if kbs else "") +
+              f"{r['attack']:10s} {r['configuration']:22s} {r['crr']:7.4f} {ratio:>6s} {r['retrieved_coverage']:6.3f} "
               f"{_count(r['repeat_contexts'])} {_count(r['rouge_contexts'])} {r['semantic_leak']:6.3f} "
               f"{_count(r['pii_leaked'], 5)} "
-              f"{'' if acc is None else f'{acc:6.3f}':>6s} {'' if faith is None else f'{faith:6.3f}':>6s}")
+              f"{'' if acc is None else f'{acc:6.3f}':>6s} {'' if faith is None else f'{faith:6.3f}':>6s} "
+              f"{'' if eeg is None else f'{eeg:6.3f}':>6s}")
         if r.get("n_runs", 1) > 1:
             print(f"{'':33s} mean of {r['n_runs']} runs (seeds {', '.join(map(str, r['seeds']))}): "
                   f"CRR sd {r['crr_std']:.4f}, retrieved coverage sd {r['retrieved_coverage_std']:.4f}")
@@ -143,8 +165,10 @@ def run_compare(cfg, args) -> int:
     from .cli import _clean, _progress_printer
     from .compare import ablation_direction, average_ablation_direction, run_comparison
 
+    kbs = cfg.knowledge_bases()
     rows = run_comparison(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet))
-    checks = {a: ablation_direction(rows, a) for a in cfg.attacks}
+    checks = {(f"{a} on {kb}" if len(kbs) > 1 else a): ablation_direction(rows, a, kb=kb if len(kbs) > 1 else None)
+              for kb in kbs for a in cfg.attacks}
     average = average_ablation_direction(rows)
     if not args.json or not args.quiet:
         print_comparison(rows)
@@ -154,7 +178,7 @@ def run_compare(cfg, args) -> int:
                       f"< CRR(none): {'holds' if c['holds'] else 'does NOT hold'}{_caveat(c)}")
         if average["holds"] is not None and average["attacks"] > 1:
             rr = average["ratios"]
-            print(f"RAGFort ablation, relative CRR averaged over {average['attacks']} attacks: reindex+cascade "
+            print(f"RAGFort ablation, relative CRR averaged over {average['attacks']} attack × KB pairs: reindex+cascade "
                   f"{rr['reindex+cascade']:.2f}× · reindex {rr['reindex']:.2f}× · cascade {rr['cascade']:.2f}× · "
                   f"none 1.00×: direction {'holds' if average['holds'] else 'does NOT hold'}{_caveat(average)}")
     if args.json:
@@ -193,6 +217,8 @@ def cmd_compare(args) -> int:
         over["attacks"] = tuple(a.strip() for a in args.attacks.split(",") if a.strip())
     if args.preset and args.configurations:
         over["configurations"] = tuple(c.strip() for c in args.configurations.split(",") if c.strip())
+    if args.kbs:
+        over["kbs"] = tuple(k.strip() for k in args.kbs.split(",") if k.strip())
     cfg = ComparisonConfig.from_dict({**cfg.to_dict(), "base": base, **over})
     return run_compare(cfg, args)
 
@@ -210,7 +236,11 @@ def add_parsers(sub, common) -> None:
     pe.add_argument("--top-k", type=int, default=3)
     pe.add_argument("--retriever", default="minilm")
     pe.add_argument("--template", default="rag-privacy", choices=("rag-privacy", "chat"))
-    pe.add_argument("--max-tokens", type=int, default=192)
+    pe.add_argument("--max-tokens", type=int, default=192, help="answer tokens (the floor when the budget "
+                                                                   "covers the context)")
+    pe.add_argument("--answer-budget", default="context", choices=("context", "fixed"),
+                    help="context: each answer may be as long as its retrieved context (CRR is not capped by the "
+                         "budget); fixed: --max-tokens")
     pe.add_argument("--seed", type=int, default=0)
     pe.add_argument("--resume", help="continue an interrupted run from its folder")
     common(pe)
@@ -232,6 +262,8 @@ def add_parsers(sub, common) -> None:
     pc = sub.add_parser("compare", help="one attack against several defense configurations (RAGFort ablation)")
     pc.add_argument("--preset", help="a compare preset, e.g. ragfort-healthcaremagic")
     pc.add_argument("--kb", default="clinic_records")
+    pc.add_argument("--kbs", help="comma-separated knowledge bases, each attacked with every attack × configuration "
+                                  "(overrides the preset's)")
     pc.add_argument("--generator", default="local")
     pc.add_argument("--attacks", help="comma-separated attacks (overrides the preset's)")
     pc.add_argument("--configurations", help="comma-separated defense sets, '+' inside a set (overrides the preset's)")

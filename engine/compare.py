@@ -1,6 +1,7 @@
-"""Defense comparison: one attack (or several) against several defense configurations.
+"""Defense comparison: one attack (or several) against several defense configurations (on one
+knowledge base or several).
 
-For every (attack, configuration) it runs an extraction (leakage) and, once per configuration,
+For every (kb, attack, configuration) it runs an extraction (leakage) and, once per configuration,
 the utility evaluation (ACC, faithfulness) of the same defended system on a question set. The
 table reports each metric and its ratio to the undefended configuration (``none``) — RAGFort's
 ablation shape: CRR(reindex+cascade) < min(CRR(reindex), CRR(cascade)) < CRR(none).
@@ -10,29 +11,32 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
-from .config import ComparisonConfig, defense_set
+from .config import ComparisonConfig, ExtractionConfig, defense_set
 from .defenses import make_defenses
 from .embedders import make_retriever
 from .generators import GENERATORS
 from .queries import load_queries
-from .corpora import load_corpus
+from .corpora import load_corpus, retriever_window
 from .rag import RagSystem, evaluate_utility
+from .runs.events import jsonable
 from .runs.extraction import ExtractionRun
 
 Progress = Callable[[str, int, int], None]
 LEAK_KEYS = ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts", "semantic_leak", "pii_leaked")
+STAGE_KEYS = ("ee_retrieval", "ee_generation", "exploration")   # leakage by stage (see metrics.leakage)
 
 
 def utility_of(cfg: ComparisonConfig, configuration: str, *, progress: Progress | None = None) -> dict[str, Any]:
     """ACC and faithfulness of the system defended by ``configuration`` on the utility question set."""
     base = cfg.extraction_config("zeng", configuration)
     data_dir = base.data_dir or None
+    retriever = make_retriever(base.retriever, dict(base.retriever_params or {}))
     corpus = load_corpus(cfg.utility_corpus, data_dir=data_dir, chunk_size=base.chunk_size,
-                         chunk_overlap=base.chunk_overlap)
+                         chunk_overlap=base.chunk_overlap, window=retriever_window(retriever))
     queries = load_queries(cfg.utility_queries, data_dir=data_dir)
-    system = RagSystem(corpus, make_retriever(base.retriever, dict(base.retriever_params or {})),
+    system = RagSystem(corpus, retriever,
                        GENERATORS.create(base.generator, dict(base.generator_params or {})),
                        make_defenses(base.defenses, dict(base.defense_params or {})), top_k=base.top_k,
                        template=base.template, max_tokens=base.max_tokens)
@@ -44,42 +48,106 @@ def utility_of(cfg: ComparisonConfig, configuration: str, *, progress: Progress 
     return {k: u[k] for k in ("acc", "faithfulness", "n", "n_graded", "blocked")}
 
 
+def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Two configurations equal but for the data dir (a run may resume from another checkout)."""
+    def norm(d: Mapping[str, Any]) -> str:
+        d = json.loads(json.dumps(jsonable(dict(d)), default=str))
+        d.pop("data_dir", None)
+        if isinstance(d.get("base"), dict):
+            d["base"].pop("data_dir", None)
+        return json.dumps(d, sort_keys=True)
+    return norm(a) == norm(b)
+
+
+def _unfinished_run(runs_dir: Path, ecfg: ExtractionConfig) -> Path | None:
+    """The folder of an unfinished run of exactly ``ecfg`` under ``runs_dir`` (a cell cut short by a stop,
+    a crash or the end of a session), or None."""
+    if not runs_dir.is_dir():
+        return None
+    from .runs.events import RunStarted, read_jsonl
+    for d in sorted(runs_dir.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
+        path = d / "events.jsonl"
+        if not path.is_file() or (d / "summary.json").is_file():
+            continue
+        try:
+            started = next((e for e in read_jsonl(path) if isinstance(e, RunStarted)), None)
+        except (ValueError, KeyError, OSError):
+            continue
+        if started is not None and _same(started.config, ecfg.to_dict()):
+            return d
+    return None
+
+
 def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, progress: Progress | None = None,
                    stop: Optional[threading.Event] = None,
-                   on_row: Callable[[dict], None] | None = None) -> list[dict[str, Any]]:
-    """Rows of (attack, configuration, leakage metrics, utility, ratios to 'none'); ``stop`` ends early.
+                   on_row: Callable[[dict], None] | None = None, resume: bool = True) -> list[dict[str, Any]]:
+    """Rows of (kb, attack, configuration, leakage metrics, utility, ratios to 'none'); ``stop`` ends early.
 
     With ``cfg.repeats`` > 1 every (attack, configuration) runs once per seed (base seed, base seed
     + 1, …), repetition by repetition, so a stopped comparison holds whole repetitions; the rows
     returned are :func:`aggregate_runs` of the runs (mean and standard deviation per metric) and
     ``on_row`` is called with each run's own row as it finishes.
+
+    Resumable cell by cell (``resume``, with ``out_dir``): when ``out_dir/comparison.json`` holds runs of
+    the same configuration, finished cells are kept and skipped, and a cell whose run stopped half-way
+    continues from its last finished round (``ExtractionRun.resume``).
     """
     runs: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     utility: dict[str, dict] = {}
-    cells = [(rep, a, c) for rep in range(cfg.repeats) for a in cfg.attacks for c in cfg.configurations]
+    kbs = cfg.knowledge_bases()
+    cells = [(rep, kb, a, c) for rep in range(cfg.repeats) for kb in kbs for a in cfg.attacks
+             for c in cfg.configurations]
     out = Path(out_dir) if out_dir else None
-    for i, (rep, attack, conf) in enumerate(cells):
+    if out and resume and (out / "comparison.json").is_file():
+        try:
+            prev = json.loads((out / "comparison.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            prev = {}
+        if _same(prev.get("config") or {}, cfg.to_dict()):
+            runs = list(prev.get("runs") or [])
+            for r in runs:
+                if any(k.startswith("utility_") for k in r):
+                    utility.setdefault(r["configuration"], {k[8:]: v for k, v in r.items() if k.startswith("utility_")})
+    done = {(r.get("seed"), r.get("kb"), r["attack"], r["configuration"]) for r in runs}
+    for i, (rep, kb, attack, conf) in enumerate(cells):
         if stop is not None and stop.is_set():
             break
-        label = f"{attack} vs {conf}" + (f" (seed {rep + 1}/{cfg.repeats})" if cfg.repeats > 1 else "")
+        ecfg = cfg.extraction_config(attack, conf, rep, kb=kb)
+        if (ecfg.seed, kb, attack, conf) in done:
+            continue
+        label = (f"{attack} vs {conf}" + (f" on {kb}" if len(kbs) > 1 else "")
+                 + (f" (seed {rep + 1}/{cfg.repeats})" if cfg.repeats > 1 else ""))
 
         def tick(stage: str, d: int, t: int, _i=i, _label=label) -> None:
             if progress:
                 progress(f"[{_i + 1}/{len(cells)}] {_label}: {stage}", d, t)
 
-        ecfg = cfg.extraction_config(attack, conf, rep)
-        run = ExtractionRun(ecfg, out_dir=out / "runs" if out else None, progress=tick)
+        half = _unfinished_run(out / "runs", ecfg) if out and resume else None
+        if half is not None:
+            run = ExtractionRun.resume(half, progress=tick)
+        else:
+            run = ExtractionRun(ecfg, out_dir=out / "runs" if out else None, progress=tick)
         try:
-            run.run()
+            if half is None:
+                run.prepare()
+            while not run.done:
+                if stop is not None and stop.is_set():
+                    break
+                run.step()
+                tick("attacking", run.rounds_done, ecfg.rounds)
+            if not run.done:
+                break            # stopped mid-cell: its rounds are on disk, the next call resumes it
+            run.finish()
         finally:
             run.close()
         s = run.summary()
         if conf not in utility and cfg.utility_limit != 0:
             utility[conf] = utility_of(cfg, conf, progress=tick)
-        row = {"attack": attack, "configuration": conf, "defenses": list(defense_set(conf)), "run_id": run.run_id,
-               "seed": ecfg.seed, **{k: s[k] for k in LEAK_KEYS}, "rounds": s["rounds"], "kb_size": s["kb_size"],
-               "blocked": s["blocked"], "curves": s["curves"], "seconds": s["seconds"],
+        row = {"kb": kb, "attack": attack, "configuration": conf, "defenses": list(defense_set(conf)),
+               "run_id": run.run_id, "seed": ecfg.seed, **{k: s[k] for k in LEAK_KEYS}, "rounds": s["rounds"],
+               "kb_size": s["kb_size"], "blocked": s["blocked"], "curves": s["curves"], "seconds": s["seconds"],
+               **{k: s.get(k) for k in STAGE_KEYS},
                **({"cascade": s["cascade"]} if "cascade" in s else {}),
                **{f"utility_{k}": v for k, v in utility.get(conf, {}).items()}}
         runs.append(row)
@@ -107,18 +175,18 @@ def aggregate_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ``n_runs`` and ``seeds``; curves are averaged round by round (over the rounds all runs reached),
     stage seconds averaged, cascade counts summed (their ratios stay valid); utility is per
     configuration and the same in every run."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[Any, str, str], list[dict[str, Any]]] = {}
     for r in runs:
-        groups.setdefault((r["attack"], r["configuration"]), []).append(r)
+        groups.setdefault((r.get("kb"), r["attack"], r["configuration"]), []).append(r)
     rows = []
-    for (attack, conf), rs in groups.items():
+    for (kb, attack, conf), rs in groups.items():
         first = rs[0]
         if len(rs) == 1:     # one run: its own row, unchanged
             rows.append({**first, "run_ids": [first["run_id"]], "seeds": [first.get("seed")], "n_runs": 1,
                          **{f"{k}_std": None for k in LEAK_KEYS}})
             continue
         row = {k: v for k, v in first.items() if k.startswith("utility_")}
-        row.update(attack=attack, configuration=conf, defenses=list(first["defenses"]), run_id=first["run_id"],
+        row.update(kb=kb, attack=attack, configuration=conf, defenses=list(first["defenses"]), run_id=first["run_id"],
                    run_ids=[r["run_id"] for r in rs], seeds=[r.get("seed") for r in rs], n_runs=len(rs),
                    kb_size=first["kb_size"], rounds=_mean([r["rounds"] for r in rs]),
                    blocked=_mean([r["blocked"] for r in rs]))
@@ -127,6 +195,9 @@ def aggregate_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             m = _mean(xs)
             row[k] = m
             row[f"{k}_std"] = (sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5
+        for k in STAGE_KEYS:
+            xs = [float(r[k]) for r in rs if r.get(k) is not None]
+            row[k] = _mean(xs) if xs else None
         curves: dict[str, list[float]] = {}
         for key in first.get("curves", {}):
             series = [r["curves"][key] for r in rs if key in r.get("curves", {})]
@@ -146,9 +217,9 @@ def aggregate_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def add_ratios(rows: list[dict[str, Any]]) -> None:
     """``<metric>_ratio`` = value / value of the 'none' configuration of the same attack (with
     repeats: mean / mean, the ratio of the means over the seeds)."""
-    base = {r["attack"]: r for r in rows if r["configuration"] == "none"}
+    base = {(r.get("kb"), r["attack"]): r for r in rows if r["configuration"] == "none"}
     for r in rows:
-        b = base.get(r["attack"])
+        b = base.get((r.get("kb"), r["attack"]))
         for k in LEAK_KEYS:
             r[f"{k}_ratio"] = (r[k] / b[k]) if b and b[k] else None
         if b and r.get("utility_acc") is not None and b.get("utility_acc") is not None:
@@ -168,9 +239,11 @@ def _not_below_none(v: dict[str, float]) -> list[str]:
     return [k for k in ("reindex", "cascade") if not v[k] < v["none"]]
 
 
-def ablation_direction(rows: list[dict[str, Any]], attack: str, metric: str = "crr") -> dict[str, Any]:
-    """RAGFort's claim on one attack: both < min(single paths) < none."""
-    v = {r["configuration"]: r[metric] for r in rows if r["attack"] == attack}
+def ablation_direction(rows: list[dict[str, Any]], attack: str, metric: str = "crr",
+                       kb: str | None = None) -> dict[str, Any]:
+    """RAGFort's claim on one attack (on one kb, when a comparison has several): both < min(single
+    paths) < none."""
+    v = {r["configuration"]: r[metric] for r in rows if r["attack"] == attack and (kb is None or r.get("kb") == kb)}
     if not all(k in v for k in ABLATION):
         return {"holds": None, "values": v}
     return {"holds": _direction_holds(v), "values": v, "not_below_none": _not_below_none(v)}
@@ -181,9 +254,9 @@ def average_ablation_direction(rows: list[dict[str, Any]], metric: str = "crr") 
     per configuration, the mean over attacks of ``metric`` ÷ its value without protection (same
     attack); attacks that leaked nothing undefended are left out (no ratio). Then: both < min(single
     paths) < none (= 1)."""
-    by_attack: dict[str, dict[str, float]] = {}
-    for r in rows:
-        by_attack.setdefault(r["attack"], {})[r["configuration"]] = r[metric]
+    by_attack: dict[tuple[Any, str], dict[str, float]] = {}
+    for r in rows:   # one entry per (kb, attack): the paper averages over attacks and datasets
+        by_attack.setdefault((r.get("kb"), r["attack"]), {})[r["configuration"]] = r[metric]
     usable = [v for v in by_attack.values() if all(k in v for k in ABLATION) and v["none"]]
     if not usable:
         return {"holds": None, "ratios": {}, "attacks": 0}

@@ -35,7 +35,7 @@ class PoisonConfig(Params):
     anchor_k: int = param(10, min=1, max=1000, help="Clean documents per protected query used as anchors")
     anchor_fraction: float = param(0.5, min=0.05, max=0.95,
                                    help="Share of protected queries whose clean documents fit the detectors; the rest are held out")
-    chunk_size: Optional[int] = param(512, min=16, help="Chunk size in tokens (None: no chunking)")
+    chunk_size: Optional[int] = param(512, min=16, help="Chunk size in the retriever's tokens, capped at what it reads (None: no chunking)")
     chunk_overlap: int = param(32, min=0, help="Chunk overlap in tokens")
     seed: int = param(0, help="Seed for targets, splits and folds")
     data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
@@ -72,7 +72,7 @@ class SweepConfig(Params):
     limit: Optional[int] = param(None, min=1, help="First N queries of each set")
     k: int = param(2, min=1, max=100, help="K of the reported ASR@K (the paper's Table 1: K=2)")
     detectors: tuple[str, ...] = param((), help="Detectors to evaluate per cell (slower)")
-    chunk_size: Optional[int] = param(512, min=16, help="Chunk size in tokens")
+    chunk_size: Optional[int] = param(512, min=16, help="Chunk size in each retriever's tokens, capped at what it reads")
     chunk_overlap: int = param(32, min=0, help="Chunk overlap in tokens")
     seed: int = param(0, help="Seed")
     data_dir: str = param("", help="Benchmark data dir")
@@ -95,8 +95,14 @@ class ExtractionConfig(Params):
     retriever_params: Optional[Mapping[str, Any]] = param(None, help="Retriever parameters")
     top_k: int = param(3, min=1, max=100, help="Chunks retrieved per query")
     template: str = param("rag-privacy", choices=("rag-privacy", "chat"), help="Prompt template")
-    max_tokens: int = param(192, min=8, max=4096, help="Tokens generated per answer")
-    chunk_size: Optional[int] = param(512, min=16, help="Chunk size in tokens (None: no chunking)")
+    max_tokens: int = param(192, min=8, max=4096, help="Tokens generated per answer (the floor when the "
+                                                       "budget covers the context)")
+    answer_budget: str = param("context", choices=("context", "fixed"),
+                               help="context: each answer may be as long as its retrieved context (+10% + 32 "
+                                    "tokens), so the budget never caps CRR; fixed: max_tokens, which caps "
+                                    "what an answer can reproduce")
+    chunk_size: Optional[int] = param(512, min=16, help="Chunk size in the retriever's tokens, capped at what it "
+                                                        "reads (None: no chunking)")
     chunk_overlap: int = param(0, min=0, help="Chunk overlap in tokens")
     crr_tau: float = param(0.5, min=0.0, max=1.0, help="CRR: ROUGE-L recall at which a chunk counts as recovered")
     semantic_threshold: float = param(0.7, min=-1.0, max=1.0, help="Semantic leak: cosine threshold")
@@ -127,6 +133,8 @@ class ComparisonConfig(Params):
     configurations: tuple[str, ...] = param(("none", "threshold", "summarize", "reindex", "cascade", "reindex+cascade"),
                                             help="Defense sets: '+'-joined defense names, 'none' for no defense")
     attacks: tuple[str, ...] = param(("rag-thief",), help="Attacks, each run against every configuration")
+    kbs: tuple[str, ...] = param((), help="Knowledge bases, each attacked with every attack × configuration "
+                                         "(empty: the base's kb)")
     utility_corpus: str = param("clinic_handbook", help="Corpus for the utility side (ACC, faithfulness)")
     utility_queries: str = param("clinic_handbook", help="Questions for the utility side")
     utility_limit: Optional[int] = param(30, min=1, help="Questions used for utility (None: all)")
@@ -142,12 +150,18 @@ class ComparisonConfig(Params):
                 DEFENSES.get(d)
         ExtractionConfig.from_dict(dict(self.base or {}), where="base")
 
-    def extraction_config(self, attack: str, configuration: str, repeat: int = 0) -> ExtractionConfig:
-        """The run of ``attack`` against ``configuration``; repeat ``i`` uses seed base seed + ``i``."""
+    def knowledge_bases(self) -> tuple[str, ...]:
+        return tuple(self.kbs) or (str(dict(self.base or {}).get("kb") or ExtractionConfig().kb),)
+
+    def extraction_config(self, attack: str, configuration: str, repeat: int = 0,
+                          kb: str | None = None) -> ExtractionConfig:
+        """The run of ``attack`` against ``configuration`` (on ``kb``, default the base's); repeat ``i``
+        uses seed base seed + ``i``."""
         base = dict(self.base or {})
         seed = {"seed": int(base.get("seed") or 0) + repeat} if repeat else {}
+        kb_over = {"kb": kb} if kb else {}
         return ExtractionConfig.from_dict({**base, "attack": attack, "defenses": list(defense_set(configuration)),
-                                           **seed}, where="base")
+                                           **seed, **kb_over}, where="base")
 
 
 def defense_set(configuration: str) -> tuple[str, ...]:

@@ -24,6 +24,9 @@ LEAK_METRICS = {"crr": "CRR (chunks recovered)", "retrieved_coverage": "retrieve
                 "repeat_contexts": "repeat contexts", "rouge_contexts": "ROUGE contexts",
                 "semantic_leak": "semantic leak", "pii_leaked": "PII items leaked"}
 UTILITY_METRICS = {"utility_acc": "utility ACC", "utility_faithfulness": "utility faithfulness"}
+STAGE_METRICS = {"ee_retrieval": "reached the context (retrieval stage)",
+                 "ee_generation": "reproduced of what reached it (generation stage)",
+                 "exploration": "rounds that found a new chunk"}
 
 
 def comparisons_dir() -> Path:
@@ -60,10 +63,12 @@ def parse_configurations(selected: Iterable[str], custom: str = "") -> tuple[str
 
 
 def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Final metrics per (attack, configuration), ratios to no protection and the ACC drop; with
-    repeated runs (seeds) the means, their standard deviations and the number of runs."""
+    """Final metrics per (kb, attack, configuration), leakage by stage, ratios to no protection and the
+    ACC drop; with repeated runs (seeds) the means, their standard deviations and the number of runs."""
     repeated = any(r.get("n_runs", 1) > 1 for r in rows)
-    cols = ["attack", "configuration", *LEAK_METRICS, *(f"{k}_ratio" for k in LEAK_METRICS),
+    several_kbs = len({r.get("kb") for r in rows}) > 1
+    cols = [*(("kb",) if several_kbs else ()), "attack", "configuration", *LEAK_METRICS, *STAGE_METRICS,
+            *(f"{k}_ratio" for k in LEAK_METRICS),
             *((f"{k}_std" for k in LEAK_METRICS) if repeated else ()), *(("n_runs",) if repeated else ()),
             "utility_acc", "utility_faithfulness", "utility_acc_drop", "blocked", "rounds", "kb_size"]
     if not rows:

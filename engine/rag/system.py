@@ -9,7 +9,7 @@ from ..corpora import Corpus
 from ..defenses import Chunk, Defense, DefenseAction, DefenseContext
 from ..embedders.base import Retriever
 from ..errors import ConfigError
-from ..generators.base import Generation, Generator
+from ..generators.base import Generation, Generator, TextCallback
 from ..store import BaseIndex, RunStore, StoreSettings, shared_base_index
 from .prompts import PromptTemplate, get_template, render
 
@@ -29,6 +29,22 @@ class RagAnswer:
     blocked_by: str = ""                      # the defense that refused the query, if any
     actions: tuple[DefenseAction, ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
+    context_tokens: int = 0                   # generator tokens of the chunks in the context
+    answer_budget: int = 0                    # the most tokens the answer was allowed
+
+    @property
+    def recoverable_tokens(self) -> int:
+        """Context tokens the answer could at most reproduce (the budget caps what an answer can copy)."""
+        return min(self.context_tokens, self.answer_budget)
+
+
+ANSWER_BUDGETS = ("context", "fixed")
+
+
+def covering_budget(context_tokens: int, floor: int) -> int:
+    """An answer budget that covers the retrieved context: its tokens + 10% + 32 (room for the model's own
+    framing: headers, numbering), never below ``floor``."""
+    return max(int(floor), -(-11 * int(context_tokens) // 10) + 32)
 
 
 class RagSystem:
@@ -41,7 +57,8 @@ class RagSystem:
 
     def __init__(self, corpus: Corpus, retriever: Retriever, generator: Optional[Generator],
                  defenses: Sequence[Defense] = (), *, top_k: int = 5, template: str | PromptTemplate = "rag-privacy",
-                 max_tokens: int = 128, settings: StoreSettings | None = None, run_id: str | None = None) -> None:
+                 max_tokens: int = 128, settings: StoreSettings | None = None, run_id: str | None = None,
+                 answer_budget: str = "fixed") -> None:
         if len(corpus) == 0:
             raise ConfigError(f"the knowledge base {corpus.name!r} is empty: nothing to retrieve")
         self.corpus = corpus
@@ -51,6 +68,9 @@ class RagSystem:
         self.top_k = top_k
         self.template = template if isinstance(template, PromptTemplate) else get_template(template)
         self.max_tokens = max_tokens
+        if answer_budget not in ANSWER_BUDGETS:
+            raise ConfigError(f"answer_budget must be one of {', '.join(ANSWER_BUDGETS)}")
+        self.answer_budget = answer_budget
         self.settings = settings
         self.run_id = run_id
         self.ctx = DefenseContext(corpus, retriever, generator, settings)
@@ -85,15 +105,27 @@ class RagSystem:
         res = self.store.search([question], self.top_k)[0]
         return [Chunk(h.doc_id, self._text[h.doc_id], float(h.score), h.rank) for h in res.hits]
 
+    def count_tokens(self, texts: Sequence[str]) -> int:
+        """Generator tokens of ``texts`` (the generator's own tokenizer; an estimate for remote models)."""
+        if self.generator is None:   # a generation-stage defense answers alone: estimate
+            return sum(max(1, round(len(t.split()) * 4 / 3)) for t in texts if t.strip())
+        return sum(self.generator.count_tokens(t) for t in texts)
+
     def answer(self, question: str, *, options: Mapping[str, str] | None = None,
-               template: PromptTemplate | None = None, max_tokens: int | None = None) -> RagAnswer:
+               template: PromptTemplate | None = None, max_tokens: int | None = None,
+               on_text: TextCallback | None = None) -> RagAnswer:
+        """One question through the pipeline. ``on_text`` receives the answer piece by piece as it is
+        generated (a refusal or a non-streaming defense delivers it in one piece)."""
         t0 = time.perf_counter()
         actions: list[DefenseAction] = []
         for d in self.by_stage("query"):
             a = d.check_query(question, self.ctx)
             actions.append(a)
             if a.action == "blocked":
-                return RagAnswer(question, (), (), (), str(a.detail.get("refusal", "")), None, blocked_by=d.name,
+                refusal = str(a.detail.get("refusal", ""))
+                if on_text is not None and refusal:
+                    on_text(refusal)
+                return RagAnswer(question, (), (), (), refusal, None, blocked_by=d.name,
                                  actions=tuple(actions), timings={"defenses": time.perf_counter() - t0})
         t1 = time.perf_counter()
         retrieved = self.retrieve(question)
@@ -113,14 +145,20 @@ class RagSystem:
         t2 = time.perf_counter()
         gen_stage = self.by_stage("generation")
         n = max_tokens or self.max_tokens
+        context_tokens = self.count_tokens([c.text for c in context])
+        if self.answer_budget == "context" and max_tokens is None:
+            n = covering_budget(context_tokens, n)
         if gen_stage:
             # protected texts: the original chunks (the rewritten ones derive from them)
             gen = gen_stage[-1].generate(messages, retrieved, self.ctx, n)
             actions.append(gen_stage[-1].action("generated", **{k: v for k, v in gen.info.items()
                                                                  if k != "decisions"}))
+            if on_text is not None and gen.text:
+                on_text(gen.text)
         else:
-            gen = self.generator.chat(messages, max_tokens=n)
+            gen = self.generator.chat(messages, max_tokens=n, on_text=on_text)
         return RagAnswer(question, tuple(retrieved), tuple(context), tuple(messages), gen.text, gen,
                          actions=tuple(actions),
                          timings={"retrieval": t_retrieval, "defenses": t_def,
-                                  "generation": time.perf_counter() - t2})
+                                  "generation": time.perf_counter() - t2},
+                         context_tokens=context_tokens, answer_budget=n)

@@ -46,6 +46,7 @@ class IndexBuilt(Event):
     dim: int = 0
     n_embedded_now: int = 0
     seconds: float = 0.0
+    corpus_stats: Mapping[str, Any] = field(default_factory=dict)   # chunks, retriever_max_tokens, over_window
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ class RoundEnded(Event):
     round: int = 0
     query_id: str = ""
     timings: Mapping[str, float] = field(default_factory=dict)   # seconds by stage (extraction runs)
+    usage: Mapping[str, float] = field(default_factory=dict)     # the attacker's own LLM this round (calls, tokens, $)
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,8 @@ class Generated(Event):
     completion_tokens: int = 0
     seconds: float = 0.0
     info: Mapping[str, Any] = field(default_factory=dict)
+    context_tokens: int = 0        # generator tokens of the chunks in the context
+    answer_budget: int = 0         # the most tokens the answer was allowed (min of the two: what it could copy)
 
 
 @dataclass(frozen=True)

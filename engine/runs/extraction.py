@@ -21,11 +21,13 @@ from typing import Any, Callable, Optional
 
 from ..attacks.extraction import AttackContext, Exchange, ExtractionAgent, make_agent
 from ..config import ExtractionConfig
-from ..corpora import Corpus, load_corpus
+from ..corpora import Corpus, load_corpus, retriever_window, stats_for
 from ..defenses import make_defenses
 from ..embedders import make_retriever
 from ..errors import ConfigError, EngineError
 from ..generators import GENERATORS
+from ..generators.base import TextCallback
+from ..generators.metered import MeteredGenerator
 from ..metrics.leakage import LeakageTracker
 from ..rag import RagSystem
 from ..store import StoreSettings
@@ -37,6 +39,7 @@ from .kb_snapshot import KB_FILE, load_kb, save_kb
 from .manifest import build_manifest
 
 Progress = Callable[[str, int, int], None]
+QueryCallback = Callable[[int, str], None]
 KB_HINTS = {"clinic_records": "medical", "healthcaremagic": "medical", "enron": "email"}
 
 
@@ -65,6 +68,8 @@ class ExtractionRun(EventRunner):
         self.agent: Optional[ExtractionAgent] = None
         self.tracker: Optional[LeakageTracker] = None
         self.corpus: Optional[Corpus] = None
+        self.window = None
+        self.attacker_meter: Optional[MeteredGenerator] = None
         self._exhausted = False
 
     @property
@@ -90,10 +95,12 @@ class ExtractionRun(EventRunner):
             same = (c.attacker_llm == c.generator and dict(c.attacker_llm_params or {}) == dict(c.generator_params or {}))
             attacker_llm = generator if same and self._generator_override is None else \
                 GENERATORS.create(c.attacker_llm, dict(c.attacker_llm_params or {}))
+            attacker_llm = self.attacker_meter = MeteredGenerator(attacker_llm)
         defenses = make_defenses(c.defenses, dict(c.defense_params or {}))
         self._tick("loading knowledge base", 0, 1)
+        self.window = retriever_window(retriever)
         corpus = self._corpus_override or load_corpus(c.kb, data_dir=data_dir, chunk_size=c.chunk_size,
-                                                      chunk_overlap=c.chunk_overlap)
+                                                      chunk_overlap=c.chunk_overlap, window=self.window)
         if len(corpus) == 0:
             raise ConfigError(f"the knowledge base {c.kb!r} is empty")
         if c.top_k > len(corpus):
@@ -104,7 +111,8 @@ class ExtractionRun(EventRunner):
                                                             embedder=retriever, kb_hint=KB_HINTS.get(c.kb, ""),
                                                             known_defenses=tuple(defenses)))
         self.system = RagSystem(corpus, retriever, generator, defenses, top_k=c.top_k, template=c.template,
-                                max_tokens=c.max_tokens, settings=self.settings, run_id=self.run_id.replace("_", "-"))
+                                max_tokens=c.max_tokens, settings=self.settings, run_id=self.run_id.replace("_", "-"),
+                                answer_budget=c.answer_budget)
         return retriever, generator
 
     def prepare(self) -> list[Event]:
@@ -139,26 +147,29 @@ class ExtractionRun(EventRunner):
         self._emit(IndexBuilt, corpus=self.corpus.name, n_docs=len(self.corpus), retriever=self.config.retriever,
                    model_id=retriever.model_id, similarity=retriever.similarity,
                    dim=int(base.vectors.shape[1]) if base.dense else 0, n_embedded_now=base.n_encoded,
-                   seconds=round(time.perf_counter() - t0, 3))
+                   seconds=round(time.perf_counter() - t0, 3), corpus_stats=stats_for(self.corpus, self.window))
         for a in actions:
             self._emit(DefenseApplied, round=0, defense=a.defense, stage=a.stage, action=a.action, detail=a.detail)
 
-    def step(self, count: int = 1) -> list[Event]:
-        """Play the next ``count`` rounds; returns their events."""
+    def step(self, count: int = 1, *, on_query: QueryCallback | None = None,
+             on_text: TextCallback | None = None) -> list[Event]:
+        """Play the next ``count`` rounds; returns their events. Live views: ``on_query(round, text)`` as
+        soon as the attacker has chosen its query, ``on_text(piece)`` as the answer is generated."""
         if not self._prepared:
             self.prepare()
         start = len(self.events)
         for _ in range(max(1, count)):
             if self.done:
                 break
-            self._play_round()
+            self._play_round(on_query, on_text)
         if self.done and not self._finished:
             self.finish()
         return self.events[start:]
 
-    def _play_round(self) -> None:
+    def _play_round(self, on_query: QueryCallback | None = None, on_text: TextCallback | None = None) -> None:
         r = self._round + 1
         t0 = time.perf_counter()
+        used0 = self.attacker_meter.totals() if self.attacker_meter else {}
         query = self.agent.next_query(self.transcript)
         t_attack = time.perf_counter() - t0
         if query is None:
@@ -167,8 +178,10 @@ class ExtractionRun(EventRunner):
         qid = f"r{r:04d}"
         self._emit(RoundStarted, round=r, query_id=qid)
         self._emit(QueryIssued, round=r, query_id=qid, text=query)
+        if on_query is not None:
+            on_query(r, query)
         try:
-            ans = self.system.answer(query)
+            ans = self.system.answer(query, on_text=on_text)
         except EngineError as e:
             self._fail(str(e), r)
         for a in ans.actions:
@@ -180,9 +193,10 @@ class ExtractionRun(EventRunner):
         self._emit(Generated, round=r, text=ans.answer, context_ids=tuple(c.doc_id for c in ans.context),
                    blocked_by=ans.blocked_by, model=g.model if g else "", prompt_tokens=g.prompt_tokens if g else 0,
                    completion_tokens=g.completion_tokens if g else 0, seconds=round(g.seconds, 4) if g else 0.0,
-                   info=dict(g.info) if g else {})
+                   info=dict(g.info) if g else {}, context_tokens=ans.context_tokens,
+                   answer_budget=ans.answer_budget if g else 0)
         t1 = time.perf_counter()
-        leak = self.tracker.update(ans.answer, [c.doc_id for c in ans.context])
+        leak = self.tracker.update(ans.answer, [c.doc_id for c in ans.context], [c.doc_id for c in ans.retrieved])
         t_metrics = time.perf_counter() - t1
         self._emit(LeakScored, round=r, recovered=leak.recovered, recall=leak.recall,
                    repeat_contexts=leak.repeat_contexts, rouge_contexts=leak.rouge_contexts, semantic=leak.semantic,
@@ -190,7 +204,10 @@ class ExtractionRun(EventRunner):
         self.transcript.append(Exchange(query, ans.answer))
         self._emit(AttackerState, round=r, agent=self.config.attack, state=jsonable(self.agent.state()))
         timings = {"attack": t_attack, **ans.timings, "metrics": t_metrics}
-        self._emit(RoundEnded, round=r, query_id=qid, timings={k: round(v, 4) for k, v in timings.items()})
+        used = self.attacker_meter.totals() if self.attacker_meter else {}
+        usage = {k: round(used[k] - used0.get(k, 0), 6) for k in used}
+        self._emit(RoundEnded, round=r, query_id=qid, timings={k: round(v, 4) for k, v in timings.items()},
+                   usage=usage)
         self._round = r
 
     def _fail(self, message: str, r: int) -> None:
@@ -255,9 +272,10 @@ class ExtractionRun(EventRunner):
         queries = {e.round: e.text for e in kept if isinstance(e, QueryIssued)}
         answers = {e.round: e for e in kept if isinstance(e, Generated)}
         context = {e.round: e.context_ids for e in kept if isinstance(e, Generated)}
+        top_k = {e.round: e.doc_ids for e in kept if isinstance(e, Retrieved)}
         states = {e.round: e.state for e in kept if isinstance(e, AttackerState)}
         for r in range(1, last_done + 1):
-            run.tracker.update(answers[r].text, context.get(r, ()))
+            run.tracker.update(answers[r].text, context.get(r, ()), top_k.get(r, ()))
             run.transcript.append(Exchange(queries[r], answers[r].text))
         if last_done:
             run.agent.load_state(dict(states[last_done]))
@@ -283,15 +301,38 @@ def summarize_extraction(events: list[Event], config: ExtractionConfig | None = 
     cfg = dict(started.config) if started else (config.to_dict() if config else {})
     cascade = [g.info for g in gens if "flops_verifier" in g.info]
     timing_keys = sorted({k for e in ends for k in e.timings})
+    built = next((e for e in events if isinstance(e, IndexBuilt)), None)
+    answered = [g for g in gens if not g.blocked_by and g.answer_budget]
+    usage_keys = sorted({k for e in ends for k in e.usage})
+    attacker = {k: sum(float(e.usage.get(k, 0)) for e in ends) for k in usage_keys}
+    gen_cost = [g.info.get("cost_usd") for g in gens if "cost_usd" in g.info]
     out = {
         **{k: final.get(k, 0) for k in ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts",
                                         "repeat_prompts", "rouge_prompts", "semantic_leak", "pii_leaked", "pii_total",
-                                        "kb_size", "recovered", "retrieved")},
+                                        "kb_size", "recovered", "retrieved", "ee_retrieval", "ee_generation",
+                                        "exploration")},
+        "corpus_stats": dict(built.corpus_stats) if built else {},
+        "answer_budget": {
+            "mode": cfg.get("answer_budget", "fixed"),
+            "context_tokens": sum(g.context_tokens for g in answered),
+            "recoverable_tokens": sum(min(g.context_tokens, g.answer_budget) for g in answered),
+            "capped_rounds": sum(g.answer_budget < g.context_tokens for g in answered),
+            "answered_rounds": len(answered)},
+        "cost": {
+            "queries": len(ends),
+            "generator_tokens": {"prompt": sum(g.prompt_tokens for g in gens),
+                                 "completion": sum(g.completion_tokens for g in gens)},
+            "attacker_tokens": {"prompt": int(attacker.get("prompt_tokens", 0)),
+                                "completion": int(attacker.get("completion_tokens", 0)),
+                                "calls": int(attacker.get("calls", 0))},
+            "seconds": round(sum(sum(e.timings.values()) for e in ends), 3),
+            "usd": (sum(gen_cost) + attacker.get("cost_usd", 0.0)) if gen_cost or attacker.get("cost_usd") else None},
         "rounds": len(ends),
         "attack": cfg.get("attack"), "defenses": list(cfg.get("defenses") or ()), "kb": cfg.get("kb"),
         "blocked": sum(bool(g.blocked_by) for g in gens),
         "curves": {k: [e.metrics.get(k, 0) for e in scored] for k in
-                   ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts", "semantic_leak", "pii_leaked")},
+                   ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts", "semantic_leak", "pii_leaked",
+                    "ee_generation", "exploration")},
         "tokens": {"prompt": sum(g.prompt_tokens for g in gens), "completion": sum(g.completion_tokens for g in gens)},
         "seconds": {k: round(sum(e.timings.get(k, 0.0) for e in ends), 3) for k in timing_keys},
     }

@@ -113,3 +113,45 @@ def test_bad_input_is_one_clear_line(tmp_path, case):
     lines = [ln for ln in p.stderr.strip().splitlines() if ln.startswith("error:")]
     assert len(lines) == 1, p.stderr
     assert message in lines[0], lines[0]
+
+
+def test_poison_and_extract_report_corpus_stats(tmp_path):
+    p = run_cli("poison", "--corpus", "clinic_handbook", "--queries", "clinic_handbook", "--limit", "5",
+                "--detectors", "", "--json", "-q")
+    assert p.returncode == 0, p.stderr
+    cs = json.loads(p.stdout.strip().splitlines()[-1])["corpus_stats"]
+    assert cs["over_window"] == 0 and cs["retriever_max_tokens"] == 254 and cs["chunks"] >= 150
+    p = run_cli("extract", "--kb", "clinic_records", "--attack", "rag-thief", "--attacker-llm", "none",
+                "--generator", "qwen2.5-0.5b", "--rounds", "2", "--top-k", "2", "--json", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout.strip().splitlines()[-1])
+    assert s["corpus_stats"] == {"chunks": s["kb_size"], "retriever_max_tokens": 254, "over_window": 0,
+                                 "retriever": "minilm"}
+    b = s["answer_budget"]
+    assert b["mode"] == "context" and b["capped_rounds"] == 0 and b["recoverable_tokens"] == b["context_tokens"] > 0
+    assert 0 < s["ee_retrieval"] <= 1 and 0 <= s["ee_generation"] <= 1 and 0 < s["exploration"] <= 1
+    c = s["cost"]
+    assert c["queries"] == 2 and c["generator_tokens"]["prompt"] > 0 and c["attacker_tokens"]["calls"] == 0
+    assert c["usd"] is None                                    # local models have no price
+    assert "by stage:" in p.stdout and "cost: 2 queries" in p.stdout
+
+
+def test_paper_scale_preset_smoke_and_resume(tmp_path):
+    """CI runs a 2-round smoke of ragfort-paper-scale (both KBs, both attacks, no protection); running it
+    again with the same --out resumes: every finished cell is kept, none is run twice."""
+    args = ("compare", "--preset", "ragfort-paper-scale", "--configurations", "none", "--rounds", "2",
+            "--repeats", "1", "--utility-limit", "1", "--json", "--out", str(tmp_path))
+    p = run_cli(*args)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout.strip().splitlines()[-1])["rows"]
+    assert sorted((r["kb"], r["attack"]) for r in rows) == [("enron", "rag-thief"), ("enron", "worm"),
+                                                           ("healthcaremagic", "rag-thief"), ("healthcaremagic", "worm")]
+    for r in rows:
+        assert r["rounds"] == 2 and r["ee_retrieval"] > 0 and r["ee_generation"] is not None
+    first = json.loads((tmp_path / "comparison.json").read_text())
+    assert first["complete"]
+    p = run_cli(*args)
+    assert p.returncode == 0, p.stderr
+    again = json.loads((tmp_path / "comparison.json").read_text())
+    assert [r["run_id"] for r in again["runs"]] == [r["run_id"] for r in first["runs"]]
+    assert len(list((tmp_path / "runs").iterdir())) == 4

@@ -19,7 +19,7 @@ from helpers import FlakyProxy
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
 SMALL = {"generator": "local", "generator_params": {"model": "smollm2-135m", "max_tokens": 64},
          "attacker_llm": "local", "attacker_llm_params": {"model": "smollm2-135m", "max_tokens": 32},
-         "max_tokens": 64}
+         "max_tokens": 64, "answer_budget": "fixed"}
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +142,9 @@ def test_extraction_run_events_and_summary(tmp_path, attack, data_dir):
     for key in ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts", "semantic_leak", "pii_leaked",
                 "rounds", "kb_size"):
         assert key in s
-    assert s["rounds"] == 2 and s["kb_size"] == len(load_corpus("clinic_records"))
+    # the KB is chunked in the retriever's own tokens: every chunk fits MiniLM's window
+    assert s["rounds"] == 2 and s["kb_size"] == s["corpus_stats"]["chunks"] > len(load_corpus("clinic_records"))
+    assert s["corpus_stats"]["over_window"] == 0 and s["corpus_stats"]["retriever_max_tokens"] == 254
     assert s["retrieved_coverage"] > 0
     # the summary is a pure function of the events: recomputing from disk gives the same numbers
     assert summarize_extraction(on_disk)["crr"] == s["crr"]
@@ -287,3 +289,108 @@ def test_adaptive_attacker_rephrases_past_the_intent_block(tmp_path):
     assert adaptive.summary()["blocked"] < 2
     states = [e.state for e in adaptive.events if e.kind == "attacker_state"]
     assert all("intent-block" in s["adapted"] for s in states)
+
+
+def test_leakage_by_stage_multiplies_to_crr_and_exploration_counts_new_chunks(records):
+    t = LeakageTracker(records)
+    a, b, c = records.documents[:3]
+    t.update("Here: " + a.text, [a.id, b.id], [a.id, b.id])      # a reproduced, b only reached the context
+    m = t.update("nothing useful", [a.id], [a.id, b.id]).metrics   # nothing new retrieved this round
+    assert m["ee_retrieval"] == pytest.approx(2 / len(records)) and m["ee_generation"] == pytest.approx(0.5)
+    assert m["crr"] == pytest.approx(m["ee_retrieval"] * m["ee_generation"])
+    assert m["exploration"] == pytest.approx(0.5)
+    m = t.update("", [c.id], [c.id]).metrics
+    assert m["exploration"] == pytest.approx(2 / 3) and m["ee_generation"] == pytest.approx(1 / 3)
+
+
+def test_answer_budget_covers_the_context_or_says_it_caps(tmp_path):
+    from engine.rag.system import covering_budget
+    assert covering_budget(100, 64) == 142 and covering_budget(10, 64) == 64
+    base = {**SMALL, "attack": "zeng", "attacker_llm": "", "rounds": 1, "top_k": 2, "data_dir": ""}
+    for mode in ("context", "fixed"):
+        run = ExtractionRun(ExtractionConfig.from_dict({**base, "answer_budget": mode}))
+        try:
+            run.run()
+        finally:
+            run.close()
+        g = next(e for e in run.events if e.kind == "generated")
+        s = run.summary()
+        assert g.context_tokens > 64, "two clinic records are longer than 64 tokens"
+        if mode == "context":
+            assert g.answer_budget == covering_budget(g.context_tokens, 64) and s["answer_budget"]["capped_rounds"] == 0
+        else:
+            assert g.answer_budget == 64 and s["answer_budget"]["capped_rounds"] == 1
+            assert s["answer_budget"]["recoverable_tokens"] == 64 < s["answer_budget"]["context_tokens"]
+            from engine.plots.extraction import budget_note, round_view
+            note, capped = budget_note(round_view(run.events, 1))
+            assert capped and "caps this round" in note
+
+
+def test_a_round_streams_its_query_then_its_answer():
+    cfg = ExtractionConfig.from_dict({**SMALL, "attack": "rag-thief", "attacker_llm": "", "rounds": 1, "top_k": 2,
+                                      "data_dir": ""})
+    run = ExtractionRun(cfg)
+    seen: list[tuple[str, str]] = []
+    try:
+        run.prepare()
+        run.step(on_query=lambda r, q: seen.append(("query", q)), on_text=lambda p: seen.append(("text", p)))
+    finally:
+        run.close()
+    assert seen[0][0] == "query" and seen[0][1] == next(e.text for e in run.events if e.kind == "query_issued")
+    assert len(seen) > 3 and "".join(p for k, p in seen[1:]) == next(e.text for e in run.events
+                                                                      if e.kind == "generated")
+
+
+def test_rag_thief_skips_anchors_it_already_sent(records):
+    """A small model's 'continuation' often restates the chunk: both directions give the same anchor.
+    The repeat is skipped, so the next query explores instead of retrieving the same chunks again."""
+    class Echo:            # an attacker LLM that copies the passage's opening, as Qwen-0.5B often does
+        def chat(self, messages, max_tokens=None):
+            from engine.generators.base import Generation
+            text = messages[0]["content"].split('"')[1][:200]
+            return Generation(text, 10, 10, "echo", 0.0)
+
+    first, second = records.documents[0].text, records.documents[1].text
+    for skip in (True, False):
+        agent = make_agent("rag-thief", {"budget": 6, "skip_repeated_anchors": skip},
+                           AttackContext(seed=0, attacker_llm=Echo()))
+        q1 = agent.next_query([])
+        q2 = agent.next_query([Exchange(q1, first)])                  # anchor: the first record's opening
+        q3 = agent.next_query([Exchange(q1, first), Exchange(q2, second)])
+        if skip:   # its 'backward' anchor is the same opening: skipped, the second record's anchor comes next
+            assert agent.skipped_anchors == 1 and q3 != q2 and second[:40] in q3
+            st = agent.state()
+            assert st["skipped_anchors"] == 1 and len(st["sent"]) == 3
+        else:
+            assert q3 == q2
+
+
+def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
+    """Stopped after one round of its first cell, a comparison continues that run from round 1 and then
+    runs the rest; a third call finds everything finished and runs nothing."""
+    import threading
+
+    from engine.compare import run_comparison
+    from engine.config import ComparisonConfig
+    cfg = ComparisonConfig.from_dict({"base": {**SMALL, "attack": "zeng", "attacker_llm": "", "rounds": 2,
+                                               "top_k": 2, "data_dir": ""},
+                                      "attacks": ["zeng"], "configurations": ["none", "system-prompt"],
+                                      "utility_limit": 1})
+    stop = threading.Event()
+
+    def progress(stage, done, total):
+        if "attacking" in stage and done == 1:
+            stop.set()
+    rows = run_comparison(cfg, out_dir=tmp_path, progress=progress, stop=stop)
+    assert rows == []
+    half = list((tmp_path / "runs").iterdir())
+    assert len(half) == 1 and not (half[0] / "summary.json").exists()
+    rows = run_comparison(cfg, out_dir=tmp_path)
+    assert [r["configuration"] for r in rows] == ["none", "system-prompt"] and all(r["rounds"] == 2 for r in rows)
+    assert rows[0]["run_id"] == half[0].name                       # the same run, continued
+    kinds = [e.kind for e in read_jsonl(half[0] / "events.jsonl")]
+    assert kinds.count("run_resumed") == 1 and kinds.count("round_ended") == 2
+    before = json.loads((tmp_path / "comparison.json").read_text())["runs"]
+    run_comparison(cfg, out_dir=tmp_path)
+    assert json.loads((tmp_path / "comparison.json").read_text())["runs"] == before
+    assert len(list((tmp_path / "runs").iterdir())) == 2

@@ -46,6 +46,16 @@ class RagThiefAgent(ExtractionAgent):
       attacker, 1.5B generator, top-3, 10 rounds) the two rules change which rounds are spent where
       but not the result: 3 chunks recovered of 13 retrieved, with or without them — a 0.5B model's
       continuations of a dialog stay on its topic, so RAG-Thief explores little on such a corpus.
+    * *Repeated anchors* — an anchor whose ROUGE-L F1 against an anchor already sent is ≥
+      ``dedup_threshold`` is skipped (``skip_repeated_anchors``): a small attacker model often
+      "continues" a chunk by copying its opening, so both directions yield the same anchor and the
+      second query retrieves exactly what the first did.
+    * *Without an attacker LLM* (``attacker_llm`` none) the continuation is rule-based: the chunk's last
+      sentence (forward) and first sentence (backward). On the bundled clinic records (Qwen2.5-0.5B
+      answering, top-3, 8 rounds) this explored more than LLM reflections: 88% of rounds retrieved a
+      chunk not seen before, vs 62% with Qwen2.5-0.5B and 75% with SmolLM2-135M reflecting — a record's
+      closing sentence (contact details, follow-up) is shared in form by many records, so it pulls in
+      new ones, while a 0.5B model's "continuation" mostly restates the chunk it was given.
     """
 
     class Params(Params):
@@ -60,6 +70,8 @@ class RagThiefAgent(ExtractionAgent):
                                               "duplicate fragment (ROUGE-L precision; 1.01 = off)")
         drop_stale_anchors: bool = param(True, help="Drop the sibling continuation of a chunk whose first "
                                                     "continuation brought nothing new")
+        skip_repeated_anchors: bool = param(True, help="Skip an anchor that repeats one already sent (ROUGE-L F1 "
+                                                       "≥ dedup_threshold)")
         min_chunk_words: int = param(8, min=1, max=500, help="Shortest answer piece kept as a chunk")
         reflect_tokens: int = param(64, min=8, max=512, help="Tokens per reflection (continuation) of the attacker LLM")
         anchor_words: int = param(60, min=5, max=500, help="Words of a continuation used as the next anchor")
@@ -76,6 +88,8 @@ class RagThiefAgent(ExtractionAgent):
         self.last_new = 0
         self.current: dict = {}
         self.dropped_anchors = 0
+        self.sent: list[str] = []                 # anchors already used in a query
+        self.skipped_anchors = 0
 
     def _observe(self, ex: Exchange) -> None:
         new = 0
@@ -108,21 +122,34 @@ class RagThiefAgent(ExtractionAgent):
             if text:
                 self.anchors.append({"text": text, "direction": d, "from": chunk[:120]})
 
+    def _repeats(self, text: str) -> bool:
+        return self.params.skip_repeated_anchors and is_duplicate(text, self.sent, self.params.dedup_threshold)
+
+    def _next_anchor(self) -> Optional[dict]:
+        while self.anchors or self.short_term:
+            while not self.anchors and self.short_term:
+                self._reflect(self.short_term.popleft())
+            a = self.anchors.popleft()
+            if not self._repeats(a["text"]):
+                return a
+            self.skipped_anchors += 1
+        return None
+
     def _propose(self) -> Optional[str]:
-        while not self.anchors and self.short_term:
-            self._reflect(self.short_term.popleft())
-        if self.anchors:
-            self.current = self.anchors.popleft()
-        else:
-            self.current = {"text": self.seeds[self.seed_used % len(self.seeds)], "direction": "seed", "from": ""}
+        a = self._next_anchor()
+        if a is None:
+            a = {"text": self.seeds[self.seed_used % len(self.seeds)], "direction": "seed", "from": ""}
             self.seed_used += 1
+        self.current = a
+        self.sent.append(a["text"])
         return f"{self.current['text']}\n\n{self.params.command}"
 
     def _state(self) -> dict[str, Any]:
         return {"short_term": list(self.short_term), "long_term": list(self.long_term),
                 "anchors": list(self.anchors), "seed_used": self.seed_used, "reflections": self.reflections,
                 "last_new": self.last_new, "current": dict(self.current),
-                "dropped_anchors": self.dropped_anchors}
+                "dropped_anchors": self.dropped_anchors, "sent": list(self.sent),
+                "skipped_anchors": self.skipped_anchors}
 
     def _load_state(self, state: dict[str, Any]) -> None:
         self.short_term = deque(state["short_term"])
@@ -133,3 +160,5 @@ class RagThiefAgent(ExtractionAgent):
         self.last_new = int(state.get("last_new", 0))
         self.current = dict(state.get("current", {}))
         self.dropped_anchors = int(state.get("dropped_anchors", 0))
+        self.sent = list(state.get("sent", []))
+        self.skipped_anchors = int(state.get("skipped_anchors", 0))
