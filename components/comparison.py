@@ -51,14 +51,16 @@ def render_results(config: dict[str, Any], rows: list[dict[str, Any]], *, comple
     else:
         st.info("This comparison ran without the utility evaluation, so there is no trade-off to draw.")
 
-    for attack in dict.fromkeys(r["attack"] for r in rows):
-        check = ablation_direction(rows, attack, metric)
+    kbs = list(dict.fromkeys(r.get("kb") for r in rows))
+    for kb, attack in dict.fromkeys((r.get("kb"), r["attack"]) for r in rows):
+        check = ablation_direction(rows, attack, metric, kb=kb if len(kbs) > 1 else None)
         if check["holds"] is None:
             continue
         v = check["values"]
         line = (f"{LEAK_METRICS[metric]}: reindex+cascade {v['reindex+cascade']:.3g} · reindex {v['reindex']:.3g} · "
                 f"cascade {v['cascade']:.3g} · none {v['none']:.3g}")
-        msg = f"RAGFort ablation direction for {md_escape(attack)} (both < min(single paths) < none): "
+        who = f"{attack} on {kb}" if len(kbs) > 1 else attack
+        msg = f"RAGFort ablation direction for {md_escape(who)} (both < min(single paths) < none): "
         if check["holds"] and check["not_below_none"]:
             st.warning(msg + "**holds**, but " + " and ".join(check["not_below_none"])
                        + " alone leaks no less than no protection. " + line)

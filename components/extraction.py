@@ -17,13 +17,14 @@ import streamlit as st
 from components.state import progress_callback
 from components.text import md_escape
 from engine.config import ExtractionConfig, list_presets, load_preset
-from engine.corpora import corpus_from_documents, load_corpus
+from engine.corpora import corpus_from_documents, load_corpus, retriever_window
+from engine.embedders import make_retriever
 from engine.errors import EngineError
 from engine.generators.litellm_gen import LiteLLMGenerator
 from engine.params import Params
-from engine.plots.extraction import (attacker_state, cascade_bars, cascade_rows, coverage_map, leakage_curves,
-                                     marked_segments, metrics_rows, round_view, rounds_played, run_config,
-                                     worm_drift)
+from engine.plots.extraction import (attacker_state, budget_note, cascade_bars, cascade_rows, config_summary,
+                                     coverage_map, leakage_curves, marked_segments, metrics_rows, round_view,
+                                     rounds_played, run_config, worm_drift)
 from engine.report import runs_dir
 from engine.runs.events import Event, event_to_json, jsonable, read_jsonl
 from engine.runs.extraction import ExtractionRun, summarize_extraction
@@ -106,7 +107,8 @@ def settings_from_config(cfg: ExtractionConfig) -> dict[str, Any]:
     attacker = dict(cfg.attacker_llm_params or {}).get("model", "smollm2-135m") if cfg.attacker_llm else ATTACKER_NONE
     return {"kb": cfg.kb, "generator": gen, "litellm_model": litellm_model, "api_base": gp.get("api_base", ""),
             "attack": cfg.attack, "attack_params": ap, "attacker_llm": attacker, "rounds": cfg.rounds,
-            "top_k": cfg.top_k, "max_tokens": cfg.max_tokens, "defenses": list(cfg.defenses), "seed": cfg.seed}
+            "top_k": cfg.top_k, "max_tokens": cfg.max_tokens, "answer_budget": cfg.answer_budget,
+            "defenses": list(cfg.defenses), "seed": cfg.seed}
 
 
 def load_extract_preset(name: str) -> bool:
@@ -136,7 +138,8 @@ def build_config(s: Mapping[str, Any], data_dir: str) -> ExtractionConfig:
         "rounds": int(s["rounds"]), "generator": gen, "generator_params": gp,
         "attacker_llm": "local" if uses_llm else "", "attacker_llm_params": {"model": s["attacker_llm"]} if uses_llm else None,
         "defenses": list(s.get("defenses") or ()), "top_k": int(s["top_k"]), "max_tokens": int(s["max_tokens"]),
-        "seed": int(s["seed"]), "data_dir": data_dir}, where="extraction setup")
+        "answer_budget": s.get("answer_budget", "context"), "seed": int(s["seed"]), "data_dir": data_dir},
+        where="extraction setup")
 
 
 def make_generator(cfg: ExtractionConfig, api_key: str) -> Any:
@@ -148,12 +151,17 @@ def make_generator(cfg: ExtractionConfig, api_key: str) -> Any:
                             api_key=api_key or None)
 
 
+def window_of(retriever: str, params: Mapping[str, Any] | None = None) -> Any:
+    """The retriever's token window: chunks are cut in its tokens, as the run itself cuts them."""
+    return retriever_window(make_retriever(retriever, dict(params or {})))
+
+
 def corpus_for(cfg: ExtractionConfig) -> Any:
     """The uploaded documents as a corpus for kb 'upload'; None otherwise (the run loads the KB)."""
     if cfg.kb != "upload":
         return None
     return corpus_from_documents("upload", st.session_state.get("uploaded_docs") or [], chunk_size=cfg.chunk_size,
-                                 chunk_overlap=cfg.chunk_overlap)
+                                 chunk_overlap=cfg.chunk_overlap, window=window_of(cfg.retriever))
 
 
 def _warm_models(run: ExtractionRun, tick) -> None:
@@ -244,7 +252,8 @@ def kb_texts(cfg: Mapping[str, Any], folder: str | Path | None = None) -> tuple[
                 raise EngineError("the uploaded documents of this run are not in its folder")
             else:
                 c = load_corpus(cfg["kb"], data_dir=cfg.get("data_dir") or None, chunk_size=cfg.get("chunk_size"),
-                                chunk_overlap=cfg.get("chunk_overlap", 0))
+                                chunk_overlap=cfg.get("chunk_overlap", 0),
+                                window=window_of(cfg.get("retriever") or "minilm", cfg.get("retriever_params")))
             cache.clear()
             cache[key] = (list(c.ids), {d.id: d.text for d in c.documents})
         except (EngineError, OSError, KeyError):
@@ -267,17 +276,48 @@ def marked_markdown(segments: list[tuple[str, bool]]) -> str:
 def render_metrics(events: list[Event]) -> None:
     rows = metrics_rows(events)
     m = rows[-1] if rows else {}
-    c = st.columns(5)
+    c = st.columns(6)
     c[0].metric("CRR", f"{m.get('crr', 0.0):.4f}" if rows else "–",
-                help="chunk recovery rate: KB chunks an answer recovered with ROUGE-L recall ≥ τ, / KB size")
-    c[1].metric("Retrieved coverage", f"{m.get('retrieved_coverage', 0.0):.4f}" if rows else "–",
-                help="KB chunks retrieved at least once, / KB size")
-    c[2].metric("Repeat contexts", f"{int(m.get('repeat_contexts', 0))}" if rows else "–",
+                help="chunk recovery rate: KB chunks an answer recovered with ROUGE-L recall ≥ τ, / KB size. "
+                     "≈ reached context × reproduced")
+    c[1].metric("Reached the context", f"{m.get('ee_retrieval', m.get('retrieved_coverage', 0.0)):.4f}" if rows
+                else "–", help="retrieval stage: share of the KB that reached the generator's context (after "
+                               "retrieval-stage defenses) at least once")
+    c[2].metric("Reproduced of that", f"{m.get('ee_generation', 0.0):.2f}" if rows else "–",
+                help="generation stage: share of the chunks that reached the context which an answer "
+                     "reproduced (ROUGE-L recall ≥ τ)")
+    c[3].metric("Repeat contexts", f"{int(m.get('repeat_contexts', 0))}" if rows else "–",
                 help="retrieved chunks copied ≥ 20 consecutive tokens verbatim")
-    c[3].metric("ROUGE contexts", f"{int(m.get('rouge_contexts', 0))}" if rows else "–",
+    c[4].metric("ROUGE contexts", f"{int(m.get('rouge_contexts', 0))}" if rows else "–",
                 help="retrieved chunks with ROUGE-L recall or precision > 0.5 against their round's answer")
-    c[4].metric("PII leaked", f"{int(m.get('pii_leaked', 0))} / {int(m.get('pii_total', 0))}" if rows else "–",
+    c[5].metric("PII leaked", f"{int(m.get('pii_leaked', 0))} / {int(m.get('pii_total', 0))}" if rows else "–",
                 help="distinct PII items of the KB (name, e-mail, phone, MRN, date of birth) seen in any answer")
+
+
+def stream_round(run: ExtractionRun) -> None:
+    """Play one round live: the attacker's query as soon as it is chosen, then the answer as it is
+    generated (plain text, never HTML). A full rerun afterwards draws the finished round."""
+    import time
+
+    box = st.container(border=True)
+    head, query_box, answer_box = box.empty(), box.empty(), box.empty()
+    head.markdown(f"**Round {run.rounds_done + 1} — the attacker is choosing its query…**")
+    pieces: list[str] = []
+    shown = [0.0]
+
+    def on_query(r: int, text: str) -> None:
+        head.markdown(f"**Round {r} — attacker's query**")
+        query_box.text(text)
+        answer_box.caption("retrieving and reading the context… the answer streams here")
+
+    def on_text(piece: str) -> None:
+        pieces.append(piece)
+        now = time.monotonic()
+        if now - shown[0] >= 0.08:   # ~12 updates a second
+            answer_box.text("Answer (streaming): " + "".join(pieces))
+            shown[0] = now
+
+    run.step(on_query=on_query, on_text=on_text)
 
 
 def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None = None, key: str = "live") -> None:
@@ -313,6 +353,9 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
                 st.caption(md_escape(json.dumps(jsonable(a["detail"]), default=str)[:300]))
     st.markdown("**Generator's answer**" + (f" — blocked by `{md_escape(v['blocked_by'])}`" if v["blocked_by"] else ""))
     st.text(v["answer"] or "(empty)")
+    note, capped = budget_note(v)
+    if note:
+        (st.warning if capped else st.caption)(md_escape(note))
     if v["pii"]:
         st.caption("PII leaked this round: " + md_escape(", ".join(v["pii"])))
     if not v["leaked"]:

@@ -10,9 +10,11 @@ DEFAULT_PIPELINE = {"corpus": "clinic_handbook", "chunk_size": 512, "chunk_overl
                     "top_k": 5}
 DEFAULT_LAB = {"queries": "clinic_handbook", "attack": "universal", "target": "pii", "target_text": "",
                "injection": "one-at-a-time", "limit": 30, "detectors": ["l2", "mahalanobis"], "seed": 0}
-DEFAULT_EXTRACT = {"kb": "clinic_records", "generator": "smollm2-135m", "litellm_model": "openai/gpt-4o-mini",
-                   "api_base": "", "attack": "rag-thief", "attack_params": {}, "attacker_llm": "smollm2-135m",
-                   "rounds": 3, "top_k": 3, "max_tokens": 160, "defenses": [], "seed": 0}
+# the quick-extraction-demo preset (presets/quick-extraction-demo.yaml): what leaks visibly offline
+DEFAULT_EXTRACT = {"kb": "clinic_records", "generator": "qwen2.5-0.5b", "litellm_model": "openai/gpt-4o-mini",
+                   "api_base": "", "attack": "rag-thief", "attack_params": {}, "attacker_llm": "none",
+                   "rounds": 10, "top_k": 2, "max_tokens": 128, "answer_budget": "context", "defenses": [],
+                   "seed": 0}
 
 
 def init_state() -> None:

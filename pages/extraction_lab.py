@@ -9,13 +9,13 @@ from components.extraction import (ATTACKER_NONE, KB_HELP, KBS, LITELLM, LOCAL_M
                                    close_extract_run, corpus_for, describe_saved, extract_presets, kb_texts,
                                    load_extract_preset, params_widgets, render_charts, render_exports,
                                    render_internals, render_metrics, render_round, resume_run,
-                                   saved_extraction_runs, start_run)
+                                   saved_extraction_runs, start_run, stream_round)
 from components.state import data_dir, init_state
 from components.text import md_escape
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.defenses import DEFENSES
 from engine.errors import EngineError
-from engine.plots.extraction import rounds_played, run_config, run_status
+from engine.plots.extraction import config_summary, rounds_played, run_config, run_status
 from engine.runs.events import read_jsonl
 
 init_state()
@@ -89,14 +89,24 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
                                            "openai/gpt-4o-mini. The API key goes in the sidebar.")
         api_base = c1.text_input("API base (optional)", s["api_base"],
                                  help="Only for litellm: base URL of an OpenAI-compatible server")
-        max_tokens = c1.number_input("Tokens per answer", 8, 4096, int(s["max_tokens"]))
+        budgets = ["context", "fixed"]
+        answer_budget = c1.selectbox("Answer budget", budgets, index=budgets.index(s.get("answer_budget", "context")),
+                                     format_func=lambda b: "covers the retrieved context" if b == "context"
+                                     else "fixed (tokens per answer)",
+                                     help="covers the retrieved context: each answer may be as long as its context "
+                                          "(never shorter than the tokens below), so CRR is not capped by the "
+                                          "budget. fixed: the tokens below, which caps what an answer can copy.")
+        max_tokens = c1.number_input("Tokens per answer (minimum)", 8, 4096, int(s["max_tokens"]))
         c2.markdown(f"**{attack} parameters**")
         attack_params = params_widgets(EXTRACTION_ATTACKS.get(attack).Params, s["attack_params"], skip=("budget",),
                                        container=c2)
         attackers = [ATTACKER_NONE] + LOCAL_MODELS
         attacker_llm = c2.selectbox("Attacker's own LLM", attackers,
-                                    index=attackers.index(s["attacker_llm"]) if s["attacker_llm"] in attackers else 1,
-                                    help="RAG-Thief's reflections (continuations of what it extracted); "
+                                    index=attackers.index(s["attacker_llm"]) if s["attacker_llm"] in attackers else 0,
+                                    format_func=lambda a: "none — rule-based continuation (first / last sentence)"
+                                    if a == ATTACKER_NONE else a,
+                                    help="RAG-Thief's reflections (continuations of what it extracted); without an "
+                                         "LLM the continuation is the stolen chunk's first and last sentence. "
                                          "zeng and worm use none", disabled=attack != "rag-thief")
         rounds = c3.number_input("Rounds (query budget)", 1, 10_000, int(s["rounds"]))
         top_k = c3.number_input("Top-k", 1, 100, int(s["top_k"]))
@@ -111,7 +121,7 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
                          "attack": attack, "attack_params": attack_params,
                          "attacker_llm": attacker_llm if attack == "rag-thief" else s["attacker_llm"],
                          "rounds": int(rounds), "top_k": int(top_k), "max_tokens": int(max_tokens),
-                         "defenses": defenses, "seed": int(seed)}
+                         "answer_budget": answer_budget, "defenses": defenses, "seed": int(seed)}
         prepare()
         st.rerun()
 
@@ -126,7 +136,7 @@ def step_once() -> None:
     if r is None or r.done or run_status(r.events) == "failed":
         return
     try:
-        r.step()
+        stream_round(r)
     except Exception as e:  # noqa: BLE001 - keep the app usable: stop playing and say what happened
         ss["extract_playing"] = False
         ss["extract_error"] = (f"the round failed: {friendly(e)}. Finished rounds are saved; press Resume to retry "
@@ -190,9 +200,8 @@ def render_live(run) -> None:
             resume(r.out_dir)
             st.rerun()
         status = "run complete" if r.done else ("failed" if failed else ("playing" if playing else "paused"))
-        c[4].caption(f"{r.rounds_done}/{r.config.rounds} rounds · {r.config.attack} vs "
-                     f"{'+'.join(r.config.defenses) or 'no defense'} · KB {len(r.corpus):,} chunks · {status} · "
-                     f"run `{r.run_id}`")
+        c[4].caption(f"{r.rounds_done}/{r.config.rounds} rounds · {status} · KB {len(r.corpus):,} chunks · "
+                     f"run `{r.run_id}`  \n" + md_escape(config_summary(r.config.to_dict())))
         events = list(r.events)
         render_metrics(events)
         render_charts(events, ids, len(ids), key="live")

@@ -47,8 +47,11 @@ with st.expander("Guided tour (4 steps)", expanded=True):
         "*Saved runs*; grid them on *Sweeps*; look for patterns on *Analysis*.")
 
 st.subheader("Knowledge-base extraction")
-st.caption("RAG-Thief against the bundled clinic records (320 synthetic patients with fake personal data), "
-           "answered by the small offline model.")
+st.caption("RAG-Thief against the bundled clinic records (320 synthetic patients with fake personal data), answered "
+           "by Qwen2.5-0.5B offline: each query asks the assistant to output its context word for word, and each "
+           "stolen record's first and last sentence become the next queries. Press **Prepare attack**, then "
+           "**Step**: the answer streams in and the leaked records and phone numbers are marked beside their "
+           "source, from the first rounds.")
 if st.button("Open the extraction demo", help="Load the quick-extraction-demo preset into the Extraction lab"):
     from components.extraction import load_extract_preset
     if load_extract_preset("quick-extraction-demo"):

@@ -18,7 +18,7 @@ ss.setdefault("teach", {"met": [], "results": {}})
 progress_state = ss["teach"]
 st.title("Teaching mode")
 st.caption("Three short levels: plant a poison, steal patient data, then defend the system without breaking it. "
-           "Each level runs a tiny real experiment (clinic data, a few rounds, a small local model) and the engine "
+           "Each level runs a tiny real experiment (clinic data, a few rounds, small offline models) and the engine "
            "checks whether you reached the goal.")
 job: Job | None = ss.get("teach_job")
 
@@ -53,8 +53,8 @@ def controls(level: int, busy: bool) -> None:
         args = {"attack": attack, "target": target, "limit": int(limit)}
     elif level == 2:
         c1, c2 = st.columns(2)
-        attack = c1.selectbox("Attack", ["zeng", "rag-thief"], key=f"{k}_attack")
-        rounds = c2.number_input("Rounds", 1, 5, 2, key=f"{k}_rounds")
+        attack = c1.selectbox("Attack", ["rag-thief", "zeng"], key=f"{k}_attack")
+        rounds = c2.number_input("Rounds", 1, 5, 3, key=f"{k}_rounds")
         args = {"attack": attack, "rounds": int(rounds)}
     else:
         c1, c2 = st.columns(2)

@@ -60,6 +60,8 @@ def round_view(events: Sequence[Event], rnd: int) -> dict[str, Any] | None:
         "retrieved": list(zip(ret.doc_ids, ret.scores)) if ret else [],
         "actions": actions,
         "answer": gen.text if gen else "", "blocked_by": gen.blocked_by if gen else "",
+        "context_tokens": gen.context_tokens if gen else 0, "answer_budget": gen.answer_budget if gen else 0,
+        "completion_tokens": gen.completion_tokens if gen else 0,
         "context_ids": list(gen.context_ids) if gen else [], "info": dict(gen.info) if gen else {},
         "leaked": leaked_ids(leak) if leak else [],
         "recovered": list(leak.recovered) if leak else [],
@@ -69,6 +71,38 @@ def round_view(events: Sequence[Event], rnd: int) -> dict[str, Any] | None:
         "pii": list(leak.pii) if leak else [],
         "metrics": dict(leak.metrics) if leak else {},
     }
+
+
+def budget_note(view: Mapping[str, Any]) -> tuple[str, bool]:
+    """One line on what this round's answer could at most reproduce: (text, capped). Capped = the answer
+    budget was smaller than the context, so CRR could not count every chunk in it."""
+    ctx, budget = int(view.get("context_tokens") or 0), int(view.get("answer_budget") or 0)
+    if view.get("blocked_by") or not budget:
+        return "", False
+    n_ctx = len(view.get("context_ids") or ())
+    got = len(view.get("recovered") or ())
+    line = (f"In context: {n_ctx} chunk(s), {ctx:,} tokens · answer budget {budget:,} tokens · answer "
+            f"{int(view.get('completion_tokens') or 0):,} tokens · recovered this round: {got} chunk(s)")
+    if budget < ctx:
+        return (line + f" — the budget caps this round: at most {budget / max(ctx, 1):.0%} of the context could "
+                       "be reproduced, so CRR undercounts what the model would leak"), True
+    return line, False
+
+
+def config_summary(cfg: Mapping[str, Any]) -> str:
+    """One plain sentence of what a run is: attack, its LLM, the system and its defenses."""
+    gp = dict(cfg.get("generator_params") or {})
+    gen = gp.get("model") or cfg.get("generator", "")
+    ap = dict(cfg.get("attacker_llm_params") or {})
+    attack = str(cfg.get("attack", ""))
+    if attack == "rag-thief":
+        attack += (f" (reflections by {ap.get('model') or cfg.get('attacker_llm')})" if cfg.get("attacker_llm")
+                   else " (rule-based continuation: each stolen chunk's first and last sentence)")
+    budget = ("answers as long as their context" if cfg.get("answer_budget", "fixed") == "context"
+              else f"answers capped at {cfg.get('max_tokens')} tokens")
+    defenses = "+".join(cfg.get("defenses") or ()) or "no defense"
+    return (f"{attack} vs {gen} · KB {cfg.get('kb')} · {cfg.get('retriever', 'minilm')} top-{cfg.get('top_k')} · "
+            f"{cfg.get('template', 'rag-privacy')} prompt · {budget} · {defenses}")
 
 
 def marked_segments(source: str, answer: str, min_words: int = 4) -> list[tuple[str, bool]]:

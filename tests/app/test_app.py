@@ -48,7 +48,9 @@ def test_home_opens_the_extraction_demo():
     at = app()
     next(b for b in at.button if b.label == "Open the extraction demo").click().run()
     assert not at.exception
-    assert at.session_state["extract"]["attack"] == "rag-thief" and at.session_state["extract"]["rounds"] == 3
+    s = at.session_state["extract"]
+    assert (s["attack"], s["rounds"], s["generator"], s["attacker_llm"], s["top_k"], s["answer_budget"]) == \
+        ("rag-thief", 10, "qwen2.5-0.5b", "none", 2, "context")
 
 
 def test_pipeline_controls_build_and_try_a_query():

@@ -10,8 +10,9 @@ from engine.runs.extraction import ExtractionRun
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-test-SECRET-12345"
-# lean settings: Zeng (no attacker LLM), 2 rounds, top-2, 16 tokens per answer
-LEAN = {"Rounds (query budget)": 2, "Top-k": 2, "Tokens per answer": 16}
+# lean settings: Zeng (no attacker LLM), SmolLM2, 2 rounds, top-2, 16 tokens per answer
+LEAN = {"Rounds (query budget)": 2, "Top-k": 2, "Tokens per answer (minimum)": 16, "Answer budget": "fixed",
+        "Generator": "smollm2-135m"}
 
 
 @pytest.fixture
@@ -71,7 +72,7 @@ def test_live_crr_equals_the_engine(cache):
     assert len(at.get("plotly_chart")) >= 2  # coverage map + leakage curves
     assert any("2/2 rounds" in c.value for c in at.caption)
     cfg = ExtractionConfig.from_dict({"kb": "clinic_records", "attack": "zeng", "rounds": 2, "top_k": 2,
-                                      "max_tokens": 16, "generator": "local",
+                                      "max_tokens": 16, "answer_budget": "fixed", "generator": "local",
                                       "generator_params": {"model": "smollm2-135m", "max_tokens": 16},
                                       "attacker_llm": "", "seed": 0, "data_dir": run.config.data_dir,
                                       "attack_params": dict(run.config.attack_params or {})})
@@ -80,7 +81,11 @@ def test_live_crr_equals_the_engine(cache):
     headless.run()
     s = headless.summary()
     assert float(shown["CRR"]) == pytest.approx(s["crr"], abs=1e-4)
-    assert float(shown["Retrieved coverage"]) == pytest.approx(s["retrieved_coverage"], abs=1e-4)
+    assert float(shown["Reached the context"]) == pytest.approx(s["retrieved_coverage"], abs=1e-4)
+    assert float(shown["Reproduced of that"]) == pytest.approx(s["ee_generation"], abs=1e-2)
+    # what the run is, in words; and the 16-token budget is shown as capping what the answer could copy
+    assert any("zeng vs smollm2-135m" in c.value and "answers capped at 16 tokens" in c.value for c in at.caption)
+    assert any("the budget caps this round" in w.value for w in at.warning)
     assert int(shown["ROUGE contexts"]) == s["rouge_contexts"]
     assert shown["PII leaked"] == f"{s['pii_leaked']} / {s['pii_total']}"
 
@@ -117,7 +122,8 @@ def test_api_key_is_never_written(cache, llama_server):
     assert run.done and not at.error, [e.value for e in at.error]
     # 2) a closed loopback port: the round fails with a clear message (and a failed run on disk)
     from helpers import free_port
-    setup(at, **{"API base (optional)": f"http://127.0.0.1:{free_port()}/v1", "Rounds (query budget)": 1})
+    setup(at, **{"Generator": "litellm", "API base (optional)": f"http://127.0.0.1:{free_port()}/v1",
+                 "Rounds (query budget)": 1})
     prepare(at)
     step(at)
     assert any("the round failed" in e.value for e in at.error), [e.value for e in at.error]
