@@ -21,7 +21,7 @@ from .queries import load_queries
 from .corpora import load_corpus, retriever_window
 from .rag import RagSystem, evaluate_utility
 from .runs.events import jsonable
-from .runs.extraction import ExtractionRun
+from .runs.extraction import ExtractionRun, events_file
 
 Progress = Callable[[str, int, int], None]
 LEAK_KEYS = ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts", "semantic_leak", "pii_leaked")
@@ -66,8 +66,10 @@ def _unfinished_run(runs_dir: Path, ecfg: ExtractionConfig) -> Path | None:
         return None
     from .runs.events import RunStarted, read_jsonl
     for d in sorted(runs_dir.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
-        path = d / "events.jsonl"
-        if not path.is_file() or (d / "summary.json").is_file():
+        if not d.is_dir() or (d / "summary.json").is_file():
+            continue
+        path = events_file(d)
+        if path is None:
             continue
         try:
             started = next((e for e in read_jsonl(path) if isinstance(e, RunStarted)), None)

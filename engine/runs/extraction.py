@@ -43,6 +43,19 @@ QueryCallback = Callable[[int, str], None]
 KB_HINTS = {"clinic_records": "medical", "healthcaremagic": "medical", "enron": "email"}
 
 
+def events_file(run_dir: Path) -> Path | None:
+    """A run folder's ``events.jsonl``; a gzipped copy (``events.jsonl.gz``, how long experiments keep their
+    unfinished runs in git between sessions) is unpacked first. None when the folder holds neither."""
+    path = Path(run_dir) / "events.jsonl"
+    packed = path.with_name("events.jsonl.gz")
+    if not path.is_file() and packed.is_file():
+        import gzip
+        import shutil
+        with gzip.open(packed, "rb") as src, open(path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    return path if path.is_file() else None
+
+
 class RunInterrupted(EngineError):
     """A run stopped on a fault; its finished rounds are on disk and it can be resumed."""
 
@@ -245,8 +258,8 @@ class ExtractionRun(EventRunner):
                config_overrides: dict | None = None) -> "ExtractionRun":
         """Reopen a run folder: replay its finished rounds, then continue where it stopped."""
         run_dir = Path(run_dir)
-        path = run_dir / "events.jsonl"
-        if not path.is_file():
+        path = events_file(run_dir)
+        if path is None:
             raise ConfigError(f"{run_dir} holds no events.jsonl: not a run folder")
         events = read_jsonl(path)
         started = next((e for e in events if isinstance(e, RunStarted)), None)

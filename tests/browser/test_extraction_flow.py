@@ -1,12 +1,14 @@
 """Extraction lab in a real browser: `streamlit run app.py` driven by headless chromium through Playwright.
 
-Flow: Extraction lab -> load the quick-extraction-demo preset (3 rounds, SmolLM2-135M; answers and
-reflections shortened for a small shared CPU) -> switch the system-prompt defense on -> prepare ->
-Step x3 -> the CRR metric, the coverage map and the leakage curves render. Screenshots:
-tests/artifacts/extraction_*.png.
+Flow, as a new user: Home -> "Open the extraction demo" (the quick-extraction-demo preset: RAG-Thief vs
+Qwen2.5-0.5B on the clinic records) -> Prepare attack -> Step x3, the answer streaming into the round panel
+-> records and personal data leak: PII count, the leaked chunk beside its source, the coverage map and the
+curves; then the attacker's internals. Screenshots: tests/artifacts/extraction_*.png; the seconds each
+round took are written to tests/artifacts/extraction_rounds.json (measured, never asserted).
 """
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -100,56 +102,70 @@ def flow(pg) -> None:
 
     main = pg.locator('[data-testid="stMain"]')
     side = pg.locator('[data-testid="stSidebar"]')
-    # the app's own navigation replaces Streamlit's pages/ listing once app.py has run
     expect(pg.get_by_role("heading", name="RAG Attack & Defense Playground")).to_be_visible(timeout=SLOW)
     idle(pg)
-    link = side.get_by_role("link", name="Extraction lab", exact=True)
-    expect(link).to_be_visible(timeout=SLOW)
-    link.click()
+    pg.get_by_role("button", name="Open the extraction demo").click()
     expect(main.get_by_role("heading", name="Extraction lab")).to_be_visible(timeout=SLOW)
     idle(pg)
     expect(side.get_by_label("LLM API key (litellm)", exact=True)).to_be_visible(timeout=QUICK)
-
-    # preset: quick-extraction-demo (rag-thief, 3 rounds, SmolLM2-135M); shorter answers for a busy CPU
-    pg.get_by_role("button", name="Load preset").click()
-    idle(pg)
-    tokens = pg.get_by_label("Tokens per answer", exact=True)
-    expect(tokens).to_have_value("160")
-    expect(pg.get_by_label("Rounds (query budget)", exact=True)).to_have_value("3")
-    tokens.fill("24")
-    tokens.press("Tab")
-    reflect = pg.get_by_label("Reflect tokens", exact=True)
-    reflect.fill("16")
-    reflect.press("Tab")
-    pg.get_by_text("system-prompt", exact=True).click()
-    expect(pg.get_by_role("switch", name="system-prompt")).to_be_checked()
+    # the demo's configuration, loaded from the preset
+    expect(pg.get_by_label("Rounds (query budget)", exact=True)).to_have_value("10")
+    expect(pg.get_by_label("Top-k", exact=True)).to_have_value("2")
     snap(pg, "extraction_01_setup.png")
 
     pg.get_by_role("button", name="Prepare attack").click()
     step = pg.get_by_role("button", name="Step", exact=True)
     expect(step).to_be_visible(timeout=SLOW)
-    expect(main.get_by_text("0/3 rounds")).to_be_visible(timeout=SLOW)
-    expect(pg.get_by_text("vs system-prompt").first).to_be_visible()
+    expect(main.get_by_text("0/10 rounds")).to_be_visible(timeout=SLOW)
+    # the configuration in words, under the controls
+    expect(main.get_by_text("rule-based continuation", exact=False).first).to_be_visible()
+    expect(main.get_by_text("qwen2.5-0.5b", exact=False).first).to_be_visible()
     idle(pg)
     snap(pg, "extraction_02_prepared.png")
 
+    seconds = []
+    streamed = []
     for n in range(1, 4):
         expect(step).to_be_enabled(timeout=SLOW)
+        t0 = time.monotonic()
         step.click()
-        done = pg.get_by_text(f"{n}/3 rounds")
+        done = pg.get_by_text(f"{n}/10 rounds")
+        live = pg.get_by_text("Answer (streaming):", exact=False)
+        first = live.first.or_(done.first).or_(pg.locator(ERRORS)).first
+        expect(first).to_be_visible(timeout=SLOW)
+        streamed.append(live.count() > 0)
+        if n == 1 and live.count():
+            snap(pg, "extraction_03_streaming.png")
         expect(done.first.or_(pg.locator(ERRORS)).first).to_be_visible(timeout=SLOW)
+        seconds.append(round(time.monotonic() - t0, 2))
         idle(pg)
         expect(done.first).to_be_visible()
-    expect(pg.get_by_text("run complete")).to_be_visible()
-    expect(main.get_by_text("CRR", exact=True).first).to_be_visible()
+    (ARTIFACTS / "extraction_rounds.json").write_text(json.dumps({"round_seconds": seconds, "streamed": streamed}))
+    assert any(streamed), "the answer never streamed into the round panel"
+
+    # after three rounds the demo has leaked: personal data and whole records, shown beside their source
+    pii = main.locator('[data-testid="stMetric"]', has_text="PII leaked").locator('[data-testid="stMetricValue"]')
+    leaked, total = (int(x) for x in pii.inner_text().split("/"))
     crr = main.locator('[data-testid="stMetric"]', has_text="CRR").locator('[data-testid="stMetricValue"]')
-    assert 0.0 <= float(crr.inner_text()) <= 1.0
+    assert leaked > 0 and total > 1000 and float(crr.inner_text()) > 0, (pii.inner_text(), crr.inner_text())
     expect(pg.locator(".gtitle", has_text="Knowledge base coverage")).to_be_visible()
     assert pg.locator('[data-testid="stPlotlyChart"]').count() >= 2  # coverage map + leakage curves
     expect(pg.get_by_text("Attacker — round 3/3")).to_be_visible()
-    expect(side.get_by_text("3/3 rounds")).to_be_visible()
-    snap(pg, "extraction_03_after_3_rounds.png")
+    expect(side.get_by_text("3/10 rounds")).to_be_visible()
+    expect(main.get_by_text("In context:", exact=False).first).to_be_visible()
+    snap(pg, "extraction_04_after_3_rounds.png")
+    # a round that leaked shows the chunk beside its source (the slider goes back through the rounds)
+    for r in (3, 2, 1):
+        if main.get_by_text("Leaked this round", exact=False).count():
+            break
+        slider = main.get_by_role("slider").last
+        slider.focus()
+        slider.press("ArrowLeft")
+        idle(pg)
+    expect(main.get_by_text("Leaked this round", exact=False).first).to_be_visible()
+    expect(main.get_by_text("Source chunk").first).to_be_visible()
+    snap(pg, "extraction_05_leaked_chunk.png")
 
     pg.get_by_role("tab", name="Attacker internals").click()
     expect(pg.get_by_text("Long-term memory")).to_be_visible()
-    snap(pg, "extraction_04_internals.png")
+    snap(pg, "extraction_06_internals.png")

@@ -385,6 +385,11 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     assert rows == []
     half = list((tmp_path / "runs").iterdir())
     assert len(half) == 1 and not (half[0] / "summary.json").exists()
+    # as a long experiment keeps an unfinished run in git between sessions: gzipped, the plain file gone
+    import gzip
+    events = half[0] / "events.jsonl"
+    (half[0] / "events.jsonl.gz").write_bytes(gzip.compress(events.read_bytes()))
+    events.unlink()
     rows = run_comparison(cfg, out_dir=tmp_path)
     assert [r["configuration"] for r in rows] == ["none", "system-prompt"] and all(r["rounds"] == 2 for r in rows)
     assert rows[0]["run_id"] == half[0].name                       # the same run, continued
@@ -394,3 +399,21 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     run_comparison(cfg, out_dir=tmp_path)
     assert json.loads((tmp_path / "comparison.json").read_text())["runs"] == before
     assert len(list((tmp_path / "runs").iterdir())) == 2
+
+
+def test_the_extraction_demo_leaks_within_three_rounds():
+    """The home page's demo (preset quick-extraction-demo) on the default offline setup: records and
+    personal data leak in the first three rounds, and no answer was cut below its context."""
+    from engine.analysis.teaching import run_level2
+    from engine.config import load_preset
+    kind, cfg, _ = load_preset("quick-extraction-demo")
+    run = ExtractionRun(ExtractionConfig.from_dict({**cfg.to_dict(), "rounds": 3}))
+    try:
+        run.run()
+    finally:
+        run.close()
+    s = run.summary()
+    assert s["pii_leaked"] > 0 and s["recovered"] >= 1 and s["exploration"] == 1.0
+    assert s["answer_budget"]["capped_rounds"] == 0 and s["corpus_stats"]["over_window"] == 0
+    level = run_level2()                      # teaching level 2 runs the same system
+    assert level["met"] and level["metrics"]["PII items leaked"] > 0
