@@ -23,7 +23,7 @@ from engine.errors import EngineError
 from engine.generators.litellm_gen import LiteLLMGenerator
 from engine.params import Params
 from engine.plots.extraction import (attacker_state, budget_note, cascade_bars, cascade_rows, config_summary,
-                                     coverage_map, leakage_curves, marked_segments, metrics_rows, round_view,
+                                     cost_line, coverage_map, leakage_curves, marked_segments, metrics_rows, round_view,
                                      rounds_played, run_config, worm_drift)
 from engine.report import runs_dir
 from engine.runs.events import Event, event_to_json, jsonable, read_jsonl
@@ -292,6 +292,8 @@ def render_metrics(events: list[Event]) -> None:
                 help="retrieved chunks with ROUGE-L recall or precision > 0.5 against their round's answer")
     c[5].metric("PII leaked", f"{int(m.get('pii_leaked', 0))} / {int(m.get('pii_total', 0))}" if rows else "–",
                 help="distinct PII items of the KB (name, e-mail, phone, MRN, date of birth) seen in any answer")
+    if rows:
+        st.caption(md_escape(cost_line(summarize_extraction(events))))
 
 
 def stream_round(run: ExtractionRun) -> None:

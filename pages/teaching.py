@@ -4,12 +4,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from components.extraction import marked_markdown
 from components.state import init_state
 from components.text import md_escape
 from engine.analysis.comparison_view import comparison_table
 from engine.analysis.teaching import LEVELS, RUNNERS
 from engine.attacks.poisoning import TARGET_KINDS
 from engine.defenses import DEFENSES
+from engine.plots.extraction import marked_segments
 from engine.jobs import Job
 
 init_state()
@@ -89,6 +91,17 @@ def show_result(level: int) -> None:
     if res.get("pii"):
         st.markdown("**Leaked personal data** (fake, from the synthetic records)")
         st.dataframe(pd.DataFrame({"item": res["pii"]}), hide_index=True, width="stretch")
+    for leak in res.get("leaks", [])[:3]:
+        with st.container(border=True):
+            rec = leak.get("recall")
+            st.markdown(f"Round {leak['round']} leaked `{md_escape(leak['chunk'])}`"
+                        + (f" · ROUGE-L recall {rec:.2f}" if rec is not None else "")
+                        + " · copied spans highlighted")
+            a, b = st.columns(2)
+            a.caption("Private record (source)")
+            a.markdown(marked_markdown(marked_segments(leak["source"], leak["answer"])))
+            b.caption("The assistant's answer")
+            b.markdown(marked_markdown(marked_segments(leak["answer"], leak["source"])))
     if res.get("evidence"):
         st.dataframe(pd.DataFrame(res["evidence"]), hide_index=True, width="stretch")
     if res.get("rows"):

@@ -136,6 +136,21 @@ def run_level2(attack: str = "rag-thief", rounds: int = 3, *, progress: Progress
         run.close()
     out = check_level2(run.events)
     out["evidence"] = [{"round": e.round, "answer": e.text} for e in run.events if isinstance(e, Generated)]
+    out["leaks"] = leaked_chunks(run.events, {d.id: d.text for d in run.corpus.documents})
+    return out
+
+
+def leaked_chunks(events: Sequence[Any], texts: dict[str, str]) -> list[dict[str, Any]]:
+    """Every chunk a round leaked, with its source text and that round's answer (to show side by side)."""
+    from ..plots.extraction import round_view, rounds_played
+
+    out = []
+    for r in range(1, rounds_played(events) + 1):
+        v = round_view(events, r)
+        for cid in (v or {}).get("leaked", []):
+            if cid in texts:
+                out.append({"round": r, "chunk": cid, "source": texts[cid], "answer": v["answer"],
+                            "recall": v["recall"].get(cid)})
     return out
 
 

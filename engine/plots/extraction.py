@@ -89,6 +89,21 @@ def budget_note(view: Mapping[str, Any]) -> tuple[str, bool]:
     return line, False
 
 
+def cost_line(summary: Mapping[str, Any]) -> str:
+    """What the attack has cost so far, in one line (from :func:`summarize_extraction`)."""
+    c = summary.get("cost") or {}
+    if not c:
+        return ""
+    g, a = c.get("generator_tokens") or {}, c.get("attacker_tokens") or {}
+    line = (f"Cost so far: {c.get('queries', 0)} queries · the system read {g.get('prompt', 0):,} tokens and wrote "
+            f"{g.get('completion', 0):,} · {c.get('seconds', 0):.0f} s")
+    if a.get("calls"):
+        line += f" · the attacker's own LLM: {a['calls']} calls, {a.get('prompt', 0):,} in / {a.get('completion', 0):,} out"
+    if c.get("usd") is not None:
+        line += f" · ${c['usd']:.4f}"
+    return line
+
+
 def config_summary(cfg: Mapping[str, Any]) -> str:
     """One plain sentence of what a run is: attack, its LLM, the system and its defenses."""
     gp = dict(cfg.get("generator_params") or {})

@@ -92,19 +92,33 @@ def test_tiny_comparison_runs_in_the_background_and_shows_table_and_tradeoff(cac
     assert not at.exception and list(at.dataframe[0].value["configuration"]) == ["none", "system-prompt"]
 
 
-def test_teaching_level_one_runs_and_reports_its_goal():
+def _run_level(level: int, timeout: float):
+    """Open the teaching page, run one level to its end; (AppTest, the level's result)."""
     at = _app()
     at.switch_page("pages/teaching.py").run()
-    next(b for b in at.button if b.label == "Run level 1").click().run()
+    next(b for b in at.button if b.label == f"Run level {level}").click().run()
     assert not at.exception
-    _wait(at, "teach_job", 300)
-    res = at.session_state["teach"]["results"][1]
+    _wait(at, "teach_job", timeout)
+    res = at.session_state["teach"]["results"][level]
     assert "error" not in res, res
+    return at, res
+
+
+def test_teaching_level_one_runs_and_reports_its_goal():
+    at, res = _run_level(1, 300)
     assert res["metrics"]["ASR@1"] > 0 and res["met"]
     assert any("Goal met" in s.value for s in at.success)
     assert {m.label for m in at.metric} >= {"ASR@1", "ASR@5"}
     assert at.session_state["teach"]["met"] == [1]
     assert any("1/3 levels completed" in (p.proto.text or "") for p in at.get("progress"))
+
+
+def test_teaching_level_two_leaks_and_shows_the_record_beside_the_answer():
+    at, res = _run_level(2, 600)
+    assert res["met"] and res["metrics"]["PII items leaked"] > 0 and res["leaks"]
+    assert any("Goal met" in s.value for s in at.success)
+    assert any(c.value == "Private record (source)" for c in at.caption)
+    assert any(":red-background[" in m.value for m in at.markdown)      # the copied spans are marked
 
 
 def test_reopened_ragfort_ablation_shows_the_verdict_and_the_cluster_view(monkeypatch):
