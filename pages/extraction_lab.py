@@ -52,13 +52,16 @@ def prepare(cfg=None, corpus=None) -> None:
 # ------------------------------------------------------------------------------ presets & saved runs
 run = ss["extract_run"]
 top = st.columns([3, 1, 4, 1], vertical_alignment="bottom")
-presets = [p["name"] for p in extract_presets()]
+preset_info = {p["name"]: p.get("description", "") for p in extract_presets()}
+presets = list(preset_info)
 preset = top[0].selectbox("Preset", presets, index=presets.index("quick-extraction-demo")
                           if "quick-extraction-demo" in presets else 0, key="extract_preset",
                           help="Fill the attack setup below from a preset")
 if top[1].button("Load preset", key="btn_extract_preset") and preset:
     if load_extract_preset(preset):
         st.rerun()
+if preset_info.get(preset) and run is None:
+    st.caption(md_escape(" ".join(str(preset_info[preset]).split())))
 saved = saved_extraction_runs()
 labels = {r["folder"]: describe_saved(r) for r in saved}
 chosen = top[2].selectbox("Reopen a saved run", list(labels), index=None, format_func=labels.get,
