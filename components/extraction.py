@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import pandas as pd
 import streamlit as st
 
-from components.state import progress_callback
+from components.state import my_runs_dir, progress_callback
 from components.text import md_escape
 from engine.config import ExtractionConfig, list_presets, load_preset
 from engine.corpora import corpus_from_documents, load_corpus, retriever_window
@@ -25,7 +25,6 @@ from engine.params import Params
 from engine.plots.extraction import (attacker_state, budget_note, cascade_bars, cascade_rows, config_summary,
                                      cost_line, coverage_map, leakage_curves, marked_segments, metrics_rows, round_view,
                                      rounds_played, run_config, worm_drift)
-from engine.report import runs_dir
 from engine.runs.events import Event, event_to_json, jsonable, read_jsonl
 from engine.runs.extraction import ExtractionRun, summarize_extraction
 from engine.runs.kb_snapshot import KB_FILE, load_kb
@@ -178,7 +177,7 @@ def start_run(cfg: ExtractionConfig, corpus: Any, api_key: str) -> ExtractionRun
     """Prepare a new run (progress bar: knowledge base, indexing, reindex training, model loading)."""
     bar = st.progress(0.0, text="starting")
     tick = progress_callback(bar)
-    run = ExtractionRun(cfg, out_dir=runs_dir(), progress=tick, corpus=corpus, generator=make_generator(cfg, api_key))
+    run = ExtractionRun(cfg, out_dir=my_runs_dir(), progress=tick, corpus=corpus, generator=make_generator(cfg, api_key))
     try:
         run.prepare()
         _warm_models(run, tick)
@@ -215,7 +214,7 @@ def close_extract_run() -> None:
 # ------------------------------------------------------------------------------ saved runs
 def saved_extraction_runs(root: Path | None = None) -> list[dict[str, Any]]:
     """Extraction runs on disk (manifest kind 'extract'), newest first."""
-    root = root or runs_dir()
+    root = root or my_runs_dir()
     out = []
     for m in sorted(root.glob("*/manifest.json"), key=lambda p: p.stat().st_mtime, reverse=True):
         try:

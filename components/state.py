@@ -1,7 +1,11 @@
 """Session state: each browser session owns its pipeline settings, uploads and runs."""
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import secrets
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -33,6 +37,42 @@ def init_state() -> None:
     ss.setdefault("extract_speed", 1.0)
     ss.setdefault("extract_view", None)       # folder of a reopened saved run being viewed
     ss.setdefault("llm_api_key", "")          # typed in the sidebar; lives only in this session's memory
+    owner()                                   # shared deployments: keep this browser's owner in the address
+
+
+SHARED_ENV = "RAG_PLAYGROUND_SHARED"
+
+
+def shared_mode() -> bool:
+    """A shared deployment (a classroom, a team server): every browser keeps its runs to itself.
+    Off by default (a laptop: one user, who can reopen any run after a restart)."""
+    return os.environ.get(SHARED_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def owner() -> str | None:
+    """This browser's owner id on a shared deployment (None otherwise). The secret behind it lives in the
+    page address (``?owner=…``) so a refresh keeps the same runs; the folders use its sha256, never the
+    secret itself. A new tab without it is a new, empty owner."""
+    if not shared_mode():
+        return None
+    ss = st.session_state
+    token = ss.get("owner_token") or st.query_params.get("owner", "")
+    if not re.fullmatch(r"[A-Za-z0-9_-]{16,64}", token or ""):
+        token = secrets.token_urlsafe(18)
+    ss["owner_token"] = token
+    if st.query_params.get("owner") != token:
+        st.query_params["owner"] = token
+    return hashlib.sha256(token.encode()).hexdigest()[:24]
+
+
+def my_runs_dir() -> Path:
+    from engine.report import runs_dir
+    return runs_dir(owner())
+
+
+def my_comparisons_dir() -> Path:
+    from engine.analysis.comparison_view import comparisons_dir
+    return comparisons_dir(owner())
 
 
 def data_dir() -> str:

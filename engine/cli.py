@@ -14,6 +14,7 @@ import time
 from typing import Any, Sequence
 
 from .errors import EngineError
+from .secrets import scrub
 
 
 _partial_line = {"open": False}
@@ -126,8 +127,15 @@ def _sweep(cfg, args) -> int:
             bar.update(1)
             bar.set_postfix_str(f"{row['retriever']}/{row['query_set']}/{row['target']}: ASR@{cfg.k}={row[f'asr@{cfg.k}']:.2f}")
     stop = {"flag": False}
+    from .sweep import finished_cells
+    out_dir = args.out or "sweep-out"
+    already = len(finished_cells(cfg, out_dir))
+    if already and not args.quiet:
+        print(f"resuming the sweep in {out_dir}: {already} of {len(grid(cfg))} cells already done", file=sys.stderr)
+    if bar is not None and already:
+        bar.update(already)
     try:
-        result = run_sweep(cfg, progress=prog, should_stop=lambda: stop["flag"])
+        result = run_sweep(cfg, progress=prog, should_stop=lambda: stop["flag"], out_dir=out_dir)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -318,16 +326,34 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_args(args) -> None:
+    """Refuse bad values before any work starts: an output folder that cannot be written, a limit that is
+    not positive, an empty list."""
+    from .errors import ConfigError
+    from .paths import writable_dir
+
+    if getattr(args, "out", None):
+        writable_dir(args.out, "--out")
+    v = getattr(args, "limit", None)   # the other counts are checked by their configs, with their names
+    if v is not None and v < 1:
+        raise ConfigError(f"--limit must be at least 1 (got {v}); leave it out to use every question")
+    for name in ("corpora", "retrievers", "query_sets", "targets", "attacks", "configurations", "kbs"):
+        v = getattr(args, name, None)
+        if v is not None and not [x for x in v.split(",") if x.strip()]:
+            raise ConfigError(f"--{name.replace('_', '-')} is empty: give at least one name")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        _check_args(args)
         return int(args.func(args) or 0)
     except EngineError as e:
         if _partial_line["open"]:
             sys.stderr.write("\n")
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {scrub(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -335,5 +361,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # an engine bug: still one line, with a hint
         if os.environ.get("RAG_PLAYGROUND_DEBUG"):
             raise
-        print(f"internal error: {type(e).__name__}: {e} (set RAG_PLAYGROUND_DEBUG=1 for a traceback)", file=sys.stderr)
+        print(f"internal error: {type(e).__name__}: {scrub(e)} (set RAG_PLAYGROUND_DEBUG=1 for a traceback)",
+              file=sys.stderr)
         return 1

@@ -79,6 +79,11 @@ def cmd_extract(args) -> int:
     prog = _progress_printer(not args.quiet)
     if args.resume:
         run = ExtractionRun.resume(args.resume, progress=prog)
+        resumed = next((e for e in reversed(run.events) if e.kind == "run_resumed"), None)
+        if resumed is not None and not args.quiet:
+            torn = (f"; dropped a torn last line ({resumed.dropped_bytes} bytes) left by the crash"
+                    if resumed.dropped_bytes else "")
+            print(f"resuming run {run.run_id} after round {resumed.from_round}{torn}", file=sys.stderr)
         return _finish_extraction(run, args)
     gname, gparams = _gen(args.generator, args.api_base)
     values: dict[str, Any] = dict(kb=args.kb, attack=args.attack, generator=gname, generator_params=gparams,

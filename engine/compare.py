@@ -98,6 +98,12 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
     rows: list[dict[str, Any]] = []
     utility: dict[str, dict] = {}
     kbs = cfg.knowledge_bases()
+    from .corpora import check_corpus_spec
+    for kb in kbs:          # every knowledge base now, not when its first cell comes (maybe hours later)
+        check_corpus_spec(kb, dict(cfg.base or {}).get("data_dir") or None)
+    if out_dir:
+        from .paths import writable_dir
+        writable_dir(out_dir)
     cells = [(rep, kb, a, c) for rep in range(cfg.repeats) for kb in kbs for a in cfg.attacks
              for c in cfg.configurations]
     out = Path(out_dir) if out_dir else None

@@ -119,6 +119,16 @@ class ExtractionConfig(Params):
         GENERATORS.get(self.generator)
         if self.attacker_llm:
             GENERATORS.get(self.attacker_llm)
+        from .errors import ModelUnavailableError
+        from .generators.models import check_model_spec
+        for kind, params in (("generator", self.generator_params), ("attacker_llm", self.attacker_llm_params)):
+            name = getattr(self, kind)
+            if name == "local":   # a local model is checked now, not in round 1 after the KB has loaded
+                model = dict(params or {}).get("model") or GENERATORS.get("local").Params().model
+                try:
+                    check_model_spec(str(model))
+                except ModelUnavailableError as e:
+                    raise ConfigError(f"{kind}_params: {e}") from None
         for d in self.defenses:
             DEFENSES.get(d)
 
@@ -182,8 +192,15 @@ def load_preset(name_or_path: str) -> tuple[str, Params, dict[str, Any]]:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
         raise ConfigError(f"preset {name_or_path!r} not found (bundled presets: {known})")
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise ConfigError(f"{path.name}: a preset is a YAML text file; this one holds binary data")
     try:
-        raw = yaml.safe_load(path.read_text())
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path.name}: not valid UTF-8 (byte {e.start}); re-save the preset as UTF-8") from None
+    try:
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

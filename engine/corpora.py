@@ -300,6 +300,21 @@ def corpus_stats(docs: Sequence[Document], window: TokenWindow | None) -> dict[s
             "retriever": window.retriever if window is not None else ""}
 
 
+def check_corpus_spec(spec: str, data_dir: str | None = None) -> None:
+    """Fail now, before any work, if ``spec`` names no corpus (no loading; files are read later)."""
+    spec = str(spec or "").strip()
+    if not spec:
+        raise CorpusError("no corpus given")
+    if spec in BUNDLED or spec == "upload":
+        return
+    if spec in BENCHMARK_CORPORA:
+        data_file(BENCHMARK_CORPORA[spec], data_dir, what=f"corpus {spec!r}")
+        return
+    if not Path(spec).expanduser().exists():
+        raise CorpusError(f"corpus {spec!r} not found: not a bundled name ({', '.join(BUNDLED)}), "
+                          f"not a benchmark name ({', '.join(BENCHMARK_CORPORA)}) and no such file")
+
+
 def load_corpus(spec: str, *, data_dir: str | None = None, chunk_size: int | None = 512,
                 chunk_overlap: int = 32, limit: int | None = None, window: TokenWindow | None = None) -> Corpus:
     """Load and chunk a corpus from a bundled name, a benchmark name or a path (``window``: the

@@ -26,3 +26,7 @@ class CorpusError(EngineError):
 
 class ModelUnavailableError(EngineError):
     """A model's weights are not available offline, or failed their integrity check."""
+
+
+class RunFileError(EngineError):
+    """A run's events file is not an events file, or is damaged beyond a torn last line."""

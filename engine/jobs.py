@@ -38,7 +38,9 @@ class Job:
         try:
             self.result = self.fn(self._progress, self._stop.is_set)
         except Exception as e:  # reported to the caller, never raised in the thread
-            self.error = f"{type(e).__name__}: {e}"
+            from .errors import EngineError
+            from .secrets import scrub
+            self.error = scrub(str(e) if isinstance(e, EngineError) else f"{type(e).__name__}: {e}")
         finally:
             self.finished = time.time()
 

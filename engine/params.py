@@ -42,6 +42,10 @@ def _check_type(name: str, value: Any, tp: Any) -> Any:
             except ConfigError as e:
                 errors.append(str(e))
         raise ConfigError(errors[0] if errors else f"{name}: invalid value {value!r}")
+    if tp is Mapping or origin in (Mapping, dict, typing.Mapping) or str(origin) == "<class 'collections.abc.Mapping'>":
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{name}: expected a mapping of keys to values, got {value!r}")
+        return value
     if origin is tuple:
         if isinstance(value, str):
             value = tuple(v.strip() for v in value.split(",") if v.strip())

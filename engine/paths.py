@@ -48,3 +48,19 @@ def data_file(rel: str, data_dir: str | os.PathLike | None = None, *, what: str)
     if not path.is_file():
         raise ConfigError(f"{what}: {rel} not found in data dir {str(root)!r}")
     return path
+
+
+def writable_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
+    """``path`` as a folder that exists and can be written (created if needed), checked before any work
+    starts; a file in the way or a read-only place is one clear error."""
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"{what} {str(p)!r} is a file, not a folder: choose a folder (it is created if needed)")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / f".write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise ConfigError(f"{what} {str(p)!r} cannot be written ({e.strerror or type(e).__name__})") from None
+    return p

@@ -12,8 +12,17 @@ from .paths import cache_dir
 from .runs.events import Event, RunEnded, RunStarted, read_jsonl
 
 
-def runs_dir() -> Path:
-    return cache_dir("runs")
+def runs_dir(owner: str | None = None) -> Path:
+    """Where runs are written: ``<cache>/runs``, or ``<cache>/runs/owners/<owner>`` for one owner of a shared
+    deployment (each browser session lists and reopens only its own folder)."""
+    return cache_dir(f"runs/owners/{_safe_owner(owner)}") if owner else cache_dir("runs")
+
+
+def _safe_owner(owner: str) -> str:
+    import re
+    if not re.fullmatch(r"[0-9a-f]{8,64}", owner):
+        raise ValueError("an owner id is a hex digest")
+    return owner
 
 
 def list_saved_runs(root: Path | None = None) -> list[dict[str, Any]]:

@@ -15,10 +15,14 @@ sparse BM25 retriever has no vectors: its runs score exactly in-process.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import shutil
+import sqlite3
 import threading
 import uuid
 from collections import Counter
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -72,6 +76,21 @@ def chroma_client(settings: StoreSettings | None = None) -> Any:
                 path = settings.path or str(cache_dir("chroma"))
                 _clients[key] = chromadb.PersistentClient(path=path, settings=cs)
         return _clients[key]
+
+
+def _vector_segment_dirs(settings: StoreSettings | None, collection_id: str) -> list[Path]:
+    """Folders of a collection's vector segments in an embedded store (none for a server)."""
+    settings = settings or StoreSettings()
+    if settings.mode != "persistent":
+        return []
+    root = Path(settings.path or str(cache_dir("chroma")))
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{root / 'chroma.sqlite3'}?mode=ro", uri=True)) as db:
+            ids = [r[0] for r in db.execute("SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'",
+                                            (collection_id,))]
+    except sqlite3.Error:
+        return []
+    return [root / i for i in ids if (root / i).is_dir()]
 
 
 def _space(similarity: str) -> str:
@@ -218,12 +237,16 @@ class RunStore:
         return self._overlay
 
     def close(self) -> None:
-        """Drop the overlay collection (the base is untouched)."""
+        """Drop the overlay collection (the base is untouched), and its HNSW folder on disk: an embedded
+        Chroma deletes the collection's rows but leaves the vector segment's folder behind."""
         if self._overlay is not None:
+            folders = _vector_segment_dirs(self.settings, str(self._overlay.id))
             try:
                 chroma_client(self.settings).delete_collection(self._overlay.name)
             except Exception:
-                pass
+                folders = []
+            for f in folders:
+                shutil.rmtree(f, ignore_errors=True)
             self._overlay = None
 
     def __enter__(self) -> "RunStore":

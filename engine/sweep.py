@@ -1,7 +1,13 @@
-"""Sweeps: the Table-1 grid (corpora × retrievers × query sets × targets) of ASR@K."""
+"""Sweeps: the Table-1 grid (corpora × retrievers × query sets × targets) of ASR@K.
+
+With an output folder a sweep writes every finished cell as it completes (``sweep_cells.csv`` plus
+``sweep.json`` holding the configuration), so a fault or a kill loses at most the cell in flight, and
+running the same sweep again into the same folder resumes: finished cells are read back and skipped.
+"""
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -11,6 +17,7 @@ import pandas as pd
 from .config import PoisonConfig, SweepConfig
 from .corpora import load_corpus, retriever_window
 from .embedders import make_retriever
+from .paths import writable_dir
 from .runs.poisoning import PoisoningRun
 
 CellProgress = Callable[[int, int, dict], None]
@@ -34,14 +41,52 @@ def grid(cfg: SweepConfig) -> list[dict]:
             itertools.product(cfg.corpora, cfg.retrievers, cfg.query_sets, cfg.targets)]
 
 
+CELL_KEYS = ("corpus", "retriever", "query_set", "target")
+
+
+def _same_sweep(a: dict, b: dict) -> bool:
+    strip = lambda d: {k: v for k, v in d.items() if k != "data_dir"}  # noqa: E731
+    return json.dumps(strip(a), sort_keys=True, default=str) == json.dumps(strip(b), sort_keys=True, default=str)
+
+
+def finished_cells(cfg: SweepConfig, out_dir: str | Path | None) -> list[dict]:
+    """Rows of cells a previous run of the same sweep wrote into ``out_dir`` (empty when none, or when the
+    folder holds a different sweep)."""
+    if not out_dir:
+        return []
+    out = Path(out_dir)
+    meta, cells = out / "sweep.json", out / "sweep_cells.csv"
+    if not meta.is_file() or not cells.is_file():
+        return []
+    try:
+        saved = json.loads(meta.read_text())
+        if not _same_sweep(saved.get("config") or {}, cfg.to_dict()):
+            return []
+        return pd.read_csv(cells).to_dict(orient="records")
+    except (OSError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return []
+
+
 def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
-              should_stop: Callable[[], bool] = lambda: False) -> SweepResult:
-    """Run every cell (averaging ``variants`` target documents); stops early when asked."""
+              should_stop: Callable[[], bool] = lambda: False, out_dir: str | Path | None = None) -> SweepResult:
+    """Run every cell (averaging ``variants`` target documents); stops early when asked. With ``out_dir``
+    each finished cell is written at once and the cells a previous run finished are skipped."""
     cells = grid(cfg)
-    rows = []
+    if not cells:
+        from .errors import ConfigError
+        raise ConfigError("the sweep has no cells: give at least one corpus, retriever, query set and target")
+    rows = finished_cells(cfg, out_dir)
+    done = {tuple(str(r[k]) for k in CELL_KEYS) for r in rows}
+    if out_dir:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "sweep.json").write_text(json.dumps({"config": cfg.to_dict(), "cells": len(cells)}, indent=2,
+                                                   default=str))
     corpora: dict[str, object] = {}
     complete = True
     for i, cell in enumerate(cells):
+        if tuple(str(cell[k]) for k in CELL_KEYS) in done:
+            continue
         if should_stop():
             complete = False
             break
@@ -77,6 +122,8 @@ def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
             row[f"{name}_fpr"] = sum(v[1] for v in vals) / len(vals)
             row[f"{name}_auroc"] = sum(v[2] for v in vals) / len(vals)
         rows.append(row)
+        if out_dir:   # now, so a later fault or a kill loses at most the next cell
+            pd.DataFrame(rows).to_csv(Path(out_dir) / "sweep_cells.csv", index=False)
         if progress:
             progress(i + 1, len(cells), row)
     return SweepResult(pd.DataFrame(rows), complete)
@@ -86,8 +133,7 @@ def write_sweep(result: SweepResult, out_dir: str | Path, k: int) -> dict[str, s
     """Write the long CSV, the Table-1 CSV and a plotly HTML heat map; returns their paths."""
     from .plots import table1_heatmap
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = writable_dir(out_dir)
     paths = {"cells": out / "sweep_cells.csv", "table1": out / f"table1_asr@{k}.csv", "heatmap": out / "heatmap.html"}
     result.cells.to_csv(paths["cells"], index=False)
     t1 = result.table1(k)

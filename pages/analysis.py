@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components.state import init_state
+from components.state import init_state, my_runs_dir
 from components.text import md_escape
 from engine.analysis import FEATURES, correlate, query_features
 from engine.analysis.correlations import EXTRACTION_FEATURES, extraction_round_features
@@ -46,7 +46,7 @@ else:
 st.subheader("Extraction: what makes a round leak?")
 st.caption("Across the rounds of saved extraction runs: does a round leak more when the retrieved chunks are closer "
            "to the attacker's query, when the answer is longer, when the query is longer?")
-saved = [r for r in list_saved_runs() if r["kind"] == "extract"]
+saved = [r for r in list_saved_runs(my_runs_dir()) if r["kind"] == "extract"]
 if not saved:
     st.info("Run an attack in the Extraction lab first (runs are saved automatically).")
 else:

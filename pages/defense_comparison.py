@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.comparison import render_results
-from components.state import data_dir, init_state
+from components.state import data_dir, init_state, my_comparisons_dir, owner
 from components.text import md_escape
 from engine.analysis.comparison_view import (PRESET_CONFIGURATIONS, list_comparisons, load_comparison,
                                              new_comparison_dir, parse_configurations, supports_adaptive)
@@ -78,7 +78,7 @@ if start:
                                           "attacks": list(attacks), "utility_corpus": ucorpus,
                                           "utility_queries": uqueries, "utility_limit": int(ulimit),
                                           "repeats": int(repeats)})
-        out = new_comparison_dir()
+        out = new_comparison_dir(owner())
         live: list[dict] = []
         st.session_state.update(cmp_cfg=cfg, cmp_dir=str(out), cmp_live=live)
         st.session_state["cmp_job"] = job = Job("compare", lambda progress, stop: run_comparison(
@@ -121,7 +121,7 @@ if job is not None and not job.running and job.result is not None and st.session
     st.session_state["cmp_view_job"] = job
 
 with st.expander("Saved comparisons"):
-    saved = list_comparisons()
+    saved = list_comparisons(my_comparisons_dir())
     if not saved:
         st.caption("None yet: every comparison you run here is saved and can be reopened.")
     else:

@@ -15,8 +15,9 @@ from components.text import md_escape
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.defenses import DEFENSES
 from engine.errors import EngineError
+from engine.secrets import scrub
 from engine.plots.extraction import config_summary, rounds_played, run_config, run_status
-from engine.runs.events import read_jsonl
+from engine.runs.events import read_events
 
 init_state()
 st.title("Extraction lab")
@@ -31,8 +32,8 @@ def api_key() -> str:
 
 def friendly(e: BaseException) -> str:
     if isinstance(e, EngineError):
-        return str(e)
-    return f"unexpected error ({type(e).__name__}: {e}); try another configuration and please report this"
+        return scrub(e)
+    return scrub(f"unexpected error ({type(e).__name__}: {e}); try another configuration and please report this")
 
 
 def prepare(cfg=None, corpus=None) -> None:
@@ -225,7 +226,17 @@ def render_saved(folder: str) -> None:
         st.warning("That run folder is gone.")
         ss["extract_view"] = None
         return
-    events = read_jsonl(path)
+    try:
+        events, dropped = read_events(path)
+    except EngineError as e:
+        st.error(f"This run cannot be shown: {md_escape(scrub(e))}")
+        if st.button("Close", key="btn_extract_close_damaged"):
+            ss["extract_view"] = None
+            st.rerun()
+        return
+    if dropped:
+        st.caption(f"The last line of this run's file was cut off (a crash while writing): {dropped} bytes dropped, "
+                   "every complete round is shown.")
     cfg = run_config(events)
     status = run_status(events)
     done, total = rounds_played(events), cfg.get("rounds", 0)

@@ -6,7 +6,7 @@ import streamlit as st
 from components.lab import (render_detectors, render_embedding_map, render_exports, render_live_metrics,
                             render_round)
 from components.text import md_escape
-from components.state import close_run, data_dir, init_state, progress_callback
+from components.state import close_run, data_dir, init_state, my_runs_dir, progress_callback
 from engine.analysis.why import why_it_works
 from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
 from engine.config import INJECTION_MODES, PoisonConfig
@@ -15,7 +15,6 @@ from engine.embedders import make_retriever
 from engine.detectors import DETECTORS
 from engine.errors import EngineError
 from engine.queries import available_query_sets
-from engine.report import runs_dir
 from engine.runs import PoisoningRun
 
 init_state()
@@ -44,7 +43,7 @@ def prepare() -> None:
             corpus = corpus_from_documents("upload", st.session_state["uploaded_docs"], chunk_size=p["chunk_size"],
                                            chunk_overlap=p["chunk_overlap"],
                                            window=retriever_window(make_retriever(p["retriever"])))
-        new = PoisoningRun(cfg, progress=progress_callback(bar), corpus=corpus, out_dir=runs_dir())
+        new = PoisoningRun(cfg, progress=progress_callback(bar), corpus=corpus, out_dir=my_runs_dir())
         new.prepare()
         new.progress = None  # the bar belongs to this script run; later steps run inside the fragment
         st.session_state["lab_run"] = new
@@ -119,7 +118,7 @@ def pause() -> None:
 def reset() -> None:
     cfg, corpus = st.session_state["lab_run"].config, st.session_state["lab_run"].store.base.corpus
     close_run()
-    new = PoisoningRun(cfg, corpus=corpus, out_dir=runs_dir())
+    new = PoisoningRun(cfg, corpus=corpus, out_dir=my_runs_dir())
     new.prepare()
     st.session_state["lab_run"] = new
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components.state import init_state
+from components.state import init_state, my_runs_dir
 from components.text import md_escape
 from engine.plots import asr_compare
 from engine.plots.runs import leakage_compare
@@ -15,7 +15,7 @@ st.title("Saved runs")
 st.caption("Every attack prepared in the poisoning or extraction lab is written to disk as it happens "
            "(events.jsonl), so it survives a browser refresh or an app restart. Reopen runs here, compare them, "
            "export a report.")
-runs = list_saved_runs()
+runs = list_saved_runs(my_runs_dir())
 if not runs:
     st.info("No saved runs yet: prepare and step an attack in the Poisoning lab.")
 else:

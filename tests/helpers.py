@@ -26,7 +26,32 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float) -> bool:
     return False
 
 
-class FlakyProxy:
+def reply_json(handler, status: int, body: bytes) -> None:
+    """Send one JSON response from a BaseHTTPRequestHandler."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+class LoopbackServer:
+    """A threaded HTTP server on 127.0.0.1 serving ``handler``; ``url`` ends in /v1 (OpenAI-style)."""
+
+    def _serve(self, handler) -> None:
+        import http.server
+        import threading
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FlakyProxy(LoopbackServer):
     """A loopback HTTP proxy in front of a real server that answers 429 while ``failing`` is set.
 
     It stands for a provider that rate-limits: requests pass through to the real upstream (a
@@ -35,7 +60,6 @@ class FlakyProxy:
 
     def __init__(self, upstream: str) -> None:
         import http.server
-        import threading
         import urllib.request
 
         self.upstream = upstream.rstrip("/")
@@ -53,31 +77,14 @@ class FlakyProxy:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if proxy.failing:
                     proxy.refused += 1
-                    msg = b'{"error": {"message": "rate limited", "type": "rate_limit_error"}}'
-                    self.send_response(429)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(msg)))
-                    self.end_headers()
-                    self.wfile.write(msg)
+                    reply_json(self, 429, b'{"error": {"message": "rate limited", "type": "rate_limit_error"}}')
                     return
                 req = urllib.request.Request(proxy.upstream + self.path.replace("/v1", "", 1), data=body,
                                              headers={"Content-Type": "application/json"}, method="POST")
                 with urllib.request.urlopen(req, timeout=300) as r:
-                    data = r.read()
-                    self.send_response(r.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                    reply_json(self, r.status, r.read())
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)
 
 
 CHROMIUM = "/usr/bin/chromium"
@@ -128,3 +135,30 @@ def streamlit_server(repo, log_path, env=None, timeout: float = 90):
                     proc.kill()
                     proc.wait()
     return run()
+
+
+class RefusingServer(LoopbackServer):
+    """A loopback 'LLM server' that answers every request with one fixed HTTP error: a 400 (``context too
+    long``) or a 500 whose body echoes the request's Authorization header, as a misbehaving upstream does."""
+
+    def __init__(self, status: int, message: str, echo_auth: bool = False) -> None:
+        import http.server
+        import json
+
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):  # quiet
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                text = message + (f" (upstream rejected header {self.headers.get('Authorization', '')})"
+                                  if echo_auth else "")
+                body = json.dumps({"error": {"message": text, "type": "invalid_request_error"
+                                             if status == 400 else "server_error"}}).encode()
+                server.calls += 1
+                reply_json(self, status, body)
+
+        self.calls = 0
+        self._serve(Handler)

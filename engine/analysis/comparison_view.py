@@ -29,7 +29,11 @@ STAGE_METRICS = {"ee_retrieval": "reached the context (retrieval stage)",
                  "exploration": "rounds that found a new chunk"}
 
 
-def comparisons_dir() -> Path:
+def comparisons_dir(owner: str | None = None) -> Path:
+    """Saved comparisons: ``<cache>/comparisons``, or one owner's folder on a shared deployment."""
+    if owner:
+        from ..report import _safe_owner
+        return cache_dir(f"comparisons/owners/{_safe_owner(owner)}")
     return cache_dir("comparisons")
 
 
@@ -77,8 +81,8 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     return df.dropna(axis=1, how="all").reset_index(drop=True)
 
 
-def new_comparison_dir() -> Path:
-    d = comparisons_dir() / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
+def new_comparison_dir(owner: str | None = None) -> Path:
+    d = comparisons_dir(owner) / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
     d.mkdir(parents=True, exist_ok=True)
     return d
 

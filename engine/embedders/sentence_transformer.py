@@ -14,6 +14,24 @@ _models: dict[tuple, Any] = {}
 _models_lock = threading.Lock()
 
 
+_hub: dict[str, bool] = {}
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Can this machine reach the Hugging Face hub at all? (once per process; offline settings say no)."""
+    import os
+    import socket
+    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get("TRANSFORMERS_OFFLINE", "") not in ("", "0"):
+        return False
+    if "ok" not in _hub:
+        try:
+            with socket.create_connection(("huggingface.co", 443), timeout=timeout):
+                _hub["ok"] = True
+        except OSError:
+            _hub["ok"] = False
+    return _hub["ok"]
+
+
 def load_sentence_transformer(name_or_path: str, pooling: str = "auto") -> Any:
     """Load (once per process) a SentenceTransformer; a clear error if it is not available.
 
@@ -24,6 +42,13 @@ def load_sentence_transformer(name_or_path: str, pooling: str = "auto") -> Any:
     with _models_lock:
         if key in _models:
             return _models[key]
+        from pathlib import Path
+        if not Path(name_or_path).expanduser().exists() and not _in_hf_cache(name_or_path) and not hub_reachable():
+            # fail now: the hub client would spend a minute in retries before saying the same thing
+            raise ModelUnavailableError(
+                f"model {name_or_path!r} could not be loaded: it is not a local sentence-transformers folder and "
+                f"the Hugging Face hub cannot be reached from here (offline); with internet any model name works, "
+                f"or give a local path")
         try:
             from sentence_transformers import SentenceTransformer
             if pooling == "auto":
@@ -40,6 +65,15 @@ def load_sentence_transformer(name_or_path: str, pooling: str = "auto") -> Any:
                 f"(offline here; with internet any model name works)") from None
         _models[key] = model
         return model
+
+
+def _in_hf_cache(name: str) -> bool:
+    """Whether the hub cache already holds this model (then it loads offline)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - an odd name or an old hub client: just not cached
+        return False
 
 
 class SentenceTransformerRetriever(Retriever):

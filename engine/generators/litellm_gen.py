@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from typing import Any, Optional, Sequence
 
 from ..errors import ConfigError, EngineError
+from ..secrets import register_secret, scrub
 from ..params import Params, param
 from .base import Generation, Generator, Message, TextCallback
 
@@ -40,6 +41,10 @@ class LiteLLMGenerator(Generator):
         # a key typed into the app lives only here (this object, this session): it is not a
         # parameter, so it never reaches a manifest, an event, an export or a cache
         self._api_key = api_key or None
+        register_secret(self._api_key)
+        for name, value in os.environ.items():   # keys litellm may read from the environment
+            if name.endswith(("_API_KEY", "_API_TOKEN", "_ACCESS_TOKEN")):
+                register_secret(value)
 
     def __repr__(self) -> str:
         return f"LiteLLMGenerator({self.params.model!r}, key={'set' if self._api_key else 'from environment'})"
@@ -80,14 +85,22 @@ class LiteLLMGenerator(Generator):
                 return getattr(litellm, fn_name)(**base, **kw)
             except retryable as e:
                 if attempt == p.retries:
-                    raise EngineError(f"{p.model}: gave up after {p.retries + 1} attempts "
-                                      f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+                    raise EngineError(scrub(f"{p.model}: gave up after {p.retries + 1} attempts "
+                                            f"({type(e).__name__}: {str(e).splitlines()[0][:200]})")) from None
                 time.sleep(delay)
                 delay *= 2
             except litellm.AuthenticationError:
                 raise EngineError(f"{p.model}: the API key was rejected (check the key in your environment)") from None
             except litellm.NotFoundError:
                 raise EngineError(f"{p.model}: model not found at the provider") from None
+            except litellm.ContextWindowExceededError as e:
+                raise EngineError(scrub(f"{p.model}: the prompt does not fit the model's context window "
+                                        f"({str(e).splitlines()[0][:160]}); lower top-k, the chunk size or the "
+                                        f"answer budget")) from None
+            except (litellm.BadRequestError, litellm.UnprocessableEntityError, litellm.PermissionDeniedError,
+                    litellm.APIError) as e:
+                raise EngineError(scrub(f"{p.model}: the server refused the request ({type(e).__name__}: "
+                                        f"{str(e).splitlines()[0][:200]})")) from None
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> Optional[float]:
         """US dollars of one call from litellm's bundled price map (None when the model is not priced)."""
@@ -124,8 +137,8 @@ class LiteLLMGenerator(Generator):
                     pieces.append(piece)
                     on_text(piece)
         except Exception as e:  # noqa: BLE001 - a stream broken half-way: one clear error, never a traceback
-            raise EngineError(f"{self.params.model}: the answer stream broke off ({type(e).__name__}: "
-                              f"{str(e).splitlines()[0][:200] if str(e) else ''})") from None
+            raise EngineError(scrub(f"{self.params.model}: the answer stream broke off ({type(e).__name__}: "
+                                    f"{str(e).splitlines()[0][:200] if str(e) else ''})")) from None
         return self._generation(SimpleNamespace(usage=usage), "".join(pieces), t0)
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None,

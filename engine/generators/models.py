@@ -189,6 +189,19 @@ def _resolve_parts(m: GGUFModel) -> Path:
     return target
 
 
+def check_model_spec(name_or_path: str) -> None:
+    """Cheap check when a run is configured (not when it first generates): a registered name, or an
+    existing GGUF file. The full integrity check (sha256) still runs when the model loads."""
+    if name_or_path in MODELS:
+        return
+    path = Path(str(name_or_path)).expanduser()
+    if path.suffix.lower() == ".gguf" or path.exists():
+        check_gguf(path)
+        return
+    raise ModelUnavailableError(f"unknown local model {name_or_path!r} (choose from: {', '.join(MODELS)}, "
+                                f"or give a path to a .gguf file)")
+
+
 def resolve_model(name_or_path: str) -> Path:
     """Path of a verified GGUF file for a registered model name, or a user's own .gguf path."""
     if name_or_path in MODELS:

@@ -17,6 +17,9 @@ class EventRunner:
     def __init__(self, *, out_dir: str | Path | None = None, progress: Progress | None = None,
                  run_id: str | None = None) -> None:
         self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+        if out_dir:
+            from ..paths import writable_dir
+            writable_dir(out_dir)          # a file in the way or a read-only place: one clear error, before any work
         self.out_dir = Path(out_dir) / self.run_id if out_dir else None
         self.progress = progress
         self.events: list[Event] = []

@@ -167,6 +167,7 @@ class RunResumed(Event):
     kind: ClassVar[str] = "run_resumed"
     from_round: int = 0
     previous_status: str = ""
+    dropped_bytes: int = 0          # a torn last line left by a crash, dropped when the run was read back
 
 
 @dataclass(frozen=True)
@@ -244,6 +245,46 @@ def write_jsonl(events: Iterable[Event], path) -> None:
             f.write(event_to_json(e) + "\n")
 
 
+def read_events(path) -> tuple[list[Event], int]:
+    """The events of a run file and how many bytes of a torn last line were dropped.
+
+    A process killed while writing leaves a partial last line: it is dropped (every complete event is
+    kept). Anything else — binary data, a damaged line before the end, an unknown event kind — raises
+    :class:`RunFileError` with one clear line naming the file and the line.
+    """
+    from ..errors import RunFileError
+
+    try:
+        raw = open(path, "rb").read()
+    except OSError as e:
+        raise RunFileError(f"{path}: cannot read the events file ({e.strerror or e})") from None
+    if b"\x00" in raw[:65536]:
+        raise RunFileError(f"{path}: not an events file (binary data)")
+    lines = raw.split(b"\n")
+    last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
+    events: list[Event] = []
+    dropped = 0
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line.decode("utf-8"))
+            if not isinstance(d, dict) or "kind" not in d:
+                raise ValueError("not an event object")
+            if d["kind"] not in EVENT_TYPES:
+                raise RunFileError(f"{path}: line {i + 1} has an unknown event kind {str(d['kind'])[:40]!r}")
+            events.append(event_from_dict(d))
+        except RunFileError:
+            raise
+        except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+            if i == last:          # a torn last line: the writer died mid-line
+                dropped = len(line)
+                continue
+            raise RunFileError(f"{path}: line {i + 1} is damaged (not a complete event); the run cannot be "
+                               f"read past it") from None
+    return events, dropped
+
+
 def read_jsonl(path) -> list[Event]:
-    with open(path, encoding="utf-8") as f:
-        return [event_from_dict(json.loads(line)) for line in f if line.strip()]
+    """The events of a run file (a torn last line is dropped; see :func:`read_events`)."""
+    return read_events(path)[0]

@@ -29,11 +29,12 @@ from ..generators import GENERATORS
 from ..generators.base import TextCallback
 from ..generators.metered import MeteredGenerator
 from ..metrics.leakage import LeakageTracker
+from ..secrets import scrub
 from ..rag import RagSystem
 from ..store import StoreSettings
 from .events import (AttackerState, DefenseApplied, Event, Generated, IndexBuilt, LeakScored, QueryIssued,
                      Retrieved, RoundEnded, RoundStarted, RunEnded, RunResumed, RunStarted, event_to_json,
-                     jsonable, read_jsonl)
+                     jsonable, read_events)
 from .base import EventRunner
 from .kb_snapshot import KB_FILE, load_kb, save_kb
 from .manifest import build_manifest
@@ -224,6 +225,7 @@ class ExtractionRun(EventRunner):
         self._round = r
 
     def _fail(self, message: str, r: int) -> None:
+        message = scrub(message)
         where = f"; resume with: python -m engine extract --resume {self.out_dir}" if self.out_dir else ""
         self._emit(RunEnded, status="failed", summary={"error": message, "rounds_done": self._round,
                                                        "failed_round": r})
@@ -261,10 +263,14 @@ class ExtractionRun(EventRunner):
         path = events_file(run_dir)
         if path is None:
             raise ConfigError(f"{run_dir} holds no events.jsonl: not a run folder")
-        events = read_jsonl(path)
+        events, dropped = read_events(path)
         started = next((e for e in events if isinstance(e, RunStarted)), None)
         if started is None:
             raise ConfigError(f"{path} has no run_started event")
+        kind = (started.manifest or {}).get("kind", "poison")
+        if kind != "extract":
+            raise ConfigError(f"{run_dir} holds a {'poisoning' if kind == 'poison' else kind} run: only extraction "
+                              f"runs can be resumed (a poisoning run is re-run from its preset, with the same seed)")
         cfg = ExtractionConfig.from_dict({**dict(started.config), **(config_overrides or {})}, where=str(run_dir))
         last_done = max((e.round for e in events if isinstance(e, RoundEnded)), default=0)
         cut = next((i for i, e in enumerate(events) if isinstance(e, RoundStarted) and e.round > last_done), None)
@@ -298,7 +304,7 @@ class ExtractionRun(EventRunner):
             run.events.append(e)
             run._sink.write(event_to_json(e) + "\n")
         run._sink.flush()
-        run._emit(RunResumed, from_round=last_done, previous_status=prev)
+        run._emit(RunResumed, from_round=last_done, previous_status=prev, dropped_bytes=dropped)
         run._round = last_done
         run._prepared = True
         return run

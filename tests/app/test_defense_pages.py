@@ -32,7 +32,7 @@ def _wait(at: AppTest, key: str, deadline_s: float) -> None:
 def cache(tmp_path, monkeypatch):
     """Comparisons are written under the cache: keep them in a temporary folder (embeddings/models stay shared)."""
     from engine.analysis import comparison_view
-    monkeypatch.setattr(comparison_view, "comparisons_dir", lambda: tmp_path)
+    monkeypatch.setattr(comparison_view, "comparisons_dir", lambda owner=None: tmp_path)
     return tmp_path
 
 

@@ -190,3 +190,18 @@ def test_concurrent_runs_in_threads_stay_isolated(minilm, handbook):
     for name, ids in seen.items():
         poisons = {i for i in ids if i.startswith("poison-")}
         assert poisons == ({f"poison-{name}"} if int(name[1:]) % 2 == 0 else set()), (name, poisons)
+
+
+def test_a_closed_run_leaves_no_hnsw_folder_behind(minilm, handbook, tmp_path):
+    """An embedded Chroma drops a deleted collection's rows but not its vector segment's folder; a run's
+    overlay folder is removed when the run closes (the shared base index keeps its own)."""
+    settings = StoreSettings(path=str(tmp_path / "chroma"))
+    index = shared_base_index(handbook, minilm, settings=settings)
+    folders = lambda: {p.name for p in (tmp_path / "chroma").iterdir() if p.is_dir()}  # noqa: E731
+    base = folders()
+    docs = [Document(f"extra-{i}", f"An injected note number {i} about blood pressure and sleep.") for i in range(300)]
+    with RunStore(index, settings=settings) as s:
+        s.inject(docs)
+        s.search(["blood pressure"], 5)
+        assert len(folders()) > len(base), "the overlay's segment is on disk while the run is open"
+    assert folders() == base
