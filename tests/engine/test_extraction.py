@@ -399,6 +399,12 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     run_comparison(cfg, out_dir=tmp_path)
     assert json.loads((tmp_path / "comparison.json").read_text())["runs"] == before
     assert len(list((tmp_path / "runs").iterdir())) == 2
+    # the Markdown report of a long experiment reads the same folder, finished or not
+    from engine.analysis.scale_report import report_markdown, wilson
+    table = report_markdown(tmp_path, checkpoints=(1, 2, 50))
+    assert table.count("| clinic_records | zeng |") == 2 and "| 2/2 |" in table and "CRR @ 50" not in table
+    lo, hi = wilson(46, 1377)
+    assert round(lo, 4) == 0.0251 and round(hi, 4) == 0.0443 and wilson(0, 10)[0] == 0.0
 
 
 def test_the_extraction_demo_leaks_within_three_rounds():
