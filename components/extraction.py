@@ -20,7 +20,10 @@ from engine.config import ExtractionConfig, list_presets, load_preset
 from engine.corpora import corpus_from_documents, load_corpus, retriever_window
 from engine.embedders import make_retriever
 from engine.errors import EngineError
+from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.generators.litellm_gen import LiteLLMGenerator
+from engine.generators.llama_local import LlamaCppGenerator
+from engine.generators.models import MODELS
 from engine.params import Params
 from engine.plots.extraction import (attacker_state, budget_note, cascade_bars, cascade_rows, config_summary,
                                      cost_line, coverage_map, leakage_curves, marked_segments, metrics_rows, round_view,
@@ -32,7 +35,7 @@ from engine.runs.kb_snapshot import KB_FILE, load_kb
 KBS = ["clinic_records", "healthcaremagic", "enron", "upload"]
 KB_HELP = ("clinic_records: bundled synthetic patient notes with fake PII; healthcaremagic / enron: benchmark "
            "data (needs the data dir); upload: the documents uploaded on the Pipeline page")
-LOCAL_MODELS = ["smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b"]
+LOCAL_MODELS = list(MODELS)
 LITELLM = "litellm"
 ATTACKER_NONE = "none"
 
@@ -100,10 +103,11 @@ def settings_from_config(cfg: ExtractionConfig) -> dict[str, Any]:
     if cfg.generator == "litellm":
         gen, litellm_model = LITELLM, gp.get("model", "openai/gpt-4o-mini")
     else:
-        gen, litellm_model = gp.get("model", "smollm2-135m"), "openai/gpt-4o-mini"
+        gen, litellm_model = gp.get("model", LlamaCppGenerator.Params().model), "openai/gpt-4o-mini"
     ap = dict(cfg.attack_params or {})
     ap.pop("budget", None)
-    attacker = dict(cfg.attacker_llm_params or {}).get("model", "smollm2-135m") if cfg.attacker_llm else ATTACKER_NONE
+    attacker = (dict(cfg.attacker_llm_params or {}).get("model", LlamaCppGenerator.Params().model) if cfg.attacker_llm
+                else ATTACKER_NONE)
     return {"kb": cfg.kb, "generator": gen, "litellm_model": litellm_model, "api_base": gp.get("api_base", ""),
             "attack": cfg.attack, "attack_params": ap, "attacker_llm": attacker, "rounds": cfg.rounds,
             "top_k": cfg.top_k, "max_tokens": cfg.max_tokens, "answer_budget": cfg.answer_budget,
@@ -131,7 +135,8 @@ def build_config(s: Mapping[str, Any], data_dir: str) -> ExtractionConfig:
             gp["api_base"] = s["api_base"].strip()
     else:
         gen, gp = "local", {"model": s["generator"], "max_tokens": int(s["max_tokens"])}
-    uses_llm = s["attack"] == "rag-thief" and s.get("attacker_llm", ATTACKER_NONE) != ATTACKER_NONE
+    uses_llm = (EXTRACTION_ATTACKS.get(s["attack"]).uses_attacker_llm
+                and s.get("attacker_llm", ATTACKER_NONE) != ATTACKER_NONE)
     return ExtractionConfig.from_dict({
         "kb": s["kb"], "attack": s["attack"], "attack_params": dict(s.get("attack_params") or {}),
         "rounds": int(s["rounds"]), "generator": gen, "generator_params": gp,
@@ -398,8 +403,8 @@ def render_internals(events: list[Event], defenses: list[str], key: str) -> None
     agent, rnd, state = attacker_state(events)
     if not agent:
         st.info("The attacker's state appears after the first round.")
-    elif agent == "rag-thief":
-        st.caption(f"RAG-Thief after round {rnd}: {state.get('reflections', 0)} reflections, "
+    elif "long_term" in state:      # an agent with memory (RAG-Thief)
+        st.caption(f"{agent} after round {rnd}: {state.get('reflections', 0)} reflections, "
                    f"{state.get('seed_used', 0)} seed anchors used, {state.get('last_new', 0)} new chunk(s) last round")
         c = st.columns(3)
         for col, (name, title) in zip(c, (("short_term", "Short-term queue"), ("long_term", "Long-term memory"),
@@ -410,15 +415,15 @@ def render_internals(events: list[Event], defenses: list[str], key: str) -> None
             extra = {"direction": [x.get("direction", "") if isinstance(x, Mapping) else "" for x in items]} \
                 if name == "anchors" else {}
             col.dataframe(pd.DataFrame({"text": rows, **extra}), hide_index=True, width="stretch", height=220)
-    elif agent == "worm":
+    elif "history" in state:        # an agent that moves toward targets (Worm)
         hist = state.get("history") or []
-        st.caption(f"Worm after round {rnd}: {state.get('n_extracted', 0)} chunk(s) extracted so far")
+        st.caption(f"{agent} after round {rnd}: {state.get('n_extracted', 0)} chunk(s) extracted so far")
         if hist:
             st.plotly_chart(worm_drift(hist), width="stretch", key=f"worm_{key}")
             st.markdown("**Last target**")
             st.text(str(hist[-1].get("target_text", "")))
-    elif agent == "zeng":
-        st.caption(f"Zeng et al. after round {rnd}: {state.get('issued', 0)} queries issued")
+    elif "next_information" in state:   # a fixed schedule of queries (Zeng et al.)
+        st.caption(f"{agent} after round {rnd}: {state.get('issued', 0)} queries issued")
         st.markdown("**Next information**")
         st.text(state.get("next_information") or "(budget spent)")
     else:

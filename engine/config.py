@@ -48,8 +48,9 @@ class PoisonConfig(Params):
             raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
 
     def resolved_attack_params(self) -> dict[str, Any]:
+        from .attacks.poisoning import POISONING_ATTACKS
         ap = dict(self.attack_params or {})
-        if self.attack in ("universal", "paraphrased", "camouflaged"):
+        if POISONING_ATTACKS.get(self.attack).takes_target():
             ap.setdefault("target", self.target)
             if self.target_text:
                 ap.setdefault("target_text", self.target_text)

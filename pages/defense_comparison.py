@@ -12,14 +12,16 @@ from engine.analysis.teaching import stop_flag
 from engine.compare import run_comparison
 from engine.config import ComparisonConfig
 from engine.corpora import available_corpora
+from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.errors import EngineError
+from engine.generators.models import MODELS as MODELS_REGISTRY
 from engine.jobs import Job
 from engine.queries import available_query_sets
 
 KBS = ("clinic_records", "healthcaremagic", "enron")
 NEEDS_DATA = ("healthcaremagic", "enron")
-ATTACKS = ("zeng", "worm", "rag-thief")
-MODELS = ("smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b")
+ATTACKS = tuple(EXTRACTION_ATTACKS.names())
+MODELS = tuple(MODELS_REGISTRY)
 
 init_state()
 st.title("Defense comparison")
@@ -33,7 +35,7 @@ with st.form("cmp_setup"):
     c1, c2, c3 = st.columns(3)
     kb = c1.selectbox("Knowledge base", KBS, help="clinic_records is bundled (synthetic patients with fake PII); "
                       "healthcaremagic and enron need the benchmark data dir (RAG_PLAYGROUND_DATA_DIR)")
-    attacks = c1.multiselect("Attacks", ATTACKS, default=["zeng"],
+    attacks = c1.multiselect("Attacks", ATTACKS, default=[ATTACKS[0]],
                              help="zeng: targeted question + 'repeat the context'; worm: adversarial prefix found "
                                   "by embedding search; rag-thief: an agent that continues what it has extracted")
     rounds = c1.number_input("Rounds (attacker queries)", 1, 500, 3)

@@ -111,7 +111,8 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
                                     if a == ATTACKER_NONE else a,
                                     help="RAG-Thief's reflections (continuations of what it extracted); without an "
                                          "LLM the continuation is the stolen chunk's first and last sentence. "
-                                         "zeng and worm use none", disabled=attack != "rag-thief")
+                                         "the others use none",
+                                    disabled=not EXTRACTION_ATTACKS.get(attack).uses_attacker_llm)
         rounds = c3.number_input("Rounds (query budget)", 1, 10_000, int(s["rounds"]))
         top_k = c3.number_input("Top-k", 1, 100, int(s["top_k"]))
         seed = c3.number_input("Seed", 0, 10_000, int(s["seed"]))
@@ -123,7 +124,8 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
     if submitted:
         ss["extract"] = {"kb": kb, "generator": generator, "litellm_model": litellm_model, "api_base": api_base,
                          "attack": attack, "attack_params": attack_params,
-                         "attacker_llm": attacker_llm if attack == "rag-thief" else s["attacker_llm"],
+                         "attacker_llm": attacker_llm if EXTRACTION_ATTACKS.get(attack).uses_attacker_llm
+                         else s["attacker_llm"],
                          "rounds": int(rounds), "top_k": int(top_k), "max_tokens": int(max_tokens),
                          "answer_budget": answer_budget, "defenses": defenses, "seed": int(seed)}
         prepare()

@@ -8,8 +8,9 @@ from components.extraction import marked_markdown
 from components.state import init_state
 from components.text import md_escape
 from engine.analysis.comparison_view import comparison_table
-from engine.analysis.teaching import LEVELS, RUNNERS
-from engine.attacks.poisoning import TARGET_KINDS
+from engine.analysis.teaching import LEVEL2_ATTACK, LEVELS, RUNNERS
+from engine.attacks.extraction import EXTRACTION_ATTACKS
+from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
 from engine.defenses import DEFENSES
 from engine.plots.extraction import marked_segments
 from engine.jobs import Job
@@ -49,13 +50,16 @@ def controls(level: int, busy: bool) -> None:
     k = f"teach{level}"
     if level == 1:
         c1, c2, c3 = st.columns(3)
-        attack = c1.selectbox("Attack", ["universal", "paraphrased", "camouflaged"], key=f"{k}_attack")
+        attack = c1.selectbox("Attack", [a for a in POISONING_ATTACKS.names() if POISONING_ATTACKS.get(a).takes_target()],
+                              key=f"{k}_attack")
         target = c2.selectbox("Target", [t for t in TARGET_KINDS if t != "custom"], key=f"{k}_target")
         limit = c3.number_input("Questions attacked", 1, 10, 3, key=f"{k}_limit")
         args = {"attack": attack, "target": target, "limit": int(limit)}
     elif level == 2:
         c1, c2 = st.columns(2)
-        attack = c1.selectbox("Attack", ["rag-thief", "zeng"], key=f"{k}_attack")
+        names = EXTRACTION_ATTACKS.names()
+        attack = c1.selectbox("Attack", names, index=names.index(LEVEL2_ATTACK) if LEVEL2_ATTACK in names else 0,
+                              key=f"{k}_attack")
         rounds = c2.number_input("Rounds", 1, 5, 3, key=f"{k}_rounds")
         args = {"attack": attack, "rounds": int(rounds)}
     else:

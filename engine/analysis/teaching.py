@@ -116,7 +116,10 @@ def check_level2(events: Sequence[Any]) -> dict[str, Any]:
             "pii": items}
 
 
-def run_level2(attack: str = "rag-thief", rounds: int = 3, *, progress: Progress | None = None,
+LEVEL2_ATTACK = "rag-thief"     # the demo's attack
+
+
+def run_level2(attack: str = LEVEL2_ATTACK, rounds: int = 3, *, progress: Progress | None = None,
                should_stop: Optional[Callable[[], bool]] = None) -> dict[str, Any]:
     from ..config import ExtractionConfig
     from ..runs.extraction import ExtractionRun
@@ -191,7 +194,7 @@ def run_level3(defenses: Sequence[str], tolerance: float = 0.34, rounds: int = 3
         from ..errors import ConfigError
         raise ConfigError("choose at least one defense to compare with the undefended system")
     cfg = ComparisonConfig(base={**DEMO_SYSTEM, "rounds": int(rounds)},
-                           configurations=("none", *conf), attacks=("rag-thief",), utility_limit=int(utility_limit))
+                           configurations=("none", *conf), attacks=(LEVEL2_ATTACK,), utility_limit=int(utility_limit))
     rows = run_comparison(cfg, progress=progress, stop=stop_flag(should_stop))
     out = check_level3(rows, tolerance)
     out["rows"] = [{k: v for k, v in r.items() if k != "curves"} for r in rows]

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from ..store import BaseIndex, StoreSettings
 
 STAGES = ("index", "query", "retrieval", "context", "prompt", "generation")
+STAGE_HOOKS = {"index": "reindex", "query": "check_query", "retrieval": "filter", "context": "rewrite",
+               "prompt": "system_prompt", "generation": "generate"}   # the method a defense of each stage overrides
 Progress = Callable[[str, int, int], None]
 
 
@@ -58,7 +60,7 @@ class DefenseContext:
 
 
 class Defense:
-    """Base class; a subclass sets ``stage`` and overrides that stage's hook."""
+    """Base class; a subclass sets ``stage`` and overrides that stage's hook (:data:`STAGE_HOOKS`)."""
 
     name: ClassVar[str] = ""
     stage: ClassVar[str] = ""
@@ -69,6 +71,11 @@ class Defense:
 
     def describe(self) -> dict:
         return {"name": self.name, "stage": self.stage, "params": self.params.to_dict()}
+
+    @classmethod
+    def hook(cls) -> str:
+        """The name of the method this defense's stage calls."""
+        return STAGE_HOOKS[cls.stage]
 
     def action(self, action: str, **detail: Any) -> DefenseAction:
         return DefenseAction(self.name, self.stage, action, detail)

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ConfigError
-from ..params import Params
+from ..params import Params, param
 
 
 @dataclass(frozen=True)
@@ -27,11 +27,18 @@ class Calibration:
 
 
 class Detector:
-    """Base class: ``fit(anchors)``, then ``score(X)`` and ``flag(X)``."""
+    """Base class: ``fit(anchors)``, then ``score(X)`` and ``flag(X)``. A detector's own ``Params``
+    subclass ``Detector.Params``, which holds what the base's calibration reads."""
 
     name: ClassVar[str] = ""
-    Params: ClassVar[type[Params]]
     min_anchors: ClassVar[int] = 5
+
+    class Params(Params):
+        quantile: float = param(0.95, min=0.5, max=0.9999, help="Threshold quantile of anchor scores")
+        folds: int = param(5, min=2, max=20, help="Folds for out-of-fold calibration (and any CV of the detector)")
+        calibration: str = param("out-of-fold", choices=("out-of-fold", "in-sample"),
+                                 help="Which anchor scores set the threshold")
+        seed: int = param(0, help="Fold assignment seed")
 
     def __init__(self, params: Params) -> None:
         self.params = params
@@ -55,23 +62,23 @@ class Detector:
 
     def fit(self, anchors: np.ndarray) -> "Detector":
         X = np.asarray(anchors, dtype=np.float64)
-        folds = int(getattr(self.params, "folds", 5))
+        folds = int(self.params.folds)
         if X.ndim != 2 or len(X) < max(self.min_anchors, folds):
             raise ConfigError(f"{self.name}: needs at least {max(self.min_anchors, folds)} anchor documents, "
                               f"got {len(X)} (protect more queries or retrieve more anchors per query)")
-        q = float(getattr(self.params, "quantile", 0.95))
+        q = float(self.params.quantile)
         self._prepare(X)
         self.state = self._fit(X)
         in_scores = self._score(self.state, X)
         oof = np.empty(len(X))
-        rng = np.random.default_rng(int(getattr(self.params, "seed", 0)))
+        rng = np.random.default_rng(int(self.params.seed))
         order = rng.permutation(len(X))
         for k in range(folds):
             test = order[k::folds]
             train = np.setdiff1d(order, test)
             oof[test] = self._score(self._fit(X[train]), X[test])
         t_in, t_oof = float(np.quantile(in_scores, q)), float(np.quantile(oof, q))
-        use = t_in if getattr(self.params, "calibration", "out-of-fold") == "in-sample" else t_oof
+        use = t_in if self.params.calibration == "in-sample" else t_oof
         self.calibration = Calibration(use, t_in, t_oof, tuple(map(float, in_scores)))
         return self
 

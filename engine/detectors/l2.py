@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..params import Params, param
+from ..params import param
 from .base import Detector
 
 
@@ -17,12 +17,8 @@ class L2NormDetector(Detector):
     in either direction (``two-sided``); threshold = quantile of anchor scores.
     """
 
-    class Params(Params):
+    class Params(Detector.Params):
         direction: str = param("two-sided", choices=("high", "low", "two-sided"), help="Which norms are suspicious")
-        quantile: float = param(0.95, min=0.5, max=0.9999, help="Threshold quantile of anchor scores")
-        folds: int = param(5, min=2, max=20, help="Folds for out-of-fold calibration")
-        calibration: str = param("out-of-fold", choices=("out-of-fold", "in-sample"), help="Threshold source")
-        seed: int = param(0, help="Fold assignment seed")
 
     def _fit(self, X: np.ndarray) -> float:
         return float(np.median(np.linalg.norm(X, axis=1)))
@@ -39,11 +35,8 @@ class L2DistanceDetector(Detector):
     isotropic"); equals the Mahalanobis detector in the limit β = 1, up to scale.
     """
 
-    class Params(Params):
-        quantile: float = param(0.95, min=0.5, max=0.9999, help="Threshold quantile of anchor scores")
-        folds: int = param(5, min=2, max=20, help="Folds for out-of-fold calibration")
-        calibration: str = param("out-of-fold", choices=("out-of-fold", "in-sample"), help="Threshold source")
-        seed: int = param(0, help="Fold assignment seed")
+    class Params(Detector.Params):
+        """Only the shared calibration parameters."""
 
     def _fit(self, X: np.ndarray) -> np.ndarray:
         return X.mean(axis=0)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg
 
-from ..params import Params, param
+from ..params import param
 from .base import Detector
 
 PAPER_BETA_GRID = (0.001, 0.005, 0.01, 0.05, 0.1, 0.2)  # Appendix C.2, Table 8
@@ -45,14 +45,9 @@ class MahalanobisDetector(Detector):
     Threshold: the 95th percentile of out-of-fold anchor scores (``calibration``).
     """
 
-    class Params(Params):
+    class Params(Detector.Params):
         beta: float = param(0.0, min=0.0, max=1.0, help="Shrinkage level β; 0 = choose by cross-validation")
         beta_grid: tuple[float, ...] = param(PAPER_BETA_GRID, help="Grid searched when β is chosen by CV")
-        quantile: float = param(0.95, min=0.5, max=0.9999, help="Threshold quantile of anchor scores")
-        folds: int = param(5, min=2, max=20, help="Folds for β selection and out-of-fold calibration")
-        calibration: str = param("out-of-fold", choices=("out-of-fold", "in-sample"),
-                                 help="Which anchor scores set the threshold")
-        seed: int = param(0, help="Fold assignment seed")
 
         def validate(self) -> None:
             from ..errors import ConfigError

@@ -109,8 +109,9 @@ def config_summary(cfg: Mapping[str, Any]) -> str:
     gp = dict(cfg.get("generator_params") or {})
     gen = gp.get("model") or cfg.get("generator", "")
     ap = dict(cfg.get("attacker_llm_params") or {})
+    from ..attacks.extraction import EXTRACTION_ATTACKS
     attack = str(cfg.get("attack", ""))
-    if attack == "rag-thief":
+    if attack in EXTRACTION_ATTACKS and EXTRACTION_ATTACKS.get(attack).uses_attacker_llm:
         attack += (f" (reflections by {ap.get('model') or cfg.get('attacker_llm')})" if cfg.get("attacker_llm")
                    else " (rule-based continuation: each stolen chunk's first and last sentence)")
     budget = ("answers as long as their context" if cfg.get("answer_budget", "fixed") == "context"

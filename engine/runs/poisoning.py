@@ -101,7 +101,7 @@ class PoisoningRun(EventRunner):
                    dim=int(base.vectors.shape[1]) if base.dense else 0, n_embedded_now=base.n_encoded,
                    seconds=round(time.perf_counter() - t0, 3), corpus_stats=stats_for(corpus, window))
         self.store = RunStore(base, settings=settings, run_id=self.run_id.replace("_", "-"))
-        if getattr(attack, "needs_index", False):  # adaptive attackers query the clean retriever first
+        if attack.needs_index:  # adaptive attackers query the clean retriever first
             from ..attacks.poisoning import clean_searcher
             attack.bind(clean_searcher(base))
         self.poisons = attack.craft(self.queries)

@@ -114,6 +114,5 @@ def test_extraction_agent_respects_its_budget_and_exposes_json_state(name):
 def test_defense_acts_at_one_stage_and_implements_its_hook(name):
     cls = DEFENSES.get(name)
     assert cls.stage in STAGES
-    hook = {"index": "reindex", "query": "check_query", "retrieval": "filter", "context": "rewrite",
-            "prompt": "system_prompt", "generation": "generate"}[cls.stage]
+    hook = cls.hook()
     assert getattr(cls, hook) is not getattr(Defense, hook), f"{name} must implement {hook}()"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional, Sequence
 
 import numpy as np
 
-from ...params import Params
+from ...params import Params, param
 
 if TYPE_CHECKING:
     from ...embedders.base import Retriever
@@ -39,10 +39,17 @@ class AttackContext:
 
 
 class ExtractionAgent:
-    """Base class: subclasses implement ``_observe`` (learn from one exchange) and ``_propose``."""
+    """Base class: subclasses implement ``_observe`` (learn from one exchange) and ``_propose``; their
+    ``Params`` subclass ``ExtractionAgent.Params`` (the budget and the adaptive switch the base reads).
+    ``uses_attacker_llm``: whether the agent calls an LLM of its own (the UI offers one only then)."""
 
     name: ClassVar[str] = ""
-    Params: ClassVar[type[Params]]
+    uses_attacker_llm: ClassVar[bool] = False
+
+    class Params(Params):
+        budget: int = param(20, min=1, max=10000, help="Query budget (rounds)")
+        adaptive: bool = param(False, help="Knows the active defenses and adapts its query to them "
+                                           "(see engine.attacks.extraction.adaptive)")
 
     def __init__(self, params: Params, ctx: AttackContext | None = None) -> None:
         self.params = params
@@ -64,7 +71,7 @@ class ExtractionAgent:
         if len(transcript) >= self.budget:
             return None
         q = self._propose()
-        if q is not None and getattr(self.params, "adaptive", False) and self.ctx.known_defenses:
+        if q is not None and self.params.adaptive and self.ctx.known_defenses:
             from .adaptive import adapt_query
             info, command = self._parts(q)
             q, self.adapted = adapt_query(info, command, self.ctx.known_defenses, self.ctx)
@@ -73,10 +80,15 @@ class ExtractionAgent:
 
     def _parts(self, query: str) -> tuple[str, str]:
         """(information/anchor part, command part) of a query this agent built."""
-        command = getattr(self.params, "command", "") or getattr(self.params, "jailbreak", "")
+        command = self._command()
         if command and query.endswith(command):
             return query[: -len(command)].strip(), command
         return query, ""
+
+    def _command(self) -> str:
+        """The command part this agent appends to its queries ('' if none): what an adaptive attacker
+        rephrases past an intent block."""
+        return ""
 
     def _observe(self, ex: Exchange) -> None:
         raise NotImplementedError

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Optional
 
-from ...params import Params, param
+from ...params import param
 from .base import AttackContext, Exchange, ExtractionAgent
 from .parsing import is_duplicate, parse_chunks
 from .seeds import INFORMATION_KINDS, information
@@ -58,10 +58,9 @@ class RagThiefAgent(ExtractionAgent):
       new ones, while a 0.5B model's "continuation" mostly restates the chunk it was given.
     """
 
-    class Params(Params):
-        budget: int = param(20, min=1, max=10000, help="Query budget (rounds)")
-        adaptive: bool = param(False, help="Knows the active defenses and adapts its query to them "
-                                           "(see engine.attacks.extraction.adaptive)")
+    uses_attacker_llm = True
+
+    class Params(ExtractionAgent.Params):
         command: str = param(DEFAULT_COMMAND, help="Adversarial command appended to each anchor")
         seed_information: str = param("auto", choices=INFORMATION_KINDS, help="Anchors when memory is empty")
         dedup_threshold: float = param(0.7, min=0.0, max=1.0, help="ROUGE-L F1 above which a chunk is a duplicate")
@@ -90,6 +89,9 @@ class RagThiefAgent(ExtractionAgent):
         self.dropped_anchors = 0
         self.sent: list[str] = []                 # anchors already used in a query
         self.skipped_anchors = 0
+
+    def _command(self) -> str:
+        return self.params.command
 
     def _observe(self, ex: Exchange) -> None:
         new = 0

@@ -7,7 +7,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ...errors import ConfigError
-from ...params import Params, param
+from ...params import param
 from .base import AttackContext, Exchange, ExtractionAgent
 from .parsing import parse_chunks
 from .seeds import WORDS, information
@@ -34,10 +34,7 @@ class WormAgent(ExtractionAgent):
     ``candidates`` replacement words at one random position and keeping the best (greedy).
     """
 
-    class Params(Params):
-        budget: int = param(20, min=1, max=10000, help="Query budget (rounds)")
-        adaptive: bool = param(False, help="Knows the active defenses and adapts its query to them "
-                                           "(see engine.attacks.extraction.adaptive)")
+    class Params(ExtractionAgent.Params):
         jailbreak: str = param(DEFAULT_JAILBREAK, help="Role-play command asking for the context as JSON")
         prefix_words: int = param(16, min=1, max=200, help="Words in the adversarial prefix")
         swap_iters: int = param(24, min=0, max=1000, help="Greedy swap iterations per query")
@@ -56,6 +53,9 @@ class WormAgent(ExtractionAgent):
     def _embed(self, texts: list[str]) -> np.ndarray:
         v = np.asarray(self.ctx.embedder.encode_transient(texts), dtype=np.float32)
         return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
+    def _command(self) -> str:
+        return self.params.jailbreak
 
     def _observe(self, ex: Exchange) -> None:
         chunks = parse_chunks(ex.answer, min_words=self.params.min_chunk_words, echo=ex.query)

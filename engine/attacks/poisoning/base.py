@@ -18,10 +18,26 @@ class Poison:
 
 
 class PoisoningAttack:
-    """Base class: crafts the documents to inject for a set of protected queries."""
+    """Base class: crafts the documents to inject for a set of protected queries.
+
+    ``needs_index``: the attack queries the clean retriever before crafting (an adaptive attacker); the
+    run then calls :meth:`bind` with a clean-search function. An attack whose ``Params`` has a ``target``
+    field takes the run's target information (:meth:`takes_target`).
+    """
 
     name: ClassVar[str] = ""
     Params: ClassVar[type[Params]]
+    needs_index: ClassVar[bool] = False
+
+    @classmethod
+    def takes_target(cls) -> bool:
+        """Whether the run's ``target`` / ``target_text`` are this attack's parameters."""
+        import dataclasses
+        return any(f.name == "target" for f in dataclasses.fields(cls.Params))
+
+    def bind(self, search_clean) -> None:
+        """``search_clean(query_texts, k) -> list of lists of clean texts`` (the attacker's view); only
+        called when ``needs_index``."""
 
     def __init__(self, params: Params, *, seed: int = 0, data_dir: str | None = None) -> None:
         self.params = params
