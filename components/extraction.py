@@ -7,13 +7,13 @@ after md_escape, with copied spans wrapped in Markdown highlighting.
 from __future__ import annotations
 
 import json
-import typing
 from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
 import streamlit as st
 
+from components.params_form import new_form_generation
 from components.state import my_runs_dir, progress_callback
 from components.text import md_escape
 from engine.config import ExtractionConfig, list_presets, load_preset
@@ -21,10 +21,10 @@ from engine.corpora import corpus_from_documents, load_corpus, retriever_window
 from engine.embedders import make_retriever
 from engine.errors import EngineError
 from engine.attacks.extraction import EXTRACTION_ATTACKS
+from engine.generators import GENERATORS
 from engine.generators.litellm_gen import LiteLLMGenerator
 from engine.generators.llama_local import LlamaCppGenerator
 from engine.generators.models import MODELS
-from engine.params import Params
 from engine.plots.extraction import (attacker_state, budget_note, cascade_bars, cascade_rows, config_summary,
                                      cost_line, coverage_map, leakage_curves, marked_segments, metrics_rows, round_view,
                                      rounds_played, run_config, worm_drift)
@@ -40,58 +40,6 @@ LITELLM = "litellm"
 ATTACKER_NONE = "none"
 
 
-# ------------------------------------------------------------------------------ Params → widgets
-def _base_type(tp: Any) -> Any:
-    """int for Optional[int] etc."""
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    if typing.get_origin(tp) is not None and args and typing.get_origin(tp) is not tuple:
-        return args[0]
-    return tp
-
-
-def params_widgets(cls: type[Params], values: Mapping[str, Any] | None = None, *, skip: tuple[str, ...] = (),
-                   container: Any = None) -> dict[str, Any]:
-    """One widget per field of a Params dataclass (label, help, bounds and choices from its metadata);
-    returns the values the user chose. Keyless widgets: safe inside a form, and a changed default
-    (e.g. a loaded preset) shows up."""
-    box = container or st
-    values = dict(values or {})
-    out: dict[str, Any] = {}
-    for f in cls.describe():
-        name = f["name"]
-        if name in skip:
-            continue
-        label = f.get("label") or name.replace("_", " ").capitalize()
-        value = values.get(name, f["default"])
-        tp = _base_type(f["type"])
-        helptext = f.get("help") or None
-        lo, hi = f.get("min"), f.get("max")
-        if f.get("choices"):
-            choices = list(f["choices"])
-            out[name] = box.selectbox(label, choices, index=choices.index(value) if value in choices else 0,
-                                      help=helptext)
-        elif tp is bool:
-            out[name] = box.checkbox(label, value=bool(value), help=helptext)
-        elif tp is int:
-            out[name] = int(box.number_input(label, min_value=None if lo is None else int(lo),
-                                             max_value=None if hi is None else int(hi),
-                                             value=int(value if value is not None else (lo or 0)), step=1,
-                                             help=helptext))
-        elif tp is float:
-            out[name] = float(box.number_input(label, min_value=None if lo is None else float(lo),
-                                               max_value=None if hi is None else float(hi),
-                                               value=float(value if value is not None else (lo or 0.0)),
-                                               format="%.3f", help=helptext))
-        elif typing.get_origin(tp) is tuple:
-            text = box.text_input(label, ", ".join(map(str, value or ())), help=helptext)
-            out[name] = tuple(v.strip() for v in text.split(",") if v.strip())
-        else:
-            text = str(value if value is not None else "")
-            out[name] = (box.text_area(label, text, height=90, help=helptext) if len(text) > 60
-                         else box.text_input(label, text, help=helptext))
-    return out
-
-
 # ------------------------------------------------------------------------------ settings ↔ config
 def extract_presets() -> list[dict]:
     return [p for p in list_presets() if p["kind"] == "extract"]
@@ -100,8 +48,12 @@ def extract_presets() -> list[dict]:
 def settings_from_config(cfg: ExtractionConfig) -> dict[str, Any]:
     """The lab's setup settings for a config (e.g. a preset)."""
     gp = dict(cfg.generator_params or {})
+    other: dict[str, Any] = {}
     if cfg.generator == "litellm":
         gen, litellm_model = LITELLM, gp.get("model", "openai/gpt-4o-mini")
+    elif cfg.generator != "local":                  # a generator plugin: its own parameters
+        gen, litellm_model = cfg.generator, "openai/gpt-4o-mini"
+        other = {cfg.generator: {k: v for k, v in gp.items() if k != "max_tokens"}}
     else:
         gen, litellm_model = gp.get("model", LlamaCppGenerator.Params().model), "openai/gpt-4o-mini"
     ap = dict(cfg.attack_params or {})
@@ -111,7 +63,10 @@ def settings_from_config(cfg: ExtractionConfig) -> dict[str, Any]:
     return {"kb": cfg.kb, "generator": gen, "litellm_model": litellm_model, "api_base": gp.get("api_base", ""),
             "attack": cfg.attack, "attack_params": ap, "attacker_llm": attacker, "rounds": cfg.rounds,
             "top_k": cfg.top_k, "max_tokens": cfg.max_tokens, "answer_budget": cfg.answer_budget,
-            "defenses": list(cfg.defenses), "seed": cfg.seed}
+            "defenses": list(cfg.defenses), "seed": cfg.seed,
+            "defense_params": {k: dict(v) for k, v in dict(cfg.defense_params or {}).items()},
+            "generator_params": {k: v for k, v in gp.items() if k not in ("model", "max_tokens", "api_base")}
+            if cfg.generator == "local" else {}, "other_generator_params": other}
 
 
 def load_extract_preset(name: str) -> bool:
@@ -124,6 +79,7 @@ def load_extract_preset(name: str) -> bool:
         st.error(f"{md_escape(name)} is a {kind} preset, not an extraction preset.")
         return False
     st.session_state["extract"] = settings_from_config(cfg)
+    new_form_generation()
     return True
 
 
@@ -133,8 +89,13 @@ def build_config(s: Mapping[str, Any], data_dir: str) -> ExtractionConfig:
         gen, gp = "litellm", {"model": s["litellm_model"].strip(), "max_tokens": int(s["max_tokens"])}
         if s.get("api_base", "").strip():
             gp["api_base"] = s["api_base"].strip()
+    elif s["generator"] in GENERATORS and s["generator"] not in ("local", "litellm"):   # a generator plugin
+        gen, gp = s["generator"], dict(dict(s.get("other_generator_params") or {}).get(s["generator"]) or {})
+        if any(f["name"] == "max_tokens" for f in GENERATORS.get(gen).Params.describe()):
+            gp["max_tokens"] = int(s["max_tokens"])
     else:
-        gen, gp = "local", {"model": s["generator"], "max_tokens": int(s["max_tokens"])}
+        gen, gp = "local", {**dict(s.get("generator_params") or {}), "model": s["generator"],
+                            "max_tokens": int(s["max_tokens"])}
     uses_llm = (EXTRACTION_ATTACKS.get(s["attack"]).uses_attacker_llm
                 and s.get("attacker_llm", ATTACKER_NONE) != ATTACKER_NONE)
     return ExtractionConfig.from_dict({
@@ -142,6 +103,8 @@ def build_config(s: Mapping[str, Any], data_dir: str) -> ExtractionConfig:
         "rounds": int(s["rounds"]), "generator": gen, "generator_params": gp,
         "attacker_llm": "local" if uses_llm else "", "attacker_llm_params": {"model": s["attacker_llm"]} if uses_llm else None,
         "defenses": list(s.get("defenses") or ()), "top_k": int(s["top_k"]), "max_tokens": int(s["max_tokens"]),
+        "defense_params": {d: p for d, p in dict(s.get("defense_params") or {}).items()
+                           if d in (s.get("defenses") or ())} or None,
         "answer_budget": s.get("answer_budget", "context"), "seed": int(s["seed"]), "data_dir": data_dir},
         where="extraction setup")
 

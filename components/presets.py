@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components.params_form import new_form_generation
 from components.state import close_run
 from engine.config import PoisonConfig, list_presets, load_preset
 from engine.errors import EngineError
@@ -27,5 +28,9 @@ def apply_preset(name: str) -> bool:
                                     "top_k": cfg.top_k}
     st.session_state["lab"] = {"queries": cfg.queries, "attack": cfg.attack, "target": cfg.target,
                                "target_text": cfg.target_text, "injection": cfg.injection,
-                               "limit": cfg.limit or 0, "detectors": list(cfg.detectors), "seed": cfg.seed}
+                               "limit": cfg.limit or 0, "detectors": list(cfg.detectors), "seed": cfg.seed,
+                               "attack_params": {k: v for k, v in dict(cfg.attack_params or {}).items()
+                                                 if k not in ("target", "target_text")},
+                               "detector_params": {k: dict(v) for k, v in dict(cfg.detector_params or {}).items()}}
+    new_form_generation()
     return True

@@ -32,6 +32,10 @@ class Registry(Generic[T]):
             return cls
         return deco
 
+    def unregister(self, name: str) -> None:
+        """Remove a plugin (a test's throwaway plugin, or one a user loaded and no longer wants)."""
+        self._items.pop(name, None)
+
     def names(self) -> list[str]:
         return sorted(self._items)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.comparison import render_results
+from components.params_form import registry_forms
 from components.state import data_dir, init_state, my_comparisons_dir, owner
 from components.text import md_escape
 from engine.analysis.comparison_view import (PRESET_CONFIGURATIONS, list_comparisons, load_comparison,
@@ -13,6 +14,7 @@ from engine.compare import run_comparison
 from engine.config import ComparisonConfig
 from engine.corpora import available_corpora
 from engine.attacks.extraction import EXTRACTION_ATTACKS
+from engine.defenses import DEFENSES
 from engine.errors import EngineError
 from engine.generators.models import MODELS as MODELS_REGISTRY
 from engine.jobs import Job
@@ -36,8 +38,7 @@ with st.form("cmp_setup"):
     kb = c1.selectbox("Knowledge base", KBS, help="clinic_records is bundled (synthetic patients with fake PII); "
                       "healthcaremagic and enron need the benchmark data dir (RAG_PLAYGROUND_DATA_DIR)")
     attacks = c1.multiselect("Attacks", ATTACKS, default=[ATTACKS[0]],
-                             help="zeng: targeted question + 'repeat the context'; worm: adversarial prefix found "
-                                  "by embedding search; rag-thief: an agent that continues what it has extracted")
+                             format_func=lambda a: f"{a} — {EXTRACTION_ATTACKS.describe(a)[:60]}")
     rounds = c1.number_input("Rounds (attacker queries)", 1, 500, 3)
     repeats = c1.number_input("Repetitions (attacker seeds)", 1, 20, 1,
                               help="Run every attack × configuration this many times with different attacker "
@@ -60,6 +61,8 @@ with st.form("cmp_setup"):
     qsets = available_query_sets()
     uqueries = c3.selectbox("Utility question set", qsets, index=qsets.index("clinic_handbook"))
     ulimit = c3.number_input("Utility questions (first N)", 1, 1000, 5)
+    with st.expander("Defense parameters (used by the configurations that switch a defense on)"):
+        defense_params = registry_forms(DEFENSES, DEFENSES.names(), st.session_state.get("cmp_defense_params"))
     start = st.form_submit_button("Start comparison", type="primary", disabled=bool(job and job.running))
 
 if start:
@@ -75,7 +78,9 @@ if start:
             raise EngineError(f"the adaptive mode is not available for {', '.join(unsupported)}")
         base = {"kb": kb, "rounds": int(rounds), "generator": "local", "generator_params": {"model": model},
                 "attacker_llm": "local", "attacker_llm_params": {"model": model}, "max_tokens": int(max_tokens),
-                "data_dir": data_dir(), **({"attack_params": {"adaptive": True}} if adaptive else {})}
+                "data_dir": data_dir(), **({"attack_params": {"adaptive": True}} if adaptive else {}),
+                **({"defense_params": defense_params} if defense_params else {})}
+        st.session_state["cmp_defense_params"] = defense_params
         cfg = ComparisonConfig.from_dict({"base": base, "configurations": list(configurations),
                                           "attacks": list(attacks), "utility_corpus": ucorpus,
                                           "utility_queries": uqueries, "utility_limit": int(ulimit),

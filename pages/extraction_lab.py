@@ -7,18 +7,22 @@ import streamlit as st
 
 from components.extraction import (ATTACKER_NONE, KB_HELP, KBS, LITELLM, LOCAL_MODELS, build_config,
                                    close_extract_run, corpus_for, describe_saved, extract_presets, kb_texts,
-                                   load_extract_preset, params_widgets, render_charts, render_exports,
+                                   load_extract_preset, render_charts, render_exports,
                                    render_internals, render_metrics, render_round, resume_run,
                                    saved_extraction_runs, start_run, stream_round)
+from components.params_form import changed_only, params_form, registry_forms
 from components.state import data_dir, init_state
 from components.text import md_escape
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.defenses import DEFENSES
+from engine.generators import GENERATORS
 from engine.errors import EngineError
 from engine.secrets import scrub
 from engine.plots.extraction import config_summary, rounds_played, run_config, run_status
 from engine.runs.events import read_events
 
+LOCAL_GENERATOR = GENERATORS.get("local").Params
+OTHER_GENERATORS = [g for g in GENERATORS.names() if g not in ("local", "litellm")]   # plugins beyond the two built in
 init_state()
 st.title("Extraction lab")
 st.caption("A black-box attacker queries the RAG system round by round and tries to make it repeat its private "
@@ -84,10 +88,11 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
     with st.form("extract_setup"):
         c1, c2, c3 = st.columns(3)
         kb = c1.selectbox("Knowledge base", KBS, index=KBS.index(s["kb"]) if s["kb"] in KBS else 0, help=KB_HELP)
-        gens = LOCAL_MODELS + [LITELLM]
+        gens = LOCAL_MODELS + [LITELLM] + OTHER_GENERATORS
         generator = c1.selectbox("Generator", gens, index=gens.index(s["generator"]) if s["generator"] in gens else 0,
                                  format_func=lambda g: "litellm provider (hosted / OpenAI-compatible server)"
-                                 if g == LITELLM else f"{g} (offline, local)")
+                                 if g == LITELLM else (f"{g} — {GENERATORS.describe(g)[:50]}" if g in OTHER_GENERATORS
+                                                       else f"{g} (offline, local)"))
         litellm_model = c1.text_input("litellm model", s["litellm_model"],
                                       help="Only for the litellm generator: a provider string such as "
                                            "openai/gpt-4o-mini. The API key goes in the sidebar.")
@@ -102,8 +107,8 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
                                           "budget. fixed: the tokens below, which caps what an answer can copy.")
         max_tokens = c1.number_input("Tokens per answer (minimum)", 8, 4096, int(s["max_tokens"]))
         c2.markdown(f"**{attack} parameters**")
-        attack_params = params_widgets(EXTRACTION_ATTACKS.get(attack).Params, s["attack_params"], skip=("budget",),
-                                       container=c2)
+        attack_params = params_form(EXTRACTION_ATTACKS.get(attack).Params, s["attack_params"], skip=("budget",),
+                                    container=c2, key=f"extraction-attack.{attack}")
         attackers = [ATTACKER_NONE] + LOCAL_MODELS
         attacker_llm = c2.selectbox("Attacker's own LLM", attackers,
                                     index=attackers.index(s["attacker_llm"]) if s["attacker_llm"] in attackers else 0,
@@ -120,6 +125,17 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
         dcols = st.columns(4)
         defenses = [d for i, d in enumerate(DEFENSES.names())
                     if dcols[i % 4].toggle(d, value=d in s["defenses"], help=DEFENSES.describe(d))]
+        with st.expander("Defense parameters (used by the defenses switched on)"):
+            defense_params = registry_forms(DEFENSES, DEFENSES.names(), s.get("defense_params"))
+        with st.expander("Local generator parameters"):
+            local_params = changed_only(LOCAL_GENERATOR, params_form(LOCAL_GENERATOR, s.get("generator_params"),
+                                                                     skip=("model", "max_tokens"),
+                                                                     key="generator.local"))
+        other_params = {}
+        if OTHER_GENERATORS:
+            with st.expander("Other generators' parameters (used when one is chosen as the generator)"):
+                other_params = registry_forms(GENERATORS, OTHER_GENERATORS, s.get("other_generator_params"),
+                                              skip=("max_tokens",))
         submitted = st.form_submit_button("Prepare attack", type="primary")
     if submitted:
         ss["extract"] = {"kb": kb, "generator": generator, "litellm_model": litellm_model, "api_base": api_base,
@@ -127,7 +143,9 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
                          "attacker_llm": attacker_llm if EXTRACTION_ATTACKS.get(attack).uses_attacker_llm
                          else s["attacker_llm"],
                          "rounds": int(rounds), "top_k": int(top_k), "max_tokens": int(max_tokens),
-                         "answer_budget": answer_budget, "defenses": defenses, "seed": int(seed)}
+                         "answer_budget": answer_budget, "defenses": defenses, "seed": int(seed),
+                         "defense_params": defense_params, "generator_params": local_params,
+                         "other_generator_params": other_params}
         prepare()
         st.rerun()
 

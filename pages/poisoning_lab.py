@@ -6,6 +6,7 @@ import streamlit as st
 from components.lab import (render_detectors, render_embedding_map, render_exports, render_live_metrics,
                             render_round)
 from components.text import md_escape
+from components.params_form import changed_only, params_form, registry_forms
 from components.state import close_run, data_dir, init_state, my_runs_dir, progress_callback
 from engine.analysis.why import why_it_works
 from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
@@ -30,7 +31,10 @@ def build_config() -> PoisonConfig:
                         retriever=p["retriever"], attack=lab["attack"], target=lab["target"],
                         target_text=lab["target_text"], injection=lab["injection"], limit=lab["limit"] or None,
                         top_k=p["top_k"], detectors=tuple(lab["detectors"]), chunk_size=p["chunk_size"],
-                        chunk_overlap=p["chunk_overlap"], seed=lab["seed"], data_dir=data_dir())
+                        chunk_overlap=p["chunk_overlap"], seed=lab["seed"], data_dir=data_dir(),
+                        attack_params=dict(lab.get("attack_params") or {}) or None,
+                        detector_params={d: v for d, v in dict(lab.get("detector_params") or {}).items()
+                                         if d in lab["detectors"]} or None)
 
 
 def prepare() -> None:
@@ -57,29 +61,43 @@ def prepare() -> None:
 
 
 with st.expander("Attack setup", expanded=run is None):
+    attacks = POISONING_ATTACKS.names()
+    attack = st.selectbox("Attack", attacks, index=attacks.index(lab["attack"]) if lab["attack"] in attacks else 0,
+                          format_func=lambda n: f"{n} — {POISONING_ATTACKS.describe(n)[:90]}")
+    if attack != lab["attack"]:
+        st.session_state["lab"] = lab = {**lab, "attack": attack, "attack_params": {}}
     with st.form("attack_setup"):
         c1, c2, c3 = st.columns(3)
         qsets = available_query_sets()
         queries = c1.selectbox("Questions to attack", qsets, index=qsets.index(lab["queries"]) if lab["queries"] in qsets else 0)
         limit = c1.number_input("How many (first N; 0 = all)", 0, 5000, int(lab["limit"] or 0))
-        attacks = POISONING_ATTACKS.names()
-        attack = c2.selectbox("Attack", attacks, index=attacks.index(lab["attack"]),
-                              format_func=lambda n: f"{n} — {POISONING_ATTACKS.describe(n)[:70]}")
+        attack_cls = POISONING_ATTACKS.get(attack)
+        c2.markdown(f"**{attack} parameters**")
+        attack_params = changed_only(attack_cls.Params, params_form(attack_cls.Params, lab.get("attack_params"),
+                                                                    skip=("target", "target_text"), container=c2,
+                                                                    key=f"poisoning-attack.{attack}"))
         injection = c2.radio("Injection", INJECTION_MODES, index=INJECTION_MODES.index(lab["injection"]),
                              help="one-at-a-time: each question sees only its own poison (the paper); "
                                   "all-at-once: every poison is in the corpus together")
-        target = c3.selectbox("Target information", TARGET_KINDS, index=TARGET_KINDS.index(lab["target"]),
-                              help="pii / diagnosis: generated fake records; nq / msmarco / hotpotqa: PoisonedRAG "
-                                   "misinformation (data dir); custom: your text")
-        target_text = c3.text_area("Your target text (custom)", lab["target_text"], height=80)
+        target, target_text = lab["target"], lab["target_text"]
+        if attack_cls.takes_target():
+            target = c3.selectbox("Target information", TARGET_KINDS, index=TARGET_KINDS.index(lab["target"]),
+                                  help="pii / diagnosis: generated fake records; nq / msmarco / hotpotqa: PoisonedRAG "
+                                       "misinformation (data dir); custom: your text")
+            target_text = c3.text_area("Your target text (custom)", lab["target_text"], height=80)
+        else:
+            c3.caption(f"{attack} brings its own adversarial texts (no target information to choose).")
         detectors = st.multiselect("Detectors", DETECTORS.names(), default=lab["detectors"],
                                    format_func=lambda n: f"{n} — {DETECTORS.describe(n)[:60]}")
+        with st.expander("Detector parameters (used by the detectors chosen above)"):
+            detector_params = registry_forms(DETECTORS, DETECTORS.names(), lab.get("detector_params"))
         seed = st.number_input("Seed", 0, 10_000, int(lab["seed"]))
         submitted = st.form_submit_button("Prepare attack", type="primary")
     if submitted:
         st.session_state["lab"] = lab = {"queries": queries, "attack": attack, "target": target,
                                          "target_text": target_text, "injection": injection, "limit": int(limit),
-                                         "detectors": list(detectors), "seed": int(seed)}
+                                         "detectors": list(detectors), "seed": int(seed),
+                                         "attack_params": attack_params, "detector_params": detector_params}
         prepare()
         st.rerun()
 

@@ -1,0 +1,97 @@
+"""One form for any plugin's ``Params``: every registry the UI offers renders through it.
+
+Labels, help, bounds and choices come from the dataclass metadata (``engine.params.param``), so a plugin
+registered in one file shows up with its parameters on every page where its kind appears, with no page edit.
+"""
+from __future__ import annotations
+
+import typing
+from typing import Any, Iterable, Mapping
+
+import streamlit as st
+
+from engine.params import Params
+
+
+def _base_type(tp: Any) -> Any:
+    """int for Optional[int] etc."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) is not None and args and typing.get_origin(tp) is not tuple:
+        return args[0]
+    return tp
+
+
+def new_form_generation() -> None:
+    """Call when settings change from outside the widgets (a preset was loaded): every keyed form widget
+    is created anew, so it shows the new values instead of what was typed before."""
+    st.session_state["form_generation"] = st.session_state.get("form_generation", 0) + 1
+
+
+def params_form(cls: type[Params], values: Mapping[str, Any] | None = None, *, skip: Iterable[str] = (),
+                container: Any = None, key: str | None = None) -> dict[str, Any]:
+    """One widget per field of a Params dataclass (label, help, bounds and choices from its metadata);
+    returns the values the user chose. Safe inside a form. ``key`` (e.g. the plugin's name) keeps the
+    widgets of two plugins with the same parameter apart; with it, a loaded preset shows up after
+    :func:`new_form_generation`."""
+    box = container or st
+    values = dict(values or {})
+    skip = set(skip)
+    gen = st.session_state.get("form_generation", 0)
+    out: dict[str, Any] = {}
+    for f in cls.describe():
+        name = f["name"]
+        if name in skip:
+            continue
+        label = f.get("label") or name.replace("_", " ").capitalize()
+        value = values.get(name, f["default"])
+        tp = _base_type(f["type"])
+        kw = {"help": f.get("help") or None, "key": f"pf.{key}.{name}.{gen}" if key else None}
+        lo, hi = f.get("min"), f.get("max")
+        if f.get("choices"):
+            choices = list(f["choices"])
+            out[name] = box.selectbox(label, choices, index=choices.index(value) if value in choices else 0, **kw)
+        elif tp is bool:
+            out[name] = box.checkbox(label, value=bool(value), **kw)
+        elif tp is int:
+            out[name] = int(box.number_input(label, min_value=None if lo is None else int(lo),
+                                             max_value=None if hi is None else int(hi),
+                                             value=int(value if value is not None else (lo or 0)), step=1, **kw))
+        elif tp is float:
+            out[name] = float(box.number_input(label, min_value=None if lo is None else float(lo),
+                                               max_value=None if hi is None else float(hi),
+                                               value=float(value if value is not None else (lo or 0.0)),
+                                               format="%.3f", **kw))
+        elif typing.get_origin(tp) is tuple:
+            text = box.text_input(label, ", ".join(map(str, value or ())), **kw)
+            out[name] = tuple(v.strip() for v in text.split(",") if v.strip())
+        elif typing.get_origin(tp) is not None or tp in (dict, Mapping):
+            continue   # nested mappings (e.g. a plugin's own sub-parameters) have no widget; presets set them
+        else:
+            text = str(value if value is not None else "")
+            out[name] = (box.text_area(label, text, height=90, **kw) if len(text) > 60
+                         else box.text_input(label, text, **kw))
+    return out
+
+
+def changed_only(cls: type[Params], chosen: Mapping[str, Any]) -> dict[str, Any]:
+    """The values that differ from the plugin's defaults (what a config needs to store)."""
+    defaults = {f["name"]: f["default"] for f in cls.describe()}
+    return {k: v for k, v in chosen.items() if defaults.get(k) != v}
+
+
+def registry_forms(registry: Any, names: Iterable[str], values: Mapping[str, Mapping[str, Any]] | None = None, *,
+                   skip: Iterable[str] = (), title: str = "{name}") -> dict[str, dict[str, Any]]:
+    """A parameter form per plugin of ``registry`` (in ``names``), each under its own heading; returns
+    ``{name: values that differ from its defaults}``."""
+    values = dict(values or {})
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        cls = registry.get(name).Params
+        if not [f for f in cls.describe() if f["name"] not in set(skip)]:
+            continue
+        st.markdown(f"**{title.format(name=name)}**")
+        got = params_form(cls, values.get(name), skip=skip, key=f"{registry.kind}.{name}")
+        changed = changed_only(cls, got)
+        if changed:
+            out[name] = changed
+    return out
