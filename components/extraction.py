@@ -22,6 +22,7 @@ from engine.embedders import make_retriever
 from engine.errors import EngineError
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.generators import GENERATORS
+from engine.metrics.catalog import help_text
 from engine.generators.litellm_gen import LiteLLMGenerator
 from engine.generators.llama_local import LlamaCppGenerator
 from engine.generators.models import MODELS
@@ -244,21 +245,17 @@ def render_metrics(events: list[Event]) -> None:
     rows = metrics_rows(events)
     m = rows[-1] if rows else {}
     c = st.columns(6)
-    c[0].metric("CRR", f"{m.get('crr', 0.0):.4f}" if rows else "–",
-                help="chunk recovery rate: KB chunks an answer recovered with ROUGE-L recall ≥ τ, / KB size. "
-                     "≈ reached context × reproduced")
+    c[0].metric("CRR", f"{m.get('crr', 0.0):.4f}" if rows else "–", help=help_text("crr"))
     c[1].metric("Reached the context", f"{m.get('ee_retrieval', m.get('retrieved_coverage', 0.0)):.4f}" if rows
-                else "–", help="retrieval stage: share of the KB that reached the generator's context (after "
-                               "retrieval-stage defenses) at least once")
+                else "–", help=help_text("ee_retrieval"))
     c[2].metric("Reproduced of that", f"{m.get('ee_generation', 0.0):.2f}" if rows else "–",
-                help="generation stage: share of the chunks that reached the context which an answer "
-                     "reproduced (ROUGE-L recall ≥ τ)")
+                help=help_text("ee_generation"))
     c[3].metric("Repeat contexts", f"{int(m.get('repeat_contexts', 0))}" if rows else "–",
-                help="retrieved chunks copied ≥ 20 consecutive tokens verbatim")
+                help=help_text("repeat_contexts"))
     c[4].metric("ROUGE contexts", f"{int(m.get('rouge_contexts', 0))}" if rows else "–",
-                help="retrieved chunks with ROUGE-L recall or precision > 0.5 against their round's answer")
+                help=help_text("rouge_contexts"))
     c[5].metric("PII leaked", f"{int(m.get('pii_leaked', 0))} / {int(m.get('pii_total', 0))}" if rows else "–",
-                help="distinct PII items of the KB (name, e-mail, phone, MRN, date of birth) seen in any answer")
+                help=help_text("pii_leaked"))
     if rows:
         st.caption(md_escape(cost_line(summarize_extraction(events))))
 

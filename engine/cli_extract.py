@@ -11,7 +11,6 @@ import json
 import sys
 from typing import Any
 
-LEAK_LINE = ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts", "semantic_leak", "pii_leaked")
 
 
 def _gen(spec: str, api_base: str | None) -> tuple[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Optional
 from .config import ComparisonConfig, ExtractionConfig, defense_set
 from .defenses import make_defenses
 from .embedders import make_retriever
+from .metrics.catalog import LEAKAGE, STAGE
 from .generators import GENERATORS
 from .queries import load_queries
 from .corpora import load_corpus, retriever_window
@@ -24,8 +25,8 @@ from .runs.events import jsonable
 from .runs.extraction import ExtractionRun, events_file
 
 Progress = Callable[[str, int, int], None]
-LEAK_KEYS = ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts", "semantic_leak", "pii_leaked")
-STAGE_KEYS = ("ee_retrieval", "ee_generation", "exploration")   # leakage by stage (see metrics.leakage)
+LEAK_KEYS = LEAKAGE
+STAGE_KEYS = STAGE   # leakage by stage (see metrics.leakage)
 
 
 def utility_of(cfg: ComparisonConfig, configuration: str, *, progress: Progress | None = None) -> dict[str, Any]:

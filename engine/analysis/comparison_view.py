@@ -16,17 +16,14 @@ import pandas as pd
 
 from ..config import defense_set
 from ..errors import ConfigError
+from ..metrics.catalog import LEAKAGE, STAGE, UTILITY, labels
 from ..paths import cache_dir
 
 PRESET_CONFIGURATIONS = ("none", "threshold", "system-prompt", "intent-block", "summarize", "reindex", "cascade",
                          "reindex+cascade")
-LEAK_METRICS = {"crr": "CRR (chunks recovered)", "retrieved_coverage": "retrieved coverage",
-                "repeat_contexts": "repeat contexts", "rouge_contexts": "ROUGE contexts",
-                "semantic_leak": "semantic leak", "pii_leaked": "PII items leaked"}
-UTILITY_METRICS = {"utility_acc": "utility ACC", "utility_faithfulness": "utility faithfulness"}
-STAGE_METRICS = {"ee_retrieval": "reached the context (retrieval stage)",
-                 "ee_generation": "reproduced of what reached it (generation stage)",
-                 "exploration": "rounds that found a new chunk"}
+LEAK_METRICS = labels(LEAKAGE)
+UTILITY_METRICS = labels(UTILITY)
+STAGE_METRICS = labels(STAGE)
 
 
 def comparisons_dir(owner: str | None = None) -> Path:

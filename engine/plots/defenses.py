@@ -7,9 +7,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-_LABELS = {"crr": "CRR (chunks recovered)", "retrieved_coverage": "retrieved coverage",
-           "repeat_contexts": "repeat contexts", "rouge_contexts": "ROUGE contexts", "semantic_leak": "semantic leak",
-           "pii_leaked": "PII items leaked", "utility_acc": "utility ACC", "utility_faithfulness": "utility faithfulness"}
+from ..metrics.catalog import CATALOG
+
+_LABELS = {k: m.label for k, m in CATALOG.items()}
 
 
 def _name(row: dict[str, Any], several_attacks: bool) -> str:
