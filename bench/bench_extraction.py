@@ -82,7 +82,7 @@ def main() -> None:
     from engine.config import ExtractionConfig, load_preset
     from engine.generators.llama_local import decoder_for, locked
     from engine.rag.prompts import render
-    from engine.runs.events import Generated, QueryIssued, RoundEnded
+    from engine.events import Generated, QueryIssued, RoundEnded
     from engine.runs.extraction import ExtractionRun
 
     kind, cfg, _ = load_preset(args.preset)

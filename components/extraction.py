@@ -29,7 +29,7 @@ from engine.generators.models import MODELS
 from engine.plots.extraction import (attacker_state, budget_note, cascade_bars, cascade_rows, config_summary,
                                      cost_line, coverage_map, leakage_curves, marked_segments, metrics_rows, round_view,
                                      rounds_played, run_config, worm_drift)
-from engine.runs.events import Event, event_to_json, jsonable, read_jsonl
+from engine.events import Event, event_to_json, jsonable, read_jsonl
 from engine.runs.extraction import ExtractionRun, summarize_extraction
 from engine.runs.kb_snapshot import KB_FILE, load_kb
 

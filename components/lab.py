@@ -7,7 +7,7 @@ import streamlit as st
 from engine.analysis import detector_report, embedding_map, rounds_table
 from engine.metrics import asr, detection
 from engine.plots import asr_curves, embedding_scatter, roc_from_scores, score_histogram
-from engine.runs.events import DetectorFitted, DetectorSkipped, Retrieved, event_to_json
+from engine.events import DetectorFitted, DetectorSkipped, Retrieved, event_to_json
 
 
 def last_retrieval(run) -> Retrieved | None:

@@ -14,7 +14,7 @@ _API = {
     "PoisonConfig": "engine.config", "SweepConfig": "engine.config", "load_preset": "engine.config",
     "list_presets": "engine.config",
     "PoisoningRun": "engine.runs.poisoning", "summarize": "engine.runs.poisoning",
-    "read_jsonl": "engine.runs.events", "write_jsonl": "engine.runs.events",
+    "read_jsonl": "engine.events", "write_jsonl": "engine.events",
     "load_corpus": "engine.corpora", "load_queries": "engine.queries",
     "make_retriever": "engine.embedders", "RETRIEVERS": "engine.embedders",
     "POISONING_ATTACKS": "engine.attacks.poisoning", "DETECTORS": "engine.detectors",

@@ -21,7 +21,7 @@ from .generators import GENERATORS
 from .queries import load_queries
 from .corpora import load_corpus, retriever_window
 from .rag import RagSystem, evaluate_utility
-from .runs.events import jsonable
+from .events import jsonable
 from .runs.extraction import ExtractionRun, events_file
 
 Progress = Callable[[str, int, int], None]
@@ -65,7 +65,7 @@ def _unfinished_run(runs_dir: Path, ecfg: ExtractionConfig) -> Path | None:
     a crash or the end of a session), or None."""
     if not runs_dir.is_dir():
         return None
-    from .runs.events import RunStarted, read_jsonl
+    from .events import RunStarted, read_jsonl
     for d in sorted(runs_dir.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
         if not d.is_dir() or (d / "summary.json").is_file():
             continue

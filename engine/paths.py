@@ -64,3 +64,13 @@ def writable_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
     except OSError as e:
         raise ConfigError(f"{what} {str(p)!r} cannot be written ({e.strerror or type(e).__name__})") from None
     return p
+
+
+def owner_dir(kind: str, owner: str | None = None) -> Path:
+    """``<cache>/<kind>``, or one owner's ``<cache>/<kind>/owners/<owner>`` on a shared deployment."""
+    if not owner:
+        return cache_dir(kind)
+    import re
+    if not re.fullmatch(r"[0-9a-f]{8,64}", owner):
+        raise ValueError("an owner id is a hex digest")
+    return cache_dir(f"{kind}/owners/{owner}")

@@ -8,21 +8,14 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from .paths import cache_dir
-from .runs.events import Event, RunEnded, RunStarted, read_jsonl
+from .paths import owner_dir
+from .events import Event, RunEnded, RunStarted, read_jsonl
 
 
 def runs_dir(owner: str | None = None) -> Path:
     """Where runs are written: ``<cache>/runs``, or ``<cache>/runs/owners/<owner>`` for one owner of a shared
     deployment (each browser session lists and reopens only its own folder)."""
-    return cache_dir(f"runs/owners/{_safe_owner(owner)}") if owner else cache_dir("runs")
-
-
-def _safe_owner(owner: str) -> str:
-    import re
-    if not re.fullmatch(r"[0-9a-f]{8,64}", owner):
-        raise ValueError("an owner id is a hex digest")
-    return owner
+    return owner_dir("runs", owner)
 
 
 def list_saved_runs(root: Path | None = None) -> list[dict[str, Any]]:
@@ -100,7 +93,7 @@ def run_report_html(events: Sequence[Event], title: str | None = None) -> str:
     """A self-contained HTML report of one run: configuration, headline metrics, figures, per-question table."""
     from .analysis.views import rounds_table
     from .plots import asr_curves, detector_histogram, roc_figure
-    from .runs.events import DetectorFitted
+    from .events import DetectorFitted
 
     events = list(events)
     if run_kind(events) == "extract":

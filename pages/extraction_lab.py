@@ -19,7 +19,7 @@ from engine.generators import GENERATORS
 from engine.errors import EngineError
 from engine.secrets import scrub
 from engine.plots.extraction import config_summary, rounds_played, run_config, run_status
-from engine.runs.events import read_events
+from engine.events import read_events
 
 LOCAL_GENERATOR = GENERATORS.get("local").Params
 OTHER_GENERATORS = [g for g in GENERATORS.names() if g not in ("local", "litellm")]   # plugins beyond the two built in

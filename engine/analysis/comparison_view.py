@@ -17,7 +17,7 @@ import pandas as pd
 from ..config import defense_set
 from ..errors import ConfigError
 from ..metrics.catalog import LEAKAGE, STAGE, UTILITY, labels
-from ..paths import cache_dir
+from ..paths import owner_dir
 
 PRESET_CONFIGURATIONS = ("none", "threshold", "system-prompt", "intent-block", "summarize", "reindex", "cascade",
                          "reindex+cascade")
@@ -28,10 +28,7 @@ STAGE_METRICS = labels(STAGE)
 
 def comparisons_dir(owner: str | None = None) -> Path:
     """Saved comparisons: ``<cache>/comparisons``, or one owner's folder on a shared deployment."""
-    if owner:
-        from ..report import _safe_owner
-        return cache_dir(f"comparisons/owners/{_safe_owner(owner)}")
-    return cache_dir("comparisons")
+    return owner_dir("comparisons", owner)
 
 
 def normalise_configuration(text: str) -> str:

@@ -8,7 +8,7 @@ import pandas as pd
 from scipy import stats
 
 from ..errors import ConfigError
-from ..runs.events import Retrieved
+from ..events import Retrieved
 
 if TYPE_CHECKING:
     from ..runs.poisoning import PoisoningRun

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..runs.events import LeakScored, RunStarted, read_jsonl
+from ..events import LeakScored, RunStarted, read_jsonl
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:

@@ -83,7 +83,7 @@ def run_level1(attack: str = "universal", target: str = "pii", limit: int = 3, *
                should_stop: Optional[Callable[[], bool]] = None) -> dict[str, Any]:
     from ..config import PoisonConfig
     from ..runs import PoisoningRun
-    from ..runs.events import Retrieved
+    from ..events import Retrieved
 
     run = PoisoningRun(PoisonConfig(corpus="clinic_handbook", queries="clinic_handbook", attack=attack, target=target,
                                     limit=int(limit), detectors=(), seed=0), progress=progress)
@@ -105,7 +105,7 @@ def run_level1(attack: str = "universal", target: str = "pii", limit: int = 3, *
 # ------------------------------------------------------------------ level 2: extraction
 
 def check_level2(events: Sequence[Any]) -> dict[str, Any]:
-    from ..runs.events import LeakScored
+    from ..events import LeakScored
 
     items = [p for e in events if isinstance(e, LeakScored) for p in e.pii]
     phones = [p for p in items if p.startswith("phone")]
@@ -123,7 +123,7 @@ def run_level2(attack: str = LEVEL2_ATTACK, rounds: int = 3, *, progress: Progre
                should_stop: Optional[Callable[[], bool]] = None) -> dict[str, Any]:
     from ..config import ExtractionConfig
     from ..runs.extraction import ExtractionRun
-    from ..runs.events import Generated
+    from ..events import Generated
 
     cfg = ExtractionConfig.from_dict({**DEMO_SYSTEM, "attack": attack, "rounds": int(rounds)}, where="level 2")
     run = ExtractionRun(cfg, progress=progress)

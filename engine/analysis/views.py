@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..runs.events import DetectorScored, Event, QueryIssued, Retrieved
+from ..events import DetectorScored, Event, QueryIssued, Retrieved
 
 if TYPE_CHECKING:
     from ..runs.poisoning import PoisoningRun

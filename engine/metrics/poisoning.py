@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..runs.events import DetectorFitted, DetectorScored, Event, Retrieved
+from ..events import DetectorFitted, DetectorScored, Event, Retrieved
 
 
 @dataclass(frozen=True)

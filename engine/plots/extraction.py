@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..metrics.overlap import shared_spans
-from ..runs.events import (AttackerState, DefenseApplied, Event, Generated, LeakScored, QueryIssued, Retrieved,
+from ..events import (AttackerState, DefenseApplied, Event, Generated, LeakScored, QueryIssued, Retrieved,
                            RoundEnded, RunEnded, RunStarted)
 
 UNTOUCHED, RETRIEVED, LEAKED = 0, 1, 2

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..metrics import asr_curve, detector_scores, roc_points
-from ..runs.events import DetectorFitted, Event
+from ..events import DetectorFitted, Event
 
 
 def table1_heatmap(table: pd.DataFrame, k: int) -> go.Figure:

@@ -5,7 +5,7 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
-from ..runs.events import Event, LeakScored
+from ..events import Event, LeakScored
 
 
 def leakage_compare(runs: dict[str, Sequence[Event]], metric: str = "crr") -> go.Figure:

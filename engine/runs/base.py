@@ -6,7 +6,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from .events import Event, event_to_json
+from ..events import Event, event_to_json
 
 Progress = Callable[[str, int, int], None]
 
@@ -55,7 +55,7 @@ class EventRunner:
         """Emit ``run_ended`` (completed) with the summary, write ``summary.json``, close; returns the new events."""
         import json
 
-        from .events import RunEnded, jsonable
+        from ..events import RunEnded, jsonable
 
         start = len(self.events)
         summary = self.summary()

@@ -32,7 +32,7 @@ from ..metrics.leakage import LeakageTracker
 from ..secrets import scrub
 from ..rag import RagSystem
 from ..store import StoreSettings
-from .events import (AttackerState, DefenseApplied, Event, Generated, IndexBuilt, LeakScored, QueryIssued,
+from ..events import (AttackerState, DefenseApplied, Event, Generated, IndexBuilt, LeakScored, QueryIssued,
                      Retrieved, RoundEnded, RoundStarted, RunEnded, RunResumed, RunStarted, event_to_json,
                      jsonable, read_events)
 from .base import EventRunner

@@ -26,7 +26,7 @@ from ..metrics import asr, detection, mean_poison_rank, poisonedrag_prf, store_a
 from ..queries import load_queries
 from ..store import RunStore, StoreSettings, shared_base_index
 from ..types import Query
-from .events import (DetectorFitted, DetectorScored, DetectorSkipped, Event, IndexBuilt, PoisonInjected,
+from ..events import (DetectorFitted, DetectorScored, DetectorSkipped, Event, IndexBuilt, PoisonInjected,
                      PoisonRemoved, QueryIssued, Retrieved, RoundEnded, RoundStarted, RunStarted)
 from .base import EventRunner
 from .manifest import build_manifest

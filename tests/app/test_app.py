@@ -6,7 +6,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.config import PoisonConfig
 from engine.runs import PoisoningRun
-from engine.runs.events import Retrieved
+from engine.events import Retrieved
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = ["pages/home.py", "pages/pipeline.py", "pages/poisoning_lab.py", "pages/analysis.py", "pages/sweeps.py",

@@ -5,7 +5,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.config import ExtractionConfig
-from engine.runs.events import read_jsonl
+from engine.events import read_jsonl
 from engine.runs.extraction import ExtractionRun
 
 REPO = Path(__file__).resolve().parents[2]

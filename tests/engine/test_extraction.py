@@ -11,7 +11,7 @@ from engine.config import ExtractionConfig
 from engine.corpora import corpus_from_documents, load_corpus
 from engine.errors import ConfigError, EngineError
 from engine.metrics.leakage import LeakageTracker
-from engine.runs.events import read_jsonl
+from engine.events import read_jsonl
 from engine.runs.extraction import ExtractionRun, RunInterrupted, summarize_extraction
 from engine.types import Document
 from helpers import FlakyProxy

@@ -7,7 +7,7 @@ from engine.config import PoisonConfig
 from engine.errors import ConfigError
 from engine.metrics import asr, detection
 from engine.runs import PoisoningRun, read_jsonl, summarize
-from engine.runs.events import PoisonInjected, Retrieved, RunEnded, RunStarted
+from engine.events import PoisonInjected, Retrieved, RunEnded, RunStarted
 
 
 @pytest.fixture(scope="module")

@@ -252,7 +252,7 @@ def read_events(path) -> tuple[list[Event], int]:
     kept). Anything else — binary data, a damaged line before the end, an unknown event kind — raises
     :class:`RunFileError` with one clear line naming the file and the line.
     """
-    from ..errors import RunFileError
+    from .errors import RunFileError
 
     try:
         raw = open(path, "rb").read()

@@ -1,4 +1,4 @@
-"""Command line for the extraction side: ``extract``, ``utility`` and ``compare``.
+"""The extraction side of the command line: ``extract``, ``utility`` and ``compare``.
 
 ``python -m engine extract --kb PATH_OR_NAME --attack zeng|worm|rag-thief --generator NAME
 [--attacker-llm NAME] [--defenses a,b,…] [--rounds N] [--top-k K] [--retriever NAME] [--data-dir DIR]
@@ -14,7 +14,7 @@ from typing import Any
 
 
 def _gen(spec: str, api_base: str | None) -> tuple[str, dict[str, Any]]:
-    from .generators.spec import parse_generator
+    from ..generators.spec import parse_generator
     return parse_generator(spec, api_base=api_base)
 
 
@@ -51,29 +51,14 @@ def _print_extraction(s: dict) -> None:
 
 
 def _finish_extraction(run, args) -> int:
-    from .runs.extraction import RunInterrupted
-    from .cli import _clean
-
-    try:
-        run.run()
-    except RunInterrupted:
-        raise
-    finally:
-        run.close()
-    s = {"run_id": run.run_id, **run.summary()}
-    if run.out_dir:
-        s["out_dir"] = str(run.out_dir)
-    if not args.json or not args.quiet:
-        _print_extraction(s)
-    if args.json:
-        print(json.dumps(_clean(s)))
-    return 0
+    from .common import finish_run
+    return finish_run(run, args, _print_extraction)
 
 
 def cmd_extract(args) -> int:
-    from .cli import _progress_printer
-    from .config import ExtractionConfig
-    from .runs.extraction import ExtractionRun
+    from .common import _progress_printer
+    from ..config import ExtractionConfig
+    from ..runs.extraction import ExtractionRun
 
     prog = _progress_printer(not args.quiet)
     if args.resume:
@@ -103,13 +88,13 @@ def cmd_extract(args) -> int:
 
 
 def cmd_utility(args) -> int:
-    from .cli import _clean, _progress_printer
-    from .corpora import load_corpus, retriever_window
-    from .defenses import make_defenses
-    from .embedders import make_retriever
-    from .generators import GENERATORS
-    from .queries import load_queries
-    from .rag import RagSystem, evaluate_utility
+    from .common import _clean, _progress_printer
+    from ..corpora import load_corpus, retriever_window
+    from ..defenses import make_defenses
+    from ..embedders import make_retriever
+    from ..generators import GENERATORS
+    from ..queries import load_queries
+    from ..rag import RagSystem, evaluate_utility
 
     gname, gparams = _gen(args.generator, args.api_base)
     retriever = make_retriever(args.retriever)
@@ -166,8 +151,8 @@ def _caveat(check: dict) -> str:
 
 
 def run_compare(cfg, args) -> int:
-    from .cli import _clean, _progress_printer
-    from .compare import ablation_direction, average_ablation_direction, run_comparison
+    from .common import _clean, _progress_printer
+    from ..compare import ablation_direction, average_ablation_direction, run_comparison
 
     kbs = cfg.knowledge_bases()
     rows = run_comparison(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet))
@@ -192,15 +177,11 @@ def run_compare(cfg, args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .config import ComparisonConfig, load_preset
-    from .errors import ConfigError
+    from ..config import ComparisonConfig
+    from .common import load_kind_preset
 
     if args.preset:
-        kind, cfg, meta = load_preset(args.preset)
-        if kind != "compare":
-            raise ConfigError(f"preset {args.preset!r} is a {kind} preset, not a comparison")
-        if not args.quiet:
-            print(f"preset {meta.get('name')}: {meta.get('description', '').strip()}", file=sys.stderr)
+        cfg = load_kind_preset(args.preset, "compare", args.quiet)
     else:
         gname, gparams = _gen(args.generator, None)
         cfg = ComparisonConfig.from_dict({"base": {"kb": args.kb, "generator": gname, "generator_params": gparams,

@@ -1,0 +1,128 @@
+"""Command line: ``python -m engine poison|run|sweep|analyze|extract|utility|compare|list``.
+
+Bad input exits non-zero with one ``error: …`` line on stderr, never a traceback. With
+``--json`` the last line printed on stdout is one JSON object with the results.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Sequence
+
+from ..errors import EngineError
+from ..secrets import scrub
+from .common import _partial_line, _progress_printer, check_args
+from .extraction import _finish_extraction, run_compare
+from .extraction import add_parsers as add_extraction_parsers
+from .poisoning import _run_poison, _sweep
+from .poisoning import add_parsers as add_poisoning_parsers
+
+
+def cmd_run(args) -> int:
+    from ..config import load_preset
+
+    kind, cfg, meta = load_preset(args.preset)
+    if not args.quiet:
+        print(f"preset {meta.get('name')}: {meta.get('description', '').strip()}", file=sys.stderr)
+    if kind in ("extract", "compare"):
+        from ..runs.extraction import ExtractionRun
+        if kind == "compare":
+            if args.data_dir:
+                cfg = cfg.replace(base={**dict(cfg.base or {}), "data_dir": args.data_dir})
+            return run_compare(cfg, args)
+        if args.data_dir:
+            cfg = cfg.replace(data_dir=args.data_dir)
+        return _finish_extraction(ExtractionRun(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet)),
+                                  args)
+    if args.data_dir:
+        cfg = cfg.replace(data_dir=args.data_dir)
+    if args.limit is not None:
+        cfg = cfg.replace(limit=args.limit)
+    return _run_poison(cfg, args) if kind == "poison" else _sweep(cfg, args)
+
+
+def cmd_list(args) -> int:
+    from ..attacks.extraction import EXTRACTION_ATTACKS
+    from ..attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
+    from ..defenses import DEFENSES
+    from ..generators import GENERATORS, MODELS
+    from ..config import list_presets
+    from ..corpora import available_corpora
+    from ..detectors import DETECTORS
+    from ..embedders import RETRIEVERS
+    from ..queries import available_query_sets
+
+    info = {
+        "retrievers": {n: RETRIEVERS.describe(n) for n in RETRIEVERS.names()},
+        "attacks": {n: POISONING_ATTACKS.describe(n) for n in POISONING_ATTACKS.names()},
+        "detectors": {n: DETECTORS.describe(n) for n in DETECTORS.names()},
+        "extraction_attacks": {n: EXTRACTION_ATTACKS.describe(n) for n in EXTRACTION_ATTACKS.names()},
+        "defenses": {n: DEFENSES.describe(n) for n in DEFENSES.names()},
+        "generators": {n: GENERATORS.describe(n) for n in GENERATORS.names()},
+        "local_models": list(MODELS),
+        "targets": list(TARGET_KINDS), "corpora": available_corpora(), "query_sets": available_query_sets(),
+        "presets": list_presets(),
+    }
+    if args.json:
+        print(json.dumps(info))
+    else:
+        for section, items in info.items():
+            print(f"{section}:")
+            if isinstance(items, dict):
+                for k, v in items.items():
+                    print(f"  {k:22s} {v}")
+            else:
+                for v in items:
+                    print(f"  {v if not isinstance(v, dict) else v['name'] + ' (' + v['kind'] + ') ' + v['description'].strip()}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m engine", description="RAG Attack & Defense Playground engine")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp, out=True):
+        sp.add_argument("--data-dir", help="benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
+        sp.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+        sp.add_argument("--quiet", "-q", action="store_true", help="no progress or tables")
+        if out:
+            sp.add_argument("--out", help="write events.jsonl, manifest.json, summary.json (or sweep files) here")
+
+    add_poisoning_parsers(sub, common)
+    pr = sub.add_parser("run", help="run a preset (YAML file or bundled name)")
+    pr.add_argument("preset")
+    pr.add_argument("--limit", type=int)
+    common(pr)
+    pr.set_defaults(func=cmd_run)
+
+    add_extraction_parsers(sub, common)
+
+    pl = sub.add_parser("list", help="registered retrievers, attacks, detectors, targets, presets")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(func=cmd_list)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        check_args(args)
+        return int(args.func(args) or 0)
+    except EngineError as e:
+        if _partial_line["open"]:
+            sys.stderr.write("\n")
+        print(f"error: {scrub(e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # an engine bug: still one line, with a hint
+        if os.environ.get("RAG_PLAYGROUND_DEBUG"):
+            raise
+        print(f"internal error: {type(e).__name__}: {scrub(e)} (set RAG_PLAYGROUND_DEBUG=1 for a traceback)",
+              file=sys.stderr)
+        return 1

@@ -1,0 +1,96 @@
+"""What every command shares: progress on stderr, JSON cleaning, and the checks made before any work."""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any
+
+_partial_line = {"open": False}
+
+
+def _progress_printer(enabled: bool):
+    """Progress on stderr: a live line on a terminal, one line per finished stage otherwise."""
+    state = {"stage": None, "t": 0.0}
+    tty = sys.stderr.isatty()
+
+    def cb(stage: str, done: int, total: int) -> None:
+        if not enabled:
+            return
+        now = time.monotonic()
+        finished = done >= total
+        if not tty:
+            if finished and stage != state["stage"]:
+                state["stage"] = stage
+                sys.stderr.write(f"{stage}: {done}/{total}\n")
+            return
+        if stage != state["stage"] or finished or now - state["t"] > 0.5:
+            state.update(stage=stage, t=now)
+            sys.stderr.write(f"\r{stage}: {done}/{total}{' ' * 10}" + ("\n" if finished else ""))
+            sys.stderr.flush()
+            _partial_line["open"] = not finished
+    return cb
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def check_args(args) -> None:
+    """Refuse bad values before any work starts: an output folder that cannot be written, a limit that is
+    not positive, an empty list."""
+    from ..errors import ConfigError
+    from ..paths import writable_dir
+
+    if getattr(args, "out", None):
+        writable_dir(args.out, "--out")
+    v = getattr(args, "limit", None)   # the other counts are checked by their configs, with their names
+    if v is not None and v < 1:
+        raise ConfigError(f"--limit must be at least 1 (got {v}); leave it out to use every question")
+    for name in ("corpora", "retrievers", "query_sets", "targets", "attacks", "configurations", "kbs"):
+        v = getattr(args, name, None)
+        if v is not None and not [x for x in v.split(",") if x.strip()]:
+            raise ConfigError(f"--{name.replace('_', '-')} is empty: give at least one name")
+
+
+
+
+def load_kind_preset(name: str, kind: str, quiet: bool) -> Any:
+    """A preset that must be of ``kind`` (one clear error otherwise); its description goes to stderr."""
+    from ..config import load_preset
+    from ..errors import ConfigError
+
+    got, cfg, meta = load_preset(name)
+    if got != kind:
+        raise ConfigError(f"preset {name!r} is a {got} preset, not a {kind} preset"
+                          + ("; run it with 'python -m engine run'" if kind == "sweep" else ""))
+    if not quiet:
+        print(f"preset {meta.get('name')}: {meta.get('description', '').strip()}", file=sys.stderr)
+    return cfg
+
+
+def finish_run(run: Any, args: Any, show: Any, warn: Any = None) -> int:
+    """Run to the end and close; then the summary (with ``run_id`` and ``out_dir``): ``warn(summary)`` for
+    warnings on stderr, ``show(summary)`` unless quiet with ``--json``, and the JSON line with ``--json``."""
+    import json
+
+    try:
+        run.run()
+    finally:
+        run.close()
+    s = {"run_id": run.run_id, **run.summary()}
+    if run.out_dir:
+        s["out_dir"] = str(run.out_dir)
+    if warn is not None:
+        warn(s)
+    if not args.json or not args.quiet:
+        show(s)
+    if args.json:
+        print(json.dumps(_clean(s)))
+    return 0

@@ -1,0 +1,82 @@
+"""The engine's import graph: no cycle between its packages, and no package imports a layer above its own
+(the layers of the README's architecture). Lazy imports inside functions count too."""
+import ast
+from pathlib import Path
+
+ENGINE = Path(__file__).resolve().parents[2] / "engine"
+# bottom to top; a package may import its own layer and the ones below
+LAYERS = [
+    {"errors", "params", "paths", "files", "secrets", "registry", "types", "events"},
+    {"corpora", "queries", "embedders", "detectors", "generators", "metrics"},
+    {"store", "defenses", "attacks", "rag"},
+    {"config", "runs", "pipeline", "jobs"},
+    {"compare", "sweep", "analysis", "plots", "report"},
+    {"cli", "__main__", "__init__"},
+]
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def import_graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for path in ENGINE.rglob("*.py"):
+        rel = path.with_suffix("").relative_to(ENGINE.parent).parts
+        name = ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
+        here = list(rel[:-1]) if rel[-1] == "__init__" else list(rel[:-1])
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here[:len(here) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                targets = [target]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for t in targets:
+                if t.split(".")[0] != "engine":
+                    continue
+                a, b = _package(name), _package(t)
+                if a != b:
+                    edges.setdefault(a, set()).add(b)
+    return edges
+
+
+def _layer(pkg: str) -> int:
+    for i, layer in enumerate(LAYERS):
+        if pkg in layer:
+            return i
+    raise AssertionError(f"engine/{pkg} is in no layer: add it to LAYERS (and to the README's architecture)")
+
+
+def test_every_engine_package_has_a_layer():
+    for p in ENGINE.iterdir():
+        if p.name.startswith(("_", ".")) and p.name not in ("__init__.py", "__main__.py"):
+            continue
+        if p.is_dir() or p.suffix == ".py":
+            _layer(p.stem)
+
+
+def test_no_package_imports_a_layer_above_its_own():
+    upward = [(a, b) for a, bs in import_graph().items() for b in bs if _layer(b) > _layer(a)]
+    assert upward == [], f"upward imports: {upward}"
+
+
+def test_no_cycle_between_packages():
+    edges = import_graph()
+
+    def reach(a: str) -> set[str]:
+        seen, todo = set(), [a]
+        while todo:
+            for b in edges.get(todo.pop(), ()):
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return seen
+    cycles = sorted({tuple(sorted((a, b))) for a, bs in edges.items() for b in bs if a in reach(b)})
+    assert cycles == [], f"import cycles between packages: {cycles}"
