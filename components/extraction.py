@@ -22,14 +22,14 @@ from engine.embedders import make_retriever
 from engine.errors import EngineError
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.generators import GENERATORS
-from engine.metrics.catalog import help_text
+from engine.events import Event, event_to_json, jsonable, read_jsonl
 from engine.generators.litellm_gen import LiteLLMGenerator
 from engine.generators.llama_local import LlamaCppGenerator
 from engine.generators.models import MODELS
-from engine.plots.extraction import (attacker_state, budget_note, cascade_bars, cascade_rows, config_summary,
-                                     cost_line, coverage_map, leakage_curves, marked_segments, metrics_rows, round_view,
-                                     rounds_played, run_config, worm_drift)
-from engine.events import Event, event_to_json, jsonable, read_jsonl
+from engine.metrics.catalog import help_text
+from engine.plots.extraction import (attacker_state, budget_note, cascade_bars, cascade_rows, cost_line, coverage_map,
+                                     leakage_curves, marked_segments, metrics_rows, round_view, rounds_played,
+                                     run_config, worm_drift)
 from engine.runs.extraction import ExtractionRun, summarize_extraction
 from engine.runs.kb_snapshot import KB_FILE, load_kb
 

@@ -44,10 +44,13 @@ class PoisonConfig(Params):
     chroma_port: int = param(8000, min=1, max=65535, help="Chroma server port (store = http)")
 
     def validate(self) -> None:
+        """Refuses a chunk overlap that is not smaller than the chunk size."""
         if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
             raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
 
     def resolved_attack_params(self) -> dict[str, Any]:
+        """``attack_params`` plus the run's ``target`` / ``target_text`` when the attack takes a target (values given
+        in ``attack_params`` win)."""
         from .attacks.poisoning import POISONING_ATTACKS
         ap = dict(self.attack_params or {})
         if POISONING_ATTACKS.get(self.attack).takes_target():
@@ -57,6 +60,7 @@ class PoisonConfig(Params):
         return ap
 
     def config_hash(self) -> str:
+        """First 16 hex digits of the sha256 of the sorted JSON config: equal configurations get equal hashes."""
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -111,6 +115,8 @@ class ExtractionConfig(Params):
     data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
 
     def validate(self) -> None:
+        """Checks chunking, that the attack, generators and defenses are registered, and that a local model is a
+        registered name or a GGUF file, so a bad config fails before the knowledge base loads."""
         if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
             raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
         from .attacks.extraction import EXTRACTION_ATTACKS
@@ -134,6 +140,7 @@ class ExtractionConfig(Params):
             DEFENSES.get(d)
 
     def config_hash(self) -> str:
+        """First 16 hex digits of the sha256 of the sorted JSON config: equal configurations get equal hashes."""
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -153,6 +160,8 @@ class ComparisonConfig(Params):
                                                   "+ 1, …; the table reports their mean and standard deviation")
 
     def validate(self) -> None:
+        """Needs at least one configuration, registered defenses in each, and a ``base`` that is a valid
+        :class:`ExtractionConfig`."""
         from .defenses import DEFENSES
         if not self.configurations:
             raise ConfigError("configurations: give at least one (e.g. none)")
@@ -162,6 +171,7 @@ class ComparisonConfig(Params):
         ExtractionConfig.from_dict(dict(self.base or {}), where="base")
 
     def knowledge_bases(self) -> tuple[str, ...]:
+        """The knowledge bases to attack: ``kbs``, else the base's ``kb``, else the default one."""
         return tuple(self.kbs) or (str(dict(self.base or {}).get("kb") or ExtractionConfig().kb),)
 
     def extraction_config(self, attack: str, configuration: str, repeat: int = 0,
@@ -218,6 +228,8 @@ def load_preset(name_or_path: str) -> tuple[str, Params, dict[str, Any]]:
 
 
 def list_presets() -> list[dict[str, Any]]:
+    """Bundled presets as ``{name, kind, description}``; one that fails to load is listed with kind ``invalid``
+    and its error as the description."""
     out = []
     for p in sorted(PRESETS_DIR.glob("*.yaml")):
         try:

@@ -52,14 +52,17 @@ class Corpus:
 
     @property
     def texts(self) -> list[str]:
+        """The chunk texts, in corpus order."""
         return [d.text for d in self.documents]
 
     @property
     def ids(self) -> list[str]:
+        """The chunk ids, in corpus order (parallel to ``texts``)."""
         return [d.id for d in self.documents]
 
 
 def fingerprint(docs: Iterable[Document]) -> str:
+    """sha256 hex digest of the documents' ids and texts, in order: identifies a corpus in index caches."""
     h = hashlib.sha256()
     for d in docs:
         h.update(d.id.encode())
@@ -70,6 +73,7 @@ def fingerprint(docs: Iterable[Document]) -> str:
 
 
 def available_corpora() -> list[str]:
+    """Corpus names that load without a path: the bundled ones, then the benchmark ones (which need the data dir)."""
     return list(BUNDLED) + list(BENCHMARK_CORPORA)
 
 
@@ -92,6 +96,8 @@ def _enron_text(rec: dict) -> str:
 
 
 def read_jsonl(path: Path, data: bytes | None = None) -> list[Document]:
+    """Documents from JSONL, one object a line: ``text`` (or Enron's ``from``/``to``/``subject``/``body``) and an
+    optional ``id`` (default ``<stem>-<line>``); other scalar fields become metadata."""
     text = _read_text(path, data)
     docs = []
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -115,6 +121,8 @@ def read_jsonl(path: Path, data: bytes | None = None) -> list[Document]:
 
 
 def read_csv(path: Path, data: bytes | None = None) -> list[Document]:
+    """Documents from a CSV's ``text`` column (or its only column); an ``id`` column is optional, the other columns
+    become metadata, blank rows are skipped."""
     text = _read_text(path, data)
     try:
         rows = list(csv.DictReader(io.StringIO(text)))
@@ -136,11 +144,14 @@ def read_csv(path: Path, data: bytes | None = None) -> list[Document]:
 
 
 def read_plain(path: Path, data: bytes | None = None) -> list[Document]:
+    """A ``.txt`` / ``.md`` file as one document whose id is the file's stem (none when the file is blank)."""
     body = _read_text(path, data).strip()
     return [Document(path.stem, body, {"source": path.name})] if body else []
 
 
 def read_pdf(path: Path, data: bytes | None = None) -> list[Document]:
+    """One document per non-empty PDF page (id ``<stem>-p<page>``) via llama-index's ``PDFReader``; ``data`` holds
+    an upload's bytes."""
     from llama_index.readers.file import PDFReader
 
     if data is not None:
@@ -358,6 +369,8 @@ def stats_for(corpus: Corpus, window: TokenWindow | None) -> dict[str, Any]:
 
 def corpus_from_documents(name: str, docs: list[Document], *, chunk_size: int | None = 512,
                           chunk_overlap: int = 32, window: TokenWindow | None = None) -> Corpus:
+    """A :class:`Corpus` from documents already in memory (e.g. uploads), chunked as :func:`load_corpus` does;
+    duplicate ids get a ``~n`` suffix."""
     docs = _dedupe_ids(chunk_documents(list(docs), chunk_size, chunk_overlap, window))
     if not docs:
         raise CorpusError(f"corpus {name!r} is empty (no non-empty documents)")

@@ -16,6 +16,8 @@ EVENT_TYPES: dict[str, type["Event"]] = {}
 
 @dataclass(frozen=True)
 class Event:
+    """Base of every event: its number in the run (``seq``) and the run id; each subclass registers its ``kind``."""
+
     seq: int
     run_id: str
     kind: ClassVar[str] = "event"
@@ -25,11 +27,14 @@ class Event:
         EVENT_TYPES[cls.kind] = cls
 
     def to_dict(self) -> dict[str, Any]:
+        """The event's fields plus its ``kind``, as a plain dict."""
         return {"kind": self.kind, **dataclasses.asdict(self)}
 
 
 @dataclass(frozen=True)
 class RunStarted(Event):
+    """First event of a run: the configuration and the manifest (seed, versions, corpus, retriever, commit)."""
+
     kind: ClassVar[str] = "run_started"
     config: Mapping[str, Any] = field(default_factory=dict)
     manifest: Mapping[str, Any] = field(default_factory=dict)
@@ -37,6 +42,8 @@ class RunStarted(Event):
 
 @dataclass(frozen=True)
 class IndexBuilt(Event):
+    """The index is ready: corpus size, retriever and its geometry, texts embedded now (not cached) and seconds."""
+
     kind: ClassVar[str] = "index_built"
     corpus: str = ""
     n_docs: int = 0
@@ -63,12 +70,16 @@ class PoisonInjected(Event):
 
 @dataclass(frozen=True)
 class PoisonRemoved(Event):
+    """A one-at-a-time poison taken out again at the end of its round."""
+
     kind: ClassVar[str] = "poison_removed"
     doc_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class RoundStarted(Event):
+    """A round begins: one protected query of a poisoning run, or one attacker query of an extraction run."""
+
     kind: ClassVar[str] = "round_started"
     round: int = 0
     query_id: str = ""
@@ -76,6 +87,8 @@ class RoundStarted(Event):
 
 @dataclass(frozen=True)
 class QueryIssued(Event):
+    """The query text sent to the system in this round."""
+
     kind: ClassVar[str] = "query_issued"
     round: int = 0
     query_id: str = ""
@@ -100,6 +113,8 @@ class Retrieved(Event):
 
 @dataclass(frozen=True)
 class RoundEnded(Event):
+    """A round is over; extraction runs add seconds by stage and the attacker's own LLM usage."""
+
     kind: ClassVar[str] = "round_ended"
     round: int = 0
     query_id: str = ""
@@ -164,6 +179,8 @@ class AttackerState(Event):
 
 @dataclass(frozen=True)
 class RunResumed(Event):
+    """An interrupted run was read back and continues after ``from_round``."""
+
     kind: ClassVar[str] = "run_resumed"
     from_round: int = 0
     previous_status: str = ""
@@ -172,6 +189,9 @@ class RunResumed(Event):
 
 @dataclass(frozen=True)
 class DetectorFitted(Event):
+    """A detector fitted on clean anchors: its parameters, how many anchors, and the flagging threshold used
+    with both candidates (in-sample, out-of-fold)."""
+
     kind: ClassVar[str] = "detector_fitted"
     detector: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -196,6 +216,8 @@ class DetectorScored(Event):
 
 @dataclass(frozen=True)
 class DetectorSkipped(Event):
+    """A detector that could not be evaluated in this run (e.g. a sparse retriever, too few anchors), and why."""
+
     kind: ClassVar[str] = "detector_skipped"
     detector: str = ""
     reason: str = ""
@@ -203,6 +225,8 @@ class DetectorSkipped(Event):
 
 @dataclass(frozen=True)
 class RunEnded(Event):
+    """Last event of a run: its status and the summary."""
+
     kind: ClassVar[str] = "run_ended"
     status: str = "completed"
     summary: Mapping[str, Any] = field(default_factory=dict)
@@ -225,10 +249,12 @@ jsonable = _jsonable
 
 
 def event_to_json(e: Event) -> str:
+    """One event as a single JSON line (no newline): tuples as lists, NaN as null, numpy scalars as numbers."""
     return json.dumps(_jsonable(e.to_dict()), ensure_ascii=False)
 
 
 def event_from_dict(d: Mapping[str, Any]) -> Event:
+    """Rebuild an event from its dict (``kind`` picks the class); lists become tuples, unknown fields are dropped."""
     d = dict(d)
     cls = EVENT_TYPES[d.pop("kind")]
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -240,6 +266,7 @@ def event_from_dict(d: Mapping[str, Any]) -> Event:
 
 
 def write_jsonl(events: Iterable[Event], path) -> None:
+    """Write ``events`` to ``path`` as JSONL, one event a line (overwrites the file)."""
     with open(path, "w", encoding="utf-8") as f:
         for e in events:
             f.write(event_to_json(e) + "\n")

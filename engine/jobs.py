@@ -27,6 +27,7 @@ class Job:
     _thread: threading.Thread | None = None
 
     def start(self) -> "Job":
+        """Start ``fn`` in a daemon thread; returns the job, so ``Job(...).start()`` chains."""
         self._thread = threading.Thread(target=self._run, name=f"job-{self.name}", daemon=True)
         self._thread.start()
         return self
@@ -45,16 +46,20 @@ class Job:
             self.finished = time.time()
 
     def stop(self) -> None:
+        """Ask the task to stop: sets the flag its ``should_stop()`` reads (cooperative; the thread is not killed)."""
         self._stop.set()
 
     @property
     def running(self) -> bool:
+        """Whether the thread has started and not yet ended."""
         return self._thread is not None and self._thread.is_alive()
 
     @property
     def stopped(self) -> bool:
+        """Whether :meth:`stop` has been called (the task may still be winding down)."""
         return self._stop.is_set()
 
     def wait(self, timeout: float | None = None) -> None:
+        """Block until the task ends, or for at most ``timeout`` seconds."""
         if self._thread is not None:
             self._thread.join(timeout)

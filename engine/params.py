@@ -118,6 +118,8 @@ class Params:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None, *, where: str = "") -> "Params":
+        """Build and validate from a mapping (None: all defaults); an unknown key or a bad value is a ConfigError
+        prefixed with ``where``."""
         values = dict(values or {})
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
@@ -131,10 +133,12 @@ class Params:
             raise ConfigError(f"{where}: {e}" if where else str(e)) from None
 
     def to_dict(self) -> dict[str, Any]:
+        """Field values as a plain dict (tuples become lists), the form written to presets and manifests."""
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
                 for f in dataclasses.fields(self)}
 
     def replace(self, **changes: Any) -> "Params":
+        """A validated copy with ``changes`` applied (the original is frozen and unchanged)."""
         return type(self).from_dict({**self.to_dict(), **changes})
 
     @classmethod

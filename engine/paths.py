@@ -21,6 +21,8 @@ CACHE_ENV = "RAG_PLAYGROUND_CACHE"
 
 
 def cache_dir(sub: str | None = None) -> Path:
+    """The cache folder (``$RAG_PLAYGROUND_CACHE`` or ``~/.cache/rag-playground``), or its subfolder ``sub``;
+    created if missing."""
     root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "rag-playground")
     path = root / sub if sub else root
     path.mkdir(parents=True, exist_ok=True)
@@ -43,6 +45,7 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None, *, required: boo
 
 
 def data_file(rel: str, data_dir: str | os.PathLike | None = None, *, what: str) -> Path:
+    """The file ``rel`` inside the benchmark data dir; a missing data dir or file is a ConfigError naming ``what``."""
     root = resolve_data_dir(data_dir, required=True, what=what)
     path = root / rel
     if not path.is_file():

@@ -63,6 +63,7 @@ class Pipeline:
         self.index: BaseIndex | None = None
 
     def build(self, progress: Progress | None = None) -> BaseIndex:
+        """Build or reuse the shared base index of the corpus under the retriever, and keep it for queries."""
         self.index = shared_base_index(self.corpus, self.retriever, settings=self.settings, progress=progress)
         return self.index
 

@@ -24,11 +24,13 @@ BUNDLED_QUERY_SETS = ("clinic_handbook",)
 
 
 def available_query_sets() -> list[str]:
+    """Query-set specs that need no path: the bundled set, then the MIRAGE and PoisonedRAG sets (from the data dir)."""
     return list(BUNDLED_QUERY_SETS) + [f"mirage:{s}" for s in MIRAGE_SETS] + \
         [f"poisonedrag:{s}" for s in POISONEDRAG_SETS]
 
 
 def load_mirage(name: str, data_dir: str | None = None) -> list[Query]:
+    """One MIRAGE set from the data dir's ``queries/mirage_benchmark.json``; options and answer go in the metadata."""
     if name not in MIRAGE_SETS:
         raise ConfigError(f"unknown MIRAGE set {name!r} (choose from: {', '.join(MIRAGE_SETS)})")
     path = data_file("queries/mirage_benchmark.json", data_dir, what=f"query set mirage:{name}")
@@ -39,6 +41,8 @@ def load_mirage(name: str, data_dir: str | None = None) -> list[Query]:
 
 
 def load_poisonedrag(name: str, data_dir: str | None = None) -> dict[str, dict]:
+    """The raw PoisonedRAG targets of one set (``targets/poisonedrag_<name>.json``): ``{id: {question, correct
+    answer, incorrect answer, adv_texts}}``."""
     if name not in POISONEDRAG_SETS:
         raise ConfigError(f"unknown PoisonedRAG set {name!r} (choose from: {', '.join(POISONEDRAG_SETS)})")
     path = data_file(f"targets/poisonedrag_{name}.json", data_dir, what=f"PoisonedRAG {name}")

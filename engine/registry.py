@@ -15,11 +15,15 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
+    """Name → plugin class for one plugin kind; ``kind`` names the kind in error messages."""
+
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._items: dict[str, type] = {}
 
     def register(self, name: str) -> Callable[[type], type]:
+        """Class decorator registering a plugin under ``name`` (and setting its ``name``); refuses duplicates and
+        classes without a nested ``Params`` or a docstring."""
         def deco(cls: type) -> type:
             if name in self._items:
                 raise ValueError(f"{self.kind} {name!r} registered twice")
@@ -37,12 +41,14 @@ class Registry(Generic[T]):
         self._items.pop(name, None)
 
     def names(self) -> list[str]:
+        """Registered names, sorted (what the UI lists and errors suggest)."""
         return sorted(self._items)
 
     def __contains__(self, name: str) -> bool:
         return name in self._items
 
     def get(self, name: str) -> type:
+        """The class registered as ``name``; an unknown name raises UnknownNameError listing the known ones."""
         try:
             return self._items[name]
         except KeyError:
@@ -50,10 +56,13 @@ class Registry(Generic[T]):
                 f"unknown {self.kind} {name!r} (choose from: {', '.join(self.names())})") from None
 
     def create(self, name: str, params: Params | Mapping[str, Any] | None = None) -> T:
+        """An instance of plugin ``name``; ``params`` is a ready ``Params`` or a mapping validated against the
+        class's ``Params`` (None: defaults)."""
         cls = self.get(name)
         if not isinstance(params, Params):
             params = cls.Params.from_dict(params, where=f"{self.kind} {name}")
         return cls(params)
 
     def describe(self, name: str) -> str:
+        """The first line of the plugin's docstring: its one-line description in ``list`` and the UI."""
         return (self.get(name).__doc__ or "").strip().splitlines()[0]

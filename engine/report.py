@@ -66,6 +66,7 @@ def extraction_summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
 
 
 def load_run(path: str | Path) -> list[Event]:
+    """The events of a saved run's ``events.jsonl`` (a torn last line is dropped)."""
     return read_jsonl(path)
 
 

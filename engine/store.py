@@ -116,9 +116,11 @@ class BaseIndex:
 
     @property
     def dense(self) -> bool:
+        """Whether the index holds vectors (False for sparse BM25 indexes)."""
         return self.vectors is not None
 
     def search_matrix(self) -> np.ndarray:
+        """The document vectors as searched: float32, unit-normalised under cosine; computed once and kept."""
         if not hasattr(self, "_search"):
             v = self.vectors
             if self.retriever.similarity == "cosine":
@@ -291,6 +293,7 @@ class RunStore:
         return vectors
 
     def remove(self, ids: Sequence[str]) -> None:
+        """Take injected documents out of the run's overlay (ids that were never injected are ignored)."""
         ids = [i for i in ids if i in self.injected]
         for i in ids:
             self.injected.pop(i)
@@ -306,11 +309,13 @@ class RunStore:
         return len(self.base.corpus) + len(self.injected)
 
     def text_of(self, doc_id: str) -> str:
+        """Text of a base or injected document by id."""
         if doc_id in self.injected:
             return self.injected[doc_id].text
         return self.base.corpus.documents[self.base.id_to_row[doc_id]].text
 
     def embedding_of(self, doc_id: str) -> np.ndarray:
+        """Native (unnormalised) embedding of a base or injected document by id (dense indexes only)."""
         if doc_id in self._vecs:
             return self._vecs[doc_id]
         return self.base.vectors[self.base.id_to_row[doc_id]]

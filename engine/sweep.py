@@ -25,6 +25,9 @@ CellProgress = Callable[[int, int, dict], None]
 
 @dataclass
 class SweepResult:
+    """A sweep's finished cells, one row per corpus × retriever × query set × target; ``complete`` is False when
+    it was stopped before every cell ran."""
+
     cells: pd.DataFrame          # one row per (corpus, retriever, query set, target): ASR@1/2/5, n
     complete: bool
 
@@ -37,6 +40,7 @@ class SweepResult:
 
 
 def grid(cfg: SweepConfig) -> list[dict]:
+    """Every cell of the sweep in run order, as dicts of ``corpus``, ``retriever``, ``query_set`` and ``target``."""
     return [dict(corpus=c, retriever=r, query_set=q, target=t) for c, r, q, t in
             itertools.product(cfg.corpora, cfg.retrievers, cfg.query_sets, cfg.targets)]
 

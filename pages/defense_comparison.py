@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.comparison import render_results
+from components.job_panel import job_panel
 from components.params_form import registry_forms
 from components.state import data_dir, init_state, my_comparisons_dir, owner
 from components.text import md_escape
@@ -96,30 +97,16 @@ if start:
         st.error(md_escape(e))
 
 
-@st.fragment(run_every=1.0 if job and job.running else None)
-def progress_panel() -> None:
-    j: Job | None = st.session_state.get("cmp_job")
-    if j is None:
-        return
+def comparison_progress(j: Job) -> tuple[float, str]:
     cfg: ComparisonConfig = st.session_state["cmp_cfg"]
-    n = len(cfg.attacks) * len(cfg.configurations) * cfg.repeats
+    n = len(cfg.attacks) * len(cfg.configurations) * cfg.repeats * len(cfg.knowledge_bases())
     done = len(st.session_state.get("cmp_live", []))
-    if j.running:
-        stage = f" · {j.last}: {j.done_count:,}/{j.total:,}" if j.last else ""
-        st.progress(min(done / max(n, 1), 1.0), text=md_escape(f"{done}/{n} runs{stage}")
-                    + (" · stopping after this run…" if j.stopped else ""))
-        if st.button("Stop after this run", key="cmp_stop"):
-            j.stop()
-        return
-    if j.error:
-        st.error(f"The comparison failed: {md_escape(j.error)}")
-        return
-    if j.result is not None and not drawn:
-        st.rerun()  # finished while the timer polled: one full rerun draws the results below
+    stage = f" · {j.last}: {j.done_count:,}/{j.total:,}" if j.last else ""
+    return done / max(n, 1), f"{done}/{n} runs{stage}"
 
 
-drawn = job is not None and not job.running
-progress_panel()
+job_panel("cmp_job", what="comparison", progress=comparison_progress, stop_label="Stop after this run",
+          stop_key="cmp_stop", drawn=job is not None and not job.running)
 
 if job is not None and not job.running and job.result is not None and st.session_state.get("cmp_view_job") is not job:
     cfg = st.session_state["cmp_cfg"]

@@ -12,6 +12,7 @@ from components.extraction import (ATTACKER_NONE, KB_HELP, KBS, LITELLM, LOCAL_M
                                    saved_extraction_runs, start_run, stream_round)
 from components.params_form import changed_only, params_form, registry_forms
 from components.state import data_dir, init_state
+from components.stepper import stepper
 from components.text import md_escape
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.defenses import DEFENSES
@@ -167,14 +168,6 @@ def step_once() -> None:
                                "from the last one, or Reset to start over")
 
 
-def play() -> None:
-    ss["extract_playing"] = True
-
-
-def pause() -> None:
-    ss["extract_playing"] = False
-
-
 def reset() -> None:
     src = ss.get("extract_source") or {}
     cfg = src.get("config") or ss["extract_run"].config
@@ -192,47 +185,28 @@ def resume(folder) -> None:
 
 
 def render_live(run) -> None:
-    playing = ss["extract_playing"] and not run.done
     texts = {d.id: d.text for d in run.corpus.documents}
     ids = list(run.corpus.ids)
 
-    @st.fragment(run_every=ss["extract_speed"] if playing else None)
-    def live_panel() -> None:
-        r = ss["extract_run"]
-        if r is None:
-            return
-        if ss["extract_playing"] != playing:
-            st.rerun()  # Play/Pause changed: a full rerun starts or stops the fragment's timer
-        if playing:
-            step_once()
-            if r.done or not ss["extract_playing"]:
-                ss["extract_playing"] = False
-                st.rerun()
-        failed = run_status(r.events) == "failed"
-        c = st.columns([1, 1, 1, 1, 8], gap="small", vertical_alignment="center")
-        if c[0].button("Step", disabled=r.done or playing or failed, key="btn_extract_step"):
-            step_once()
-            st.rerun()  # a full rerun, so the tabs below follow the step
-        if playing:
-            c[1].button("Pause", on_click=pause, key="btn_extract_pause")
-        else:
-            c[1].button("Play", on_click=play, disabled=r.done or failed, key="btn_extract_play")
-        if c[2].button("Reset", key="btn_extract_reset"):
-            reset()
-            st.rerun()
-        if failed and r.out_dir is not None and c[3].button("Resume", key="btn_extract_resume_live"):
-            resume(r.out_dir)
-            st.rerun()
-        status = "run complete" if r.done else ("failed" if failed else ("playing" if playing else "paused"))
-        c[4].caption(f"{r.rounds_done}/{r.config.rounds} rounds · {status} · KB {len(r.corpus):,} chunks · "
-                     f"run `{r.run_id}`  \n" + md_escape(config_summary(r.config.to_dict())))
+    def status(r, word: str) -> None:
+        st.caption(f"{r.rounds_done}/{r.config.rounds} rounds · {word} · KB {len(r.corpus):,} chunks · "
+                   f"run `{r.run_id}`  \n" + md_escape(config_summary(r.config.to_dict())))
+
+    def body(r) -> None:
         events = list(r.events)
         render_metrics(events)
         render_charts(events, ids, len(ids), key="live")
         render_round(events, texts)
 
-    st.slider("Seconds between rounds while playing", 0.2, 5.0, key="extract_speed", step=0.1)
-    live_panel()
+    def resume_button(r, col) -> None:
+        if run_status(r.events) == "failed" and r.out_dir is not None and col.button("Resume",
+                                                                                      key="btn_extract_resume_live"):
+            resume(r.out_dir)
+            st.rerun()
+
+    stepper("extract", "extract_", step_once=step_once, reset=reset, status=status, body=body,
+            speed_label="Seconds between rounds while playing", speed_range=(0.2, 5.0),
+            blocked=lambda r: run_status(r.events) == "failed", extra=resume_button)
     tabs = st.tabs(["Attacker internals", "Exports"])
     with tabs[0]:
         render_internals(list(run.events), list(run.config.defenses), key="live")

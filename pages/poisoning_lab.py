@@ -5,9 +5,10 @@ import streamlit as st
 
 from components.lab import (render_detectors, render_embedding_map, render_exports, render_live_metrics,
                             render_round)
-from components.text import md_escape
 from components.params_form import changed_only, params_form, registry_forms
 from components.state import close_run, data_dir, init_state, my_runs_dir, progress_callback
+from components.stepper import stepper
+from components.text import md_escape
 from engine.analysis.why import why_it_works
 from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
 from engine.config import INJECTION_MODES, PoisonConfig
@@ -125,14 +126,6 @@ def step_once() -> None:
         st.session_state["lab_error"] = f"the step failed ({type(e).__name__}: {e}); press Reset to start over"
 
 
-def play() -> None:
-    st.session_state["lab_playing"] = True
-
-
-def pause() -> None:
-    st.session_state["lab_playing"] = False
-
-
 def reset() -> None:
     cfg, corpus = st.session_state["lab_run"].config, st.session_state["lab_run"].store.base.corpus
     close_run()
@@ -142,37 +135,16 @@ def reset() -> None:
 
 
 def render_lab(run: PoisoningRun) -> None:
-    playing = st.session_state["lab_playing"] and not run.done
-    speed = st.session_state["lab_speed"]
+    def status(r, word: str) -> None:
+        st.caption(f"{r.rounds_done}/{len(r.queries)} questions attacked · corpus {len(r.store.base.corpus):,} "
+                   f"documents · {word}")
 
-    @st.fragment(run_every=speed if playing else None)
-    def live_panel() -> None:
-        r = st.session_state["lab_run"]
-        if st.session_state["lab_playing"] != playing:
-            st.rerun()  # Play/Pause changed: a full rerun starts or stops the fragment's timer
-        if playing:
-            step_once()
-            if r.done:
-                st.session_state["lab_playing"] = False
-                st.rerun()  # finished: stop the timer, refresh the panels below
-        c = st.columns([1, 1, 1, 9], gap="small")
-        if c[0].button("Step", disabled=r.done or playing, key="btn_step"):
-            step_once()
-            st.rerun()  # a full rerun, so the tabs below (detectors, map, exports) follow the step
-        if playing:
-            c[1].button("Pause", on_click=pause, key="btn_pause")
-        else:
-            c[1].button("Play", on_click=play, disabled=r.done, key="btn_play")
-        if c[2].button("Reset", key="btn_reset"):
-            reset()
-            st.rerun()
-        c[3].caption(f"{r.rounds_done}/{len(r.queries)} questions attacked · corpus {len(r.store.base.corpus):,} documents · "
-                     + ("run complete" if r.done else ("playing" if playing else "paused")))
+    def body(r) -> None:
         render_round(r)
         render_live_metrics(r)
 
-    st.slider("Seconds per step while playing", 0.2, 3.0, key="lab_speed", step=0.1)
-    live_panel()
+    stepper("lab", "", step_once=step_once, reset=reset, status=status, body=body,
+            speed_label="Seconds per step while playing", speed_range=(0.2, 3.0))
 
     tabs = st.tabs(["Detectors", "Why does it work?", "Embedding map", "Exports"])
     with tabs[0]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components.job_panel import job_panel
 from components.state import data_dir, init_state
 from components.text import md_escape
 from engine.attacks.poisoning import TARGET_KINDS
@@ -47,28 +48,14 @@ if start:
         st.error(md_escape(e))
 
 
-@st.fragment(run_every=1.0 if job and job.running else None)
-def progress_panel() -> None:
-    j: Job | None = st.session_state.get("sweep_job")
-    if j is None:
-        st.info("Choose a grid and press **Start sweep**.")
-        return
+def sweep_progress(j: Job) -> tuple[float, str]:
     n = len(grid(st.session_state["sweep_cfg"]))
-    st.progress(j.done_count / max(n, 1), text=f"{j.done_count}/{n} cells"
-                + (" · stopping…" if j.stopped and j.running else "") + (" · running" if j.running else ""))
-    if j.running:
-        if st.button("Stop after this cell", key="sweep_stop"):
-            j.stop()
-        return
-    if j.error:
-        st.error(f"The sweep failed: {md_escape(j.error)}")
-        return
-    if j.result is not None and not drawn:
-        st.rerun()  # finished while the timer polled: one full rerun draws the results below
+    return j.done_count / max(n, 1), f"{j.done_count}/{n} cells · running"
 
 
-drawn = job is not None and not job.running  # this full run draws the results itself
-progress_panel()
+job_panel("sweep_job", what="sweep", progress=sweep_progress, stop_label="Stop after this cell", stop_key="sweep_stop",
+          drawn=job is not None and not job.running,
+          idle=lambda: st.info("Choose a grid and press **Start sweep**."))
 if job is not None and not job.running and job.result is not None:
     cfg = st.session_state["sweep_cfg"]
     res = job.result

@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from components.extraction import marked_markdown
+from components.job_panel import job_panel
 from components.state import init_state
 from components.text import md_escape
 from engine.analysis.comparison_view import comparison_table
@@ -125,22 +126,13 @@ for lv in LEVELS:
             st.info(f"**What to notice.** {lv.notice}")
 
 
-@st.fragment(run_every=1.0 if busy else None)
-def running_panel() -> None:
-    j: Job | None = ss.get("teach_job")
-    if j is None:
-        return
-    if j.running:
-        stage = f"{j.last}: {j.done_count:,}/{j.total:,}" if j.last else "starting"
-        st.progress(min(j.done_count / max(j.total, 1), 1.0),
-                    text=md_escape(f"Level {ss['teach_job_level']} running · {stage}"))
-        if st.button("Stop", key="teach_stop"):
-            j.stop()
-    elif ss.get("teach_recorded") is not j:
-        st.rerun()  # finished while polling: a full rerun records and draws the result
+def level_progress(j: Job) -> tuple[float, str]:
+    stage = f"{j.last}: {j.done_count:,}/{j.total:,}" if j.last else "starting"
+    return j.done_count / max(j.total, 1), f"Level {ss['teach_job_level']} running · {stage}"
 
 
-running_panel()
+job_panel("teach_job", what="level", progress=level_progress, stop_label="Stop", stop_key="teach_stop",
+          drawn=ss.get("teach_recorded") is job, show_error=False)
 if st.button("Start over", key="teach_reset", disabled=busy):
     ss["teach"] = {"met": [], "results": {}}
     st.rerun()

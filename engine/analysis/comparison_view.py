@@ -76,6 +76,7 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
 
 
 def new_comparison_dir(owner: str | None = None) -> Path:
+    """A new timestamped folder for a comparison (created now), under the owner's comparisons dir."""
     d = comparisons_dir(owner) / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
     d.mkdir(parents=True, exist_ok=True)
     return d
@@ -123,4 +124,5 @@ def supports_adaptive(attack: str) -> bool:
 
 
 def uses_reindex(rows: Sequence[dict[str, Any]]) -> bool:
+    """Whether any row's configuration includes ``reindex``."""
     return any("reindex" in (r.get("defenses") or defense_set(r.get("configuration", ""))) for r in rows)

@@ -54,6 +54,8 @@ def _cells(out_dir: Path) -> list[dict[str, Any]]:
 
 
 def report_markdown(out_dir: str | Path, checkpoints: Sequence[int] = (25, 50, 100, 150, 200)) -> str:
+    """A Markdown table of every run under ``out_dir/runs``: CRR at each reached checkpoint and now (Wilson 95%
+    interval), stage shares and PII."""
     out = Path(out_dir)
     cells = _cells(out)
     if not cells:
@@ -78,6 +80,7 @@ def report_markdown(out_dir: str | Path, checkpoints: Sequence[int] = (25, 50, 1
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: print the report of ``out_dir`` and, when ``comparison.json`` exists, its finished cells."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
     ap.add_argument("--checkpoints", default="25,50,100,150,200")

@@ -19,6 +19,8 @@ DEMO_SYSTEM = {"kb": "clinic_records", "generator": "local", "generator_params":
 
 @dataclass(frozen=True)
 class Level:
+    """One teaching level: number, title, goal, the fixed settings, and what to notice in the result."""
+
     number: int
     title: str
     goal: str
@@ -66,12 +68,14 @@ class _StopFlag:
 
 
 def stop_flag(should_stop: Optional[Callable[[], bool]]) -> Any:
+    """Wrap a ``should_stop()`` callable as the ``is_set()`` object :func:`run_comparison` polls (None: never)."""
     return _StopFlag(should_stop)
 
 
 # ------------------------------------------------------------------ level 1: poisoning
 
 def check_level1(events: Sequence[Any]) -> dict[str, Any]:
+    """Level 1 is met when ASR@1 > 0; the metrics add ASR@5 and the mean poison rank."""
     from ..metrics import asr, mean_poison_rank
 
     a1 = asr(events, 1).value
@@ -81,6 +85,8 @@ def check_level1(events: Sequence[Any]) -> dict[str, Any]:
 
 def run_level1(attack: str = "universal", target: str = "pii", limit: int = 3, *, progress: Progress | None = None,
                should_stop: Optional[Callable[[], bool]] = None) -> dict[str, Any]:
+    """Run and check level 1 (a few seconds; ``should_stop`` is not polled); evidence: each question's best poison
+    rank."""
     from ..config import PoisonConfig
     from ..runs import PoisoningRun
     from ..events import Retrieved
@@ -105,6 +111,7 @@ def run_level1(attack: str = "universal", target: str = "pii", limit: int = 3, *
 # ------------------------------------------------------------------ level 2: extraction
 
 def check_level2(events: Sequence[Any]) -> dict[str, Any]:
+    """Level 2 is met when any PII item leaked; reports the count, phone numbers and CRR, and lists the items."""
     from ..events import LeakScored
 
     items = [p for e in events if isinstance(e, LeakScored) for p in e.pii]
@@ -121,6 +128,8 @@ LEVEL2_ATTACK = "rag-thief"     # the demo's attack
 
 def run_level2(attack: str = LEVEL2_ATTACK, rounds: int = 3, *, progress: Progress | None = None,
                should_stop: Optional[Callable[[], bool]] = None) -> dict[str, Any]:
+    """Run the level-2 extraction demo (stoppable between rounds) and check it; evidence: each round's answer, and
+    the leaked chunks."""
     from ..config import ExtractionConfig
     from ..runs.extraction import ExtractionRun
     from ..events import Generated
@@ -166,6 +175,8 @@ def _leak(row: dict[str, Any], base: dict[str, Any]) -> tuple[str, float, float]
 
 
 def check_level3(rows: Sequence[dict[str, Any]], tolerance: float = 0.34) -> dict[str, Any]:
+    """Level 3 is met when the defended configuration leaks less than ``none`` (CRR, or PII items when neither
+    recovers a chunk) and loses at most ``tolerance`` ACC."""
     base = next((r for r in rows if r["configuration"] == "none"), None)
     defended = [r for r in rows if r["configuration"] != "none"]
     if base is None or not defended:
@@ -185,6 +196,8 @@ def check_level3(rows: Sequence[dict[str, Any]], tolerance: float = 0.34) -> dic
 
 def run_level3(defenses: Sequence[str], tolerance: float = 0.34, rounds: int = 3, utility_limit: int = 3, *,
                progress: Progress | None = None, should_stop: Optional[Callable[[], bool]] = None) -> dict[str, Any]:
+    """Compare the undefended demo system with ``defenses`` (leakage and utility) and check level 3; ``rows``
+    holds the comparison."""
     from ..compare import run_comparison
     from ..config import ComparisonConfig
     from .comparison_view import parse_configurations

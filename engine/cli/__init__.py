@@ -21,6 +21,8 @@ from .poisoning import add_parsers as add_poisoning_parsers
 
 
 def cmd_run(args) -> int:
+    """``run PRESET``: run a bundled or YAML preset of any kind; ``--data-dir`` (and for poison and sweep presets
+    ``--limit``) override it."""
     from ..config import load_preset
 
     kind, cfg, meta = load_preset(args.preset)
@@ -44,6 +46,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_list(args) -> int:
+    """``list``: registered plugins, local models, targets, corpora, query sets and presets (one object with
+    ``--json``)."""
     from ..attacks.extraction import EXTRACTION_ATTACKS
     from ..attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
     from ..defenses import DEFENSES
@@ -80,6 +84,7 @@ def cmd_list(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m engine`` parser with every subcommand (each sets ``func``)."""
     p = argparse.ArgumentParser(prog="python -m engine", description="RAG Attack & Defense Playground engine")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -106,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit code: the command's (0 on success), 2 bad input (one ``error:``
+    line), 1 internal error, 130 interrupted."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = build_parser()
     args = parser.parse_args(argv)

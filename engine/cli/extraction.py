@@ -56,6 +56,7 @@ def _finish_extraction(run, args) -> int:
 
 
 def cmd_extract(args) -> int:
+    """``extract``: one extraction run from the options, or ``--resume`` an interrupted one from its folder."""
     from .common import _progress_printer
     from ..config import ExtractionConfig
     from ..runs.extraction import ExtractionRun
@@ -88,6 +89,7 @@ def cmd_extract(args) -> int:
 
 
 def cmd_utility(args) -> int:
+    """``utility``: ACC and faithfulness of a (defended) RAG system on honest questions."""
     from .common import _clean, _progress_printer
     from ..corpora import load_corpus, retriever_window
     from ..defenses import make_defenses
@@ -119,6 +121,7 @@ def cmd_utility(args) -> int:
 
 
 def print_comparison(rows: list[dict]) -> None:
+    """Print comparison rows as a fixed-width table (with a ``kb`` column when there are several KBs)."""
     kbs = len({r.get("kb") for r in rows}) > 1
     head = (f"{'kb':16s} " if kbs else "") + \
         f"{'attack':10s} {'configuration':22s} {'CRR':>7s} {'×none':>6s} {'cover':>6s} {'repeat':>6s} " \
@@ -151,6 +154,7 @@ def _caveat(check: dict) -> str:
 
 
 def run_compare(cfg, args) -> int:
+    """Run a comparison, print its table and the RAGFort ablation-direction checks; returns the exit code."""
     from .common import _clean, _progress_printer
     from ..compare import ablation_direction, average_ablation_direction, run_comparison
 
@@ -177,6 +181,7 @@ def run_compare(cfg, args) -> int:
 
 
 def cmd_compare(args) -> int:
+    """``compare``: a comparison from a preset or the options, with the command-line overrides applied on top."""
     from ..config import ComparisonConfig
     from .common import load_kind_preset
 
@@ -209,6 +214,7 @@ def cmd_compare(args) -> int:
 
 
 def add_parsers(sub, common) -> None:
+    """Add the ``extract``, ``utility`` and ``compare`` subcommands; ``common(parser)`` adds the shared options."""
     pe = sub.add_parser("extract", help="knowledge-base extraction attack against a (defended) RAG system")
     pe.add_argument("--kb", default="clinic_records", help="knowledge base: bundled/benchmark name or a path")
     pe.add_argument("--attack", default="rag-thief", help="zeng | worm | rag-thief")

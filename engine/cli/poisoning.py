@@ -42,6 +42,7 @@ def _run_poison(cfg, args) -> int:
 
 
 def cmd_poison(args) -> int:
+    """``poison``: one poisoning run built from the command-line options."""
     from ..config import PoisonConfig
 
     values = dict(corpus=args.corpus, queries=args.queries, retriever=args.retriever, target=args.target,
@@ -99,6 +100,8 @@ def _sweep(cfg, args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    """``sweep``: a Table-1 grid from a preset or the options; cells already written in the output folder are
+    skipped (resume)."""
     from ..config import SweepConfig
     from .common import load_kind_preset
 
@@ -123,6 +126,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_analyze(args) -> int:
+    """``analyze``: why poisons win (Tables 3 and 4) for one corpus, query set, retriever and target."""
     from ..analysis.why import why_it_works
     from ..config import PoisonConfig
 
@@ -140,6 +144,7 @@ def cmd_analyze(args) -> int:
 
 
 def add_parsers(sub, common) -> None:
+    """Add the ``poison``, ``sweep`` and ``analyze`` subcommands; ``common(parser)`` adds the shared options."""
     ps = sub.add_parser("poison", help="universal poisoning / PoisonedRAG against a retriever, with detectors")
     ps.add_argument("--corpus", default="clinic_handbook")
     ps.add_argument("--queries", default="clinic_handbook")

@@ -42,6 +42,8 @@ class Chunk:
 
 @dataclass(frozen=True)
 class DefenseAction:
+    """What one defense did at its stage (``action``) and the details, recorded as a ``defense_applied`` event."""
+
     defense: str
     stage: str
     action: str                       # e.g. blocked, passed, dropped, rewritten, reindexed, generated
@@ -70,6 +72,7 @@ class Defense:
         self.params = params
 
     def describe(self) -> dict:
+        """Name, stage and parameters (for the run manifest)."""
         return {"name": self.name, "stage": self.stage, "params": self.params.to_dict()}
 
     @classmethod
@@ -78,24 +81,31 @@ class Defense:
         return STAGE_HOOKS[cls.stage]
 
     def action(self, action: str, **detail: Any) -> DefenseAction:
+        """A :class:`DefenseAction` stamped with this defense's name and stage; ``detail`` should be JSON-able."""
         return DefenseAction(self.name, self.stage, action, detail)
 
     # hooks (each stage overrides its own)
     def reindex(self, base: "BaseIndex", ctx: DefenseContext) -> tuple["BaseIndex", DefenseAction]:
+        """Index stage: a replacement for ``base``, built once before any query, and what was done."""
         raise NotImplementedError
 
     def check_query(self, query: str, ctx: DefenseContext) -> DefenseAction:
+        """Query stage: ``blocked`` (with a ``refusal`` in the detail, given as the answer) or ``passed``."""
         raise NotImplementedError
 
     def filter(self, query: str, chunks: Sequence[Chunk], ctx: DefenseContext) -> tuple[list[Chunk], DefenseAction]:
+        """Retrieval stage: the chunks kept from the top-K (possibly re-ordered) and what was dropped."""
         raise NotImplementedError
 
     def rewrite(self, query: str, chunks: Sequence[Chunk], ctx: DefenseContext) -> tuple[list[Chunk], DefenseAction]:
+        """Context stage: the chunks as the generator will see them (same ids, new text)."""
         raise NotImplementedError
 
     def system_prompt(self) -> str:
+        """Prompt stage: text added to the system prompt."""
         raise NotImplementedError
 
     def generate(self, messages: Sequence[dict], chunks: Sequence[Chunk], ctx: DefenseContext,
                  max_tokens: int) -> "Generation":
+        """Generation stage: the answer itself, in place of the pipeline's generator, in at most ``max_tokens``."""
         raise NotImplementedError

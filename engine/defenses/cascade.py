@@ -52,6 +52,7 @@ class CascadeGeneration(Defense):
         self._decoder = None
 
     def decoder(self):
+        """The :class:`CascadeDecoder`, built (both models loaded) on first use and reused after."""
         if self._decoder is None:
             from ..generators.cascade import CascadeDecoder
             p = self.params
@@ -62,6 +63,8 @@ class CascadeGeneration(Defense):
 
     def generate(self, messages: Sequence[dict], chunks: Sequence[Chunk], ctx: DefenseContext,
                  max_tokens: int) -> Generation:
+        """The answer by constrained cascade decoding with the retrieved chunks as protected text; draft/verifier
+        counts, decisions and FLOPs go in ``info``."""
         out = self.decoder().generate(list(messages), [c.text for c in chunks], max_tokens=max_tokens)
         info = {k: getattr(out, k) for k in ("accepted", "rejected", "suppressed", "draft_tokens_evaluated",
                                              "verifier_tokens_evaluated", "flops_draft", "flops_verifier",

@@ -54,9 +54,12 @@ class QueryIntentBlock(Defense):
         self._patterns = [re.compile(p, re.IGNORECASE | re.DOTALL) for p in PATTERNS]
 
     def matches(self, query: str) -> list[str]:
+        """The extraction patterns ``query`` matches (none when ``use_patterns`` is off)."""
         return [p.pattern for p in self._patterns if p.search(query)] if self.params.use_patterns else []
 
     def similarity(self, query: str, ctx: DefenseContext) -> float:
+        """Highest retriever similarity of the query, or any of its sentences, to the bank of extraction phrasings;
+        0.0 for a sparse retriever."""
         r = ctx.retriever
         if not r.dense:
             return 0.0
@@ -68,6 +71,7 @@ class QueryIntentBlock(Defense):
         return float(s.max())
 
     def check_query(self, query: str, ctx: DefenseContext) -> DefenseAction:
+        """Blocks on a pattern match or a similarity ≥ ``max_similarity``; the detail carries both signals."""
         hits = self.matches(query)
         sim = self.similarity(query, ctx)
         blocked = bool(hits) or sim >= self.params.max_similarity

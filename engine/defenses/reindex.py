@@ -47,6 +47,8 @@ class ContrastiveReindex(Defense):
         self.result = None
 
     def reindex(self, base: "BaseIndex", ctx: DefenseContext) -> tuple["BaseIndex", DefenseAction]:
+        """Fine-tune a copy of the encoder on HDBSCAN pseudo-labels and re-encode every chunk into a new index
+        (slow; cached on disk, the result kept in ``self.result``)."""
         from ..store import BaseIndex
         from .supcon import contrastive_reindex
 

@@ -36,6 +36,8 @@ class RerankCut(Defense):
         return np.asarray(rr.score(q, d)[0], dtype=float)
 
     def filter(self, query: str, chunks: Sequence[Chunk], ctx: DefenseContext) -> tuple[list[Chunk], DefenseAction]:
+        """Re-scores the chunks with ``reranker`` and keeps at most ``keep`` scoring ≥ ``min_score``, best first;
+        the action records every re-ranker score."""
         if not chunks:
             return [], self.action("passed", kept=0)
         s = self._scores(query, chunks)

@@ -24,4 +24,5 @@ class DefensiveSystemPrompt(Defense):
         instruction: str = param(DEFAULT_INSTRUCTION, help="Text added to the system prompt")
 
     def system_prompt(self) -> str:
+        """The configured confidentiality instruction, added to the template's system prompt."""
         return self.params.instruction

@@ -24,6 +24,7 @@ class DistanceThreshold(Defense):
                                       help="Smallest query–chunk similarity kept (cosine for dense retrievers)")
 
     def filter(self, query: str, chunks: Sequence[Chunk], ctx: DefenseContext) -> tuple[list[Chunk], DefenseAction]:
+        """Drops chunks scoring below ``min_similarity``; the action lists the dropped ids and how many were kept."""
         kept = [c for c in chunks if c.score >= self.params.min_similarity]
         dropped = [c.doc_id for c in chunks if c.score < self.params.min_similarity]
         return kept, self.action("dropped" if dropped else "passed", dropped=tuple(dropped), kept=len(kept))

@@ -20,6 +20,8 @@ from ..params import Params, param
 
 @dataclass(frozen=True)
 class Calibration:
+    """Thresholds from one fit: the one used to flag, both candidates, and the anchors' in-sample scores."""
+
     threshold: float            # the one used to flag (out-of-fold unless calibration = in-sample)
     threshold_in_sample: float
     threshold_out_of_fold: float
@@ -58,9 +60,12 @@ class Detector:
     # public --------------------------------------------------------------------------
     @property
     def fitted_info(self) -> dict:
+        """Hyper-parameters the fit chose, recorded with ``detector_fitted`` (none for the base class)."""
         return {}
 
     def fit(self, anchors: np.ndarray) -> "Detector":
+        """Fit on clean anchor embeddings and set the threshold from in-sample and k-fold out-of-fold anchor scores;
+        returns self."""
         X = np.asarray(anchors, dtype=np.float64)
         folds = int(self.params.folds)
         if X.ndim != 2 or len(X) < max(self.min_anchors, folds):
@@ -83,9 +88,11 @@ class Detector:
         return self
 
     def score(self, X: np.ndarray) -> np.ndarray:
+        """Scores of the embeddings ``X`` (higher = more suspicious); :meth:`fit` first."""
         if self.state is None:
             raise ConfigError(f"{self.name}: fit the detector on anchors before scoring")
         return self._score(self.state, np.atleast_2d(np.asarray(X, dtype=np.float64)))
 
     def flag(self, X: np.ndarray) -> np.ndarray:
+        """True where the score is above the calibrated threshold."""
         return self.score(X) > self.calibration.threshold

@@ -86,4 +86,5 @@ class MahalanobisDetector(Detector):
 
     @property
     def fitted_info(self) -> dict:
+        """The β used and, when chosen by CV, the held-out log-likelihood per anchor of each grid β (else None)."""
         return {"beta": self.beta_, "beta_cv_loglik": self.cv_scores_}

@@ -43,6 +43,7 @@ class Retriever:
         return "ip"
 
     def describe(self) -> dict:
+        """Name, model id, similarity, whether dense, and parameters (for the run manifest)."""
         return {"name": self.name, "model_id": self.model_id, "similarity": self.similarity,
                 "dense": self.dense, "params": self.params.to_dict()}
 
@@ -65,6 +66,7 @@ class Retriever:
         raise NotImplementedError
 
     def encode_queries(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """Query embeddings (one row per text), cached on disk; ``progress(done, total)`` as batches finish."""
         mat, _ = shared_cache().encode(self.model_id + ":query", list(texts), self._locked(self._encode_queries),
                                        progress)
         return mat

@@ -32,14 +32,17 @@ class BM25Retriever(Retriever):
 
     @property
     def model_id(self) -> str:
+        """k1, b and the stop-word switch: indexes built with different settings are never shared."""
         p = self.params
         return f"bm25:k1={p.k1}:b={p.b}:sw={p.stopwords}"
 
     @property
     def similarity(self) -> str:
+        """``bm25``: no vector geometry; scores come from :class:`BM25Index`."""
         return "bm25"
 
     def tokenize(self, text: str) -> list[str]:
+        """Lower-cased alphanumeric tokens of ``text``, without scikit-learn's English stop words if ``stopwords``."""
         toks = _TOKEN.findall(text.lower())
         if self.params.stopwords:
             from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -47,6 +50,7 @@ class BM25Retriever(Retriever):
         return toks
 
     def build_index(self, texts: Sequence[str]) -> "BM25Index":
+        """A :class:`BM25Index` over the base corpus ``texts`` (injected documents are scored later as an overlay)."""
         return BM25Index(self, [Counter(self.tokenize(t)) for t in texts])
 
 

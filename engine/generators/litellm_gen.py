@@ -143,6 +143,7 @@ class LiteLLMGenerator(Generator):
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None,
              on_text: Optional[TextCallback] = None) -> Generation:
+        """One chat completion through litellm, streamed to ``on_text`` when given."""
         t0 = time.perf_counter()
         kw = {"messages": list(messages), "max_tokens": max_tokens or self.params.max_tokens}
         if on_text is not None:
@@ -152,6 +153,7 @@ class LiteLLMGenerator(Generator):
 
     def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = (),
                  on_text: Optional[TextCallback] = None) -> Generation:
+        """One text completion through litellm, streamed to ``on_text`` when given."""
         t0 = time.perf_counter()
         kw = {"prompt": prompt, "max_tokens": max_tokens or self.params.max_tokens,
               **({"stop": list(stop)} if stop else {})}

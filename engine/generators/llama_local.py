@@ -53,6 +53,7 @@ def locked(*llms: Any) -> Iterator[None]:
 
 
 def decoder_for(llm: Any) -> LlamaDecoder:
+    """The :class:`LlamaDecoder` made for a model loaded by :func:`load_llama`."""
     return _decoders[id(llm)]
 
 
@@ -82,6 +83,7 @@ class LlamaCppGenerator(Generator):
         draft_max: int = param(16, min=0, max=64, help="Tokens guessed per step by lookup decoding (0 = none)")
 
     def load(self) -> None:
+        """Resolve and verify the GGUF file and load it now (a no-op when it is already loaded)."""
         self._llm()
 
     def _llm(self) -> Any:
@@ -128,6 +130,7 @@ class LlamaCppGenerator(Generator):
 
     def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = (),
                  on_text: Optional[TextCallback] = None) -> Generation:
+        """Lookup decoding (``decoding = lookup``, temperature 0, no ``stop``), else llama-cpp-python's completion."""
         llm = self._llm()
         n = max_tokens or self.params.max_tokens
         t0 = time.perf_counter()
@@ -140,6 +143,8 @@ class LlamaCppGenerator(Generator):
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None,
              on_text: Optional[TextCallback] = None) -> Generation:
+        """Lookup decoding over the GGUF's chat template (``decoding = lookup``, temperature 0); otherwise, or when
+        the GGUF has no template, llama-cpp-python's chat completion."""
         llm = self._llm()
         n = max_tokens or self.params.max_tokens
         t0 = time.perf_counter()
@@ -155,5 +160,6 @@ class LlamaCppGenerator(Generator):
         return self._generation(out, text, t0, {"decoder": "llama.cpp"})
 
     def count_tokens(self, text: str) -> int:
+        """Exact tokens of ``text`` in the model's tokenizer (no BOS, special markers as text); loads the model."""
         llm = self._llm()
         return len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))

@@ -26,12 +26,15 @@ class MeteredGenerator:
         return g
 
     def chat(self, messages: Any, **kw: Any) -> Any:
+        """``inner.chat``, with the call's cost added to the totals."""
         return self._add(self.inner.chat(messages, **kw))
 
     def complete(self, prompt: str, **kw: Any) -> Any:
+        """``inner.complete``, with the call's cost added to the totals."""
         return self._add(self.inner.complete(prompt, **kw))
 
     def totals(self) -> dict[str, float]:
+        """Calls, prompt and completion tokens, seconds and dollars so far."""
         return {"calls": self.calls, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "seconds": round(self.seconds, 4), "cost_usd": self.cost_usd}
 

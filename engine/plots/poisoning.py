@@ -26,6 +26,7 @@ def table1_heatmap(table: pd.DataFrame, k: int) -> go.Figure:
 
 
 def asr_curves(events: Sequence[Event], ks: Sequence[int] = (1, 2, 5)) -> go.Figure:
+    """Running ASR@K after each attacked query, one line per K in ``ks``."""
     fig = go.Figure()
     styles = [("solid", "circle", 9), ("dash", "diamond", 7), ("dot", "square", 5)]
     for i, k in enumerate(ks):
@@ -55,6 +56,7 @@ def detector_histogram(events: Sequence[Event], detector: str) -> go.Figure:
 
 
 def roc_figure(events: Sequence[Event], detectors: Sequence[str]) -> go.Figure:
+    """ROC curves of ``detectors`` on one run, with the chance diagonal."""
     fig = go.Figure()
     for d in detectors:
         fpr, tpr = roc_points(events, d)

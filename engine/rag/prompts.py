@@ -18,6 +18,9 @@ from ..errors import UnknownNameError
 
 @dataclass(frozen=True)
 class PromptTemplate:
+    """A prompt as data: system text, user text with ``{context}`` / ``{question}`` / ``{options}``, and how each
+    chunk is written and joined into the context."""
+
     name: str
     system: str
     user: str                       # fields: {context}, {question}, {options}
@@ -51,6 +54,7 @@ TEMPLATES: dict[str, PromptTemplate] = {t.name: t for t in (
 
 
 def get_template(name: str) -> PromptTemplate:
+    """The template named ``name`` (``rag-privacy``, ``chat`` or ``mcq``); unknown names raise UnknownNameError."""
     try:
         return TEMPLATES[name]
     except KeyError:

@@ -81,6 +81,7 @@ class RagSystem:
             raise ConfigError("a RAG system needs a generator")
 
     def by_stage(self, stage: str) -> list[Defense]:
+        """The defenses of one stage, in the order they were given."""
         return [d for d in self.defenses if d.stage == stage]
 
     def build(self, progress: Progress | None = None) -> list[DefenseAction]:
@@ -96,10 +97,12 @@ class RagSystem:
         return actions
 
     def close(self) -> None:
+        """Drop the run's overlay store; the shared base index is kept."""
         if self.store is not None:
             self.store.close()
 
     def retrieve(self, question: str) -> list[Chunk]:
+        """The raw top-K chunks for ``question``, before any defense (builds the index on first use)."""
         if self.store is None:
             self.build()
         res = self.store.search([question], self.top_k)[0]

@@ -73,6 +73,7 @@ def _content_words(text: str) -> list[str]:
 
 
 def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text`` (split after . ! ? and at newlines); fragments under three words are dropped."""
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip().split()) >= 3]
 
 
@@ -102,6 +103,9 @@ def faithfulness(answer: str, context: Sequence[str], *, support: float = 0.5,
 
 @dataclass(frozen=True)
 class UtilityItem:
+    """One honest question graded: options, gold and predicted letters (None without options), the answer and
+    its faithfulness."""
+
     query_id: str
     question: str
     options: Mapping[str, str]

@@ -67,10 +67,12 @@ class EventRunner:
         return self.events[start:]
 
     def summary(self) -> dict:
+        """The run's headline numbers, written to ``summary.json`` when it ends; each runner implements it."""
         raise NotImplementedError
 
     @property
     def finished(self) -> bool:
+        """Whether ``run_ended`` has been emitted."""
         return self._finished
 
     def __enter__(self):
@@ -80,4 +82,5 @@ class EventRunner:
         self.close()
 
     def close(self) -> None:
+        """Close the ``events.jsonl`` sink (safe to call again)."""
         self._close_sink()

@@ -50,6 +50,7 @@ class PoisoningRun(EventRunner):
 
     @property
     def data_dir(self) -> str | None:
+        """The configured data dir, or None to fall back on ``$RAG_PLAYGROUND_DATA_DIR``."""
         return self.config.data_dir or None
 
     @property
@@ -59,10 +60,12 @@ class PoisoningRun(EventRunner):
 
     @property
     def done(self) -> bool:
+        """Whether every query has been attacked (False before :meth:`prepare`)."""
         return self._prepared and self._round >= len(self.queries)
 
     @property
     def finished(self) -> bool:
+        """Whether the detectors were evaluated and ``run_ended`` emitted."""
         return self._finished
 
     # ------------------------------------------------------------------ lifecycle
@@ -171,6 +174,7 @@ class PoisoningRun(EventRunner):
         return self._end()
 
     def run(self) -> list[Event]:
+        """Prepare, play every round, evaluate the detectors and end, then close; returns all the events."""
         try:
             self.prepare()
             self.finish()
@@ -179,6 +183,7 @@ class PoisoningRun(EventRunner):
         return self.events
 
     def close(self) -> None:
+        """Drop the run's overlay store and close the events sink."""
         if self.store is not None:
             self.store.close()
         self._close_sink()
@@ -260,6 +265,7 @@ class PoisoningRun(EventRunner):
 
     # ------------------------------------------------------------------ results
     def summary(self) -> dict[str, Any]:
+        """The headline numbers of this run's events (:func:`summarize`)."""
         return summarize(self.events)
 
 

@@ -15,6 +15,7 @@ EXTRACTION_ATTACKS.register("rag-thief")(RagThiefAgent)
 
 
 def make_agent(name: str, params: dict | None = None, ctx: AttackContext | None = None) -> ExtractionAgent:
+    """An extraction agent by registry name, its ``params`` validated, with the attacker's resources ``ctx``."""
     cls = EXTRACTION_ATTACKS.get(name)
     return cls(cls.Params.from_dict(params, where=f"attack {name}"), ctx)
 

@@ -61,6 +61,7 @@ class ExtractionAgent:
 
     @property
     def budget(self) -> int:
+        """The query budget: :meth:`next_query` returns None once the transcript is this long."""
         return int(self.params.budget)
 
     def next_query(self, transcript: Sequence[Exchange]) -> Optional[str]:
@@ -103,6 +104,7 @@ class ExtractionAgent:
                 **self._state()}
 
     def load_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state` saved (on resume): exchanges seen, the RNG and the subclass's own state."""
         self.seen = int(state["seen"])
         self.rng.bit_generator.state = state["rng"]
         self._load_state(state)
@@ -114,5 +116,6 @@ class ExtractionAgent:
         pass
 
     def describe(self) -> dict:
+        """Name and parameters (for the run manifest)."""
         return {"name": self.name, "params": self.params.to_dict()}
 

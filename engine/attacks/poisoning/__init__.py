@@ -17,6 +17,7 @@ POISONING_ATTACKS.register("camouflaged")(CamouflagedPoisoning)
 
 
 def make_attack(name: str, params: dict | None = None, *, seed: int = 0, data_dir: str | None = None) -> PoisoningAttack:
+    """A poisoning attack by registry name with validated ``params``; ``seed`` and ``data_dir`` pick its targets."""
     cls = POISONING_ATTACKS.get(name)
     p = cls.Params.from_dict(params, where=f"attack {name}")
     return cls(p, seed=seed, data_dir=data_dir)

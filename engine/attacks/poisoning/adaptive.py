@@ -34,6 +34,8 @@ class CamouflagedPoisoning(UniversalPoisoning):
         self._search_clean = search_clean
 
     def craft(self, queries: Sequence[Query]) -> list[Poison]:
+        """One poison per query: q ⊕ target ⊕ the first ``camouflage_words`` words of each of its top clean documents;
+        needs :meth:`bind` first."""
         if self.params.camouflage_docs and not hasattr(self, "_search_clean"):
             raise ConfigError("the camouflaged attack needs to query the retriever (run it through a PoisoningRun)")
         info = self.target()

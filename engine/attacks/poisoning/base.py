@@ -45,4 +45,5 @@ class PoisoningAttack:
         self.data_dir = data_dir
 
     def craft(self, queries: Sequence[Query]) -> list[Poison]:
+        """The documents to inject for ``queries``, each tagged with the query it is aimed at."""
         raise NotImplementedError

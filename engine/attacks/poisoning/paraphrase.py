@@ -46,6 +46,7 @@ class Paraphraser:
         self.params = params
 
     def paraphrase(self, text: str) -> str:
+        """A rewording of ``text`` with the same meaning."""
         raise NotImplementedError
 
 
@@ -64,6 +65,8 @@ class RuleParaphraser(Paraphraser):
         seed: int = param(0, help="Seed (mixed with the query text)")
 
     def paraphrase(self, text: str) -> str:
+        """Swaps about ``rate`` of the known words for synonyms and picks a question frame; deterministic for a given
+        seed and text."""
         h = int(hashlib.sha256(f"{self.params.seed}|{text}".encode()).hexdigest()[:8], 16)
         rng = random.Random(h)
 

@@ -24,6 +24,7 @@ class PoisonedRAGBlackBox(PoisoningAttack):
         prefix_question: bool = param(True, help="Black-box S ⊕ I (True) or I alone (False)")
 
     def craft(self, queries: Sequence[Query]) -> list[Poison]:
+        """Up to ``n_texts`` poisons per question from its published adversarial texts, each S ⊕ I (or I alone)."""
         out = []
         for qi, q in enumerate(queries):
             advs = q.metadata.get("adv_texts")

@@ -25,6 +25,8 @@ class UniversalPoisoning(PoisoningAttack):
         separator: str = param(" ", help="Text between the query and the target information")
 
     def target(self) -> str:
+        """The target information appended to every query (one text for all, set by ``target``, ``variant`` and the
+        seed)."""
         p = self.params
         return target_text(p.target, seed=self.seed, variant=p.variant, text=p.target_text, data_dir=self.data_dir)
 
@@ -33,6 +35,7 @@ class UniversalPoisoning(PoisoningAttack):
         return q.text
 
     def craft(self, queries: Sequence[Query]) -> list[Poison]:
+        """One poison per query: the attacker's query text, ``separator``, then the target information."""
         info = self.target()
         out = []
         for i, q in enumerate(queries):
@@ -58,5 +61,6 @@ class ParaphrasedPoisoning(UniversalPoisoning):
             PARAPHRASERS.get(self.paraphraser)
 
     def attacker_query(self, q: Query) -> str:
+        """A paraphrase of the victim's query by the configured paraphraser (the attacker never sees the original)."""
         para = PARAPHRASERS.create(self.params.paraphraser, {"rate": self.params.rate, "seed": self.seed})
         return para.paraphrase(q.text)

@@ -1,0 +1,38 @@
+"""One progress panel for the pages that run work in the background (comparisons, sweeps, teaching levels)."""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import streamlit as st
+
+from components.text import md_escape
+from engine.jobs import Job
+
+
+def job_panel(job_key: str, *, what: str, progress: Callable[[Job], tuple[float, str]], stop_label: str,
+              stop_key: str, drawn: bool, idle: Optional[Callable[[], None]] = None, show_error: bool = True) -> None:
+    """A live panel (refreshed every second while the job runs): a progress bar, a stop button, one full
+    rerun when the job finishes (so the page draws its results or records its error), then the error if it
+    failed. ``progress(job)`` gives (share done, text); ``drawn``: whether this script run already handles the
+    finished job; ``show_error``: False when the page shows the error itself."""
+    job: Job | None = st.session_state.get(job_key)
+
+    @st.fragment(run_every=1.0 if job and job.running else None)
+    def panel() -> None:
+        j: Job | None = st.session_state.get(job_key)
+        if j is None:
+            if idle is not None:
+                idle()
+            return
+        share, text = progress(j)
+        if j.running:
+            st.progress(min(max(share, 0.0), 1.0), text=md_escape(text) + (" · stopping…" if j.stopped else ""))
+            if st.button(stop_label, key=stop_key):
+                j.stop()
+            return
+        if not drawn:
+            st.rerun()  # finished while the timer polled: one full rerun draws the results (or the error)
+        if j.error and show_error:
+            st.error(f"The {what} failed: {md_escape(j.error)}")
+
+    panel()

@@ -1,0 +1,65 @@
+"""One Step / Play / Pause / Reset control for both labs: a fragment that plays a run round by round.
+
+The run lives in ``session_state[<state>_run]``; ``<state>_playing`` and ``<state>_speed`` hold the play
+state and the seconds between steps while playing. While playing, the fragment reruns itself on a timer
+and steps once per rerun; Step, Reset and the end of the run trigger one full rerun so the panels outside
+the fragment (tabs, exports) follow.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import streamlit as st
+
+
+def stepper(state: str, keys: str, *, step_once: Callable[[], None], reset: Callable[[], None],
+            status: Callable[[Any, str], None], body: Callable[[Any], None], speed_label: str,
+            speed_range: tuple[float, float], blocked: Callable[[Any], bool] = lambda r: False,
+            extra: Optional[Callable[[Any, Any], None]] = None) -> None:
+    """Draw the speed slider and the live fragment. ``status(run, word)`` writes the status line (``word``:
+    run complete / failed / playing / paused) into the column it is called in; ``body(run)`` draws the live
+    panels; ``blocked(run)``: the run cannot step (e.g. it failed); ``extra(run, column)`` adds a button.
+    ``keys`` prefixes the button keys (``btn_<keys>step`` …)."""
+    ss = st.session_state
+    run = ss[f"{state}_run"]
+    playing = ss[f"{state}_playing"] and not run.done
+
+    def play() -> None:
+        ss[f"{state}_playing"] = True
+
+    def pause() -> None:
+        ss[f"{state}_playing"] = False
+
+    @st.fragment(run_every=ss[f"{state}_speed"] if playing else None)
+    def panel() -> None:
+        r = ss[f"{state}_run"]
+        if r is None:
+            return
+        if ss[f"{state}_playing"] != playing:
+            st.rerun()  # Play/Pause changed: a full rerun starts or stops the fragment's timer
+        if playing:
+            step_once()
+            if r.done or not ss[f"{state}_playing"]:
+                ss[f"{state}_playing"] = False
+                st.rerun()  # finished or stopped: end the timer, refresh the panels outside
+        stuck = blocked(r)
+        c = st.columns([1, 1, 1, 1, 8], gap="small", vertical_alignment="center")
+        if c[0].button("Step", disabled=r.done or playing or stuck, key=f"btn_{keys}step"):
+            step_once()
+            st.rerun()  # a full rerun, so the tabs below follow the step
+        if playing:
+            c[1].button("Pause", on_click=pause, key=f"btn_{keys}pause")
+        else:
+            c[1].button("Play", on_click=play, disabled=r.done or stuck, key=f"btn_{keys}play")
+        if c[2].button("Reset", key=f"btn_{keys}reset"):
+            reset()
+            st.rerun()
+        if extra is not None:
+            with c[3]:
+                extra(r, c[3])
+        with c[4]:
+            status(r, "run complete" if r.done else ("failed" if stuck else ("playing" if playing else "paused")))
+        body(r)
+
+    st.slider(speed_label, *speed_range, key=f"{state}_speed", step=0.1)
+    panel()
