@@ -18,13 +18,13 @@ from .defenses import make_defenses
 from .embedders import make_retriever
 from .metrics.catalog import LEAKAGE, STAGE
 from .generators import GENERATORS
+from .progress import Progress
 from .queries import load_queries
 from .corpora import load_corpus, retriever_window
 from .rag import RagSystem, evaluate_utility
 from .events import jsonable
 from .runs.extraction import ExtractionRun, events_file
 
-Progress = Callable[[str, int, int], None]
 LEAK_KEYS = LEAKAGE
 STAGE_KEYS = STAGE   # leakage by stage (see metrics.leakage)
 

@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .corpora import Corpus, corpus_from_documents, load_corpus, read_file, retriever_window
 from .embedders import make_retriever
 from .errors import CorpusError
 from .params import Params, param
+from .progress import Progress
 from .store import BaseIndex, RunStore, StoreSettings, shared_base_index
 from .types import Document
 
-Progress = Callable[[str, int, int], None]
 
 
 class PipelineConfig(Params):

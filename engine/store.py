@@ -24,7 +24,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -33,9 +33,9 @@ from .embedders import BM25Index, Retriever
 from .errors import ConfigError, EngineError
 from .params import Params, param
 from .paths import cache_dir
+from .progress import Progress
 from .types import Document, Hit
 
-Progress = Callable[[str, int, int], None]
 _TIE_TOL = 1e-5
 
 

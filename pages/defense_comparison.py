@@ -10,7 +10,7 @@ from components.state import data_dir, init_state, my_comparisons_dir, owner
 from components.text import md_escape
 from engine.analysis.comparison_view import (PRESET_CONFIGURATIONS, list_comparisons, load_comparison,
                                              new_comparison_dir, parse_configurations, supports_adaptive)
-from engine.analysis.teaching import stop_flag
+from engine.progress import stop_flag
 from engine.compare import run_comparison
 from engine.config import ComparisonConfig
 from engine.corpora import available_corpora

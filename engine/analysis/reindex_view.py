@@ -7,9 +7,9 @@ so after a run that used the defense this is a cache hit.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
-Progress = Callable[[str, int, int], None]
+from ..progress import Progress
 
 
 def reindex_view(kb: str, retriever: str = "minilm", params: Optional[Mapping[str, Any]] = None, *,

@@ -14,9 +14,10 @@ Every hook returns what it did as a :class:`DefenseAction`, which the run record
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Sequence
 
 from ..params import Params
+from ..progress import Progress
 
 if TYPE_CHECKING:
     from ..corpora import Corpus
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 STAGES = ("index", "query", "retrieval", "context", "prompt", "generation")
 STAGE_HOOKS = {"index": "reindex", "query": "check_query", "retrieval": "filter", "context": "rewrite",
                "prompt": "system_prompt", "generation": "generate"}   # the method a defense of each stage overrides
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)

@@ -28,14 +28,14 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..paths import cache_dir
+from ..progress import Progress
 
-Progress = Callable[[str, int, int], None]
 NOISE_MODES = ("own", "nearest", "drop")
 _CACHE_VERSION = 1
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from ..params import Params
 from .cache import shared_cache
+from ..progress import CountProgress as Progress
 
-Progress = Callable[[int, int], None]
 
 
 class Retriever:

@@ -3,17 +3,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from ..corpora import Corpus
 from ..defenses import Chunk, Defense, DefenseAction, DefenseContext
 from ..embedders.base import Retriever
 from ..errors import ConfigError
 from ..generators.base import Generation, Generator, TextCallback
+from ..progress import Progress
 from ..store import BaseIndex, RunStore, StoreSettings, shared_base_index
 from .prompts import PromptTemplate, get_template, render
 
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,14 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from ..generators.base import Generator
+from ..progress import Progress
 from ..types import Query
 from .prompts import get_template
 from .system import RagSystem
 
-Progress = Callable[[str, int, int], None]
 LETTERS = "ABCDEFGH"
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..events import Event, event_to_json
+from ..progress import Progress
 
-Progress = Callable[[str, int, int], None]
 
 
 class EventRunner:

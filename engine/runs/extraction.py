@@ -29,6 +29,7 @@ from ..generators import GENERATORS
 from ..generators.base import TextCallback
 from ..generators.metered import MeteredGenerator
 from ..metrics.leakage import LeakageTracker
+from ..progress import Progress
 from ..secrets import scrub
 from ..rag import RagSystem
 from ..store import StoreSettings
@@ -39,7 +40,6 @@ from .base import EventRunner
 from .kb_snapshot import KB_FILE, load_kb, save_kb
 from .manifest import build_manifest
 
-Progress = Callable[[str, int, int], None]
 QueryCallback = Callable[[int, str], None]
 KB_HINTS = {"clinic_records": "medical", "healthcaremagic": "medical", "enron": "email"}
 

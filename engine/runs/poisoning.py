@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from ..detectors import DETECTORS
 from ..embedders import make_retriever
 from ..errors import ConfigError
 from ..metrics import asr, detection, mean_poison_rank, poisonedrag_prf, store_agreement
+from ..progress import Progress
 from ..queries import load_queries
 from ..store import RunStore, StoreSettings, shared_base_index
 from ..types import Query
@@ -31,7 +32,6 @@ from ..events import (DetectorFitted, DetectorScored, DetectorSkipped, Event, In
 from .base import EventRunner
 from .manifest import build_manifest
 
-Progress = Callable[[str, int, int], None]
 ASR_KS = (1, 2, 5)
 
 

@@ -1,0 +1,35 @@
+"""One convention for long work: a progress callback and a stop token.
+
+``Progress(stage, done, total)`` is called as work advances (a CLI prints it, the app draws a bar);
+``CountProgress(done, total)`` is the stage-less form used by embedding batches. A stop token is anything
+with ``is_set()`` (a ``threading.Event``); :func:`stop_flag` adapts a ``should_stop()`` callable (a
+background job's) to one. Work checks the token between steps and ends cleanly, keeping what it finished.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Protocol
+
+Progress = Callable[[str, int, int], None]
+CountProgress = Callable[[int, int], None]
+
+
+class StopToken(Protocol):
+    """Anything that says whether to stop (``threading.Event`` is one)."""
+
+    def is_set(self) -> bool: ...
+
+
+class StopFlag:
+    """A stop token over a ``should_stop()`` callable (None: never stop)."""
+
+    def __init__(self, should_stop: Optional[Callable[[], bool]] = None) -> None:
+        self._fn = should_stop or (lambda: False)
+
+    def is_set(self) -> bool:
+        """Whether the callable asks to stop now."""
+        return bool(self._fn())
+
+
+def stop_flag(should_stop: Optional[Callable[[], bool]]) -> StopFlag:
+    """The stop token of a ``should_stop()`` callable."""
+    return StopFlag(should_stop)
