@@ -1,4 +1,4 @@
-"""Extraction-lab panels and glue. Render only: the engine runs the attack, engine.plots.extraction shapes the data.
+"""Extraction-lab panels and glue. Render only: the engine runs the attack, engine.views.extraction shapes the data.
 
 Attacker-controlled text (the KB's chunks, the model's answers, the attacker's queries and memory) is
 never rendered as HTML: it goes through st.text / st.code / st.dataframe, or through st.markdown only
@@ -23,13 +23,14 @@ from engine.errors import EngineError
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.generators import GENERATORS
 from engine.events import Event, event_to_json, jsonable, read_jsonl
+from engine.saved import list_runs
 from engine.generators.litellm_gen import LiteLLMGenerator
 from engine.generators.llama_local import LlamaCppGenerator
 from engine.generators.models import MODELS
 from engine.metrics.catalog import help_text
-from engine.plots.extraction import (attacker_state, budget_note, cascade_bars, cascade_rows, cost_line, coverage_map,
-                                     leakage_curves, marked_segments, metrics_rows, round_view, rounds_played,
-                                     run_config, worm_drift)
+from engine.plots.extraction import cascade_bars, coverage_map, leakage_curves, worm_drift
+from engine.views.extraction import (attacker_state, budget_note, cascade_rows, cost_line, marked_segments,
+                                     metrics_rows, round_view, rounds_played, run_config)
 from engine.runs.extraction import ExtractionRun, summarize_extraction
 from engine.runs.kb_snapshot import KB_FILE, load_kb
 
@@ -182,27 +183,8 @@ def close_extract_run() -> None:
 
 # ------------------------------------------------------------------------------ saved runs
 def saved_extraction_runs(root: Path | None = None) -> list[dict[str, Any]]:
-    """Extraction runs on disk (manifest kind 'extract'), newest first."""
-    root = root or my_runs_dir()
-    out = []
-    for m in sorted(root.glob("*/manifest.json"), key=lambda p: p.stat().st_mtime, reverse=True):
-        try:
-            man = json.loads(m.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        if man.get("kind") != "extract" or not (m.parent / "events.jsonl").is_file():
-            continue
-        cfg = man.get("config", {})
-        out.append({"run_id": m.parent.name, "folder": str(m.parent), "attack": cfg.get("attack"),
-                    "kb": cfg.get("kb"), "rounds": cfg.get("rounds"), "defenses": cfg.get("defenses") or [],
-                    "finished": (m.parent / "summary.json").is_file()})
-    return out
-
-
-def describe_saved(r: Mapping[str, Any]) -> str:
-    d = "+".join(r["defenses"]) or "no defense"
-    return f"{r['run_id']} · {r['attack']} on {r['kb']} · {d} · {r['rounds']} rounds" + ("" if r["finished"] else
-                                                                                         " · unfinished")
+    """This session's extraction runs on disk, newest first (see :func:`engine.saved.list_runs`)."""
+    return list_runs(root or my_runs_dir(), kind="extract")
 
 
 def kb_texts(cfg: Mapping[str, Any], folder: str | Path | None = None) -> tuple[list[str], dict[str, str]]:

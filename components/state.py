@@ -66,12 +66,12 @@ def owner() -> str | None:
 
 
 def my_runs_dir() -> Path:
-    from engine.report import runs_dir
+    from engine.saved import runs_dir
     return runs_dir(owner())
 
 
 def my_comparisons_dir() -> Path:
-    from engine.analysis.comparison_view import comparisons_dir
+    from engine.saved import comparisons_dir
     return comparisons_dir(owner())
 
 

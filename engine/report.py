@@ -4,42 +4,11 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import pandas as pd
 
-from .paths import owner_dir
 from .events import Event, RunEnded, RunStarted, read_jsonl
-
-
-def runs_dir(owner: str | None = None) -> Path:
-    """Where runs are written: ``<cache>/runs``, or ``<cache>/runs/owners/<owner>`` for one owner of a shared
-    deployment (each browser session lists and reopens only its own folder)."""
-    return owner_dir("runs", owner)
-
-
-def list_saved_runs(root: Path | None = None) -> list[dict[str, Any]]:
-    """Runs on disk (newest first): id, when, configuration headline, whether it finished."""
-    root = root or runs_dir()
-    out = []
-    for d in sorted(root.glob("*/events.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True):
-        try:
-            first = json.loads(d.open(encoding="utf-8").readline())
-        except (json.JSONDecodeError, OSError):
-            continue
-        cfg = first.get("config", {})
-        kind = (first.get("manifest") or {}).get("kind", "poison")
-        row = {"run_id": d.parent.name, "kind": kind, "path": str(d),
-               "finished": (d.parent / "summary.json").is_file(), "retriever": cfg.get("retriever"),
-               "attack": cfg.get("attack")}
-        if kind == "extract":
-            row.update(corpus=cfg.get("kb"), defenses=", ".join(cfg.get("defenses") or ()) or "none",
-                       rounds=cfg.get("rounds"))
-        else:
-            row.update(corpus=cfg.get("corpus"), queries=cfg.get("queries"), target=cfg.get("target"),
-                       injection=cfg.get("injection"))
-        out.append(row)
-    return out
 
 
 def run_kind(events: Sequence[Event]) -> str:

@@ -10,7 +10,8 @@ from engine.analysis import FEATURES, correlate, query_features
 from engine.analysis.correlations import EXTRACTION_FEATURES, extraction_round_features
 from engine.errors import EngineError
 from engine.plots import correlation_scatter
-from engine.report import list_saved_runs, load_run
+from engine.report import load_run
+from engine.saved import list_runs
 
 init_state()
 st.title("Analysis")
@@ -46,7 +47,7 @@ else:
 st.subheader("Extraction: what makes a round leak?")
 st.caption("Across the rounds of saved extraction runs: does a round leak more when the retrieved chunks are closer "
            "to the attacker's query, when the answer is longer, when the query is longer?")
-saved = [r for r in list_saved_runs(my_runs_dir()) if r["kind"] == "extract"]
+saved = list_runs(my_runs_dir(), kind="extract")
 if not saved:
     st.info("Run an attack in the Extraction lab first (runs are saved automatically).")
 else:

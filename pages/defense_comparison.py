@@ -8,18 +8,19 @@ from components.job_panel import job_panel
 from components.params_form import registry_forms
 from components.state import data_dir, init_state, my_comparisons_dir, owner
 from components.text import md_escape
-from engine.analysis.comparison_view import (PRESET_CONFIGURATIONS, list_comparisons, load_comparison,
-                                             new_comparison_dir, parse_configurations, supports_adaptive)
-from engine.progress import stop_flag
+from engine.analysis.comparison_view import (PRESET_CONFIGURATIONS, load_comparison, new_comparison_dir,
+                                             parse_configurations, supports_adaptive)
+from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.compare import run_comparison
 from engine.config import ComparisonConfig
 from engine.corpora import available_corpora
-from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.defenses import DEFENSES
 from engine.errors import EngineError
 from engine.generators.models import MODELS as MODELS_REGISTRY
 from engine.jobs import Job
+from engine.progress import stop_flag
 from engine.queries import available_query_sets
+from engine.saved import list_comparisons
 
 KBS = ("clinic_records", "healthcaremagic", "enron")
 NEEDS_DATA = ("healthcaremagic", "enron")

@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from components.extraction import (ATTACKER_NONE, KB_HELP, KBS, LITELLM, LOCAL_MODELS, build_config,
-                                   close_extract_run, corpus_for, describe_saved, extract_presets, kb_texts,
+                                   close_extract_run, corpus_for, extract_presets, kb_texts,
                                    load_extract_preset, render_charts, render_exports,
                                    render_internals, render_metrics, render_round, resume_run,
                                    saved_extraction_runs, start_run, stream_round)
@@ -18,8 +18,9 @@ from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.defenses import DEFENSES
 from engine.generators import GENERATORS
 from engine.errors import EngineError
+from engine.saved import describe_run
 from engine.secrets import scrub
-from engine.plots.extraction import config_summary, rounds_played, run_config, run_status
+from engine.views.extraction import config_summary, rounds_played, run_config, run_status
 from engine.events import read_events
 
 LOCAL_GENERATOR = GENERATORS.get("local").Params
@@ -69,7 +70,7 @@ if top[1].button("Load preset", key="btn_extract_preset") and preset:
 if preset_info.get(preset) and run is None:
     st.caption(md_escape(" ".join(str(preset_info[preset]).split())))
 saved = saved_extraction_runs()
-labels = {r["folder"]: describe_saved(r) for r in saved}
+labels = {r["folder"]: describe_run(r) for r in saved}
 chosen = top[2].selectbox("Reopen a saved run", list(labels), index=None, format_func=labels.get,
                           placeholder="choose a run folder" if saved else "no extraction run saved yet",
                           key="extract_reopen_choice")

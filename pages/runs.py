@@ -8,14 +8,15 @@ from components.state import init_state, my_runs_dir
 from components.text import md_escape
 from engine.plots import asr_compare
 from engine.plots.runs import leakage_compare
-from engine.report import list_saved_runs, load_run, run_kind, run_report_html, summary_table
+from engine.report import load_run, run_kind, run_report_html, summary_table
+from engine.saved import list_runs
 
 init_state()
 st.title("Saved runs")
 st.caption("Every attack prepared in the poisoning or extraction lab is written to disk as it happens "
            "(events.jsonl), so it survives a browser refresh or an app restart. Reopen runs here, compare them, "
            "export a report.")
-runs = list_saved_runs(my_runs_dir())
+runs = list_runs(my_runs_dir())
 if not runs:
     st.info("No saved runs yet: prepare and step an attack in the Poisoning lab.")
 else:

@@ -13,7 +13,7 @@ from engine.analysis.teaching import LEVEL2_ATTACK, LEVELS, RUNNERS
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
 from engine.defenses import DEFENSES
-from engine.plots.extraction import marked_segments
+from engine.views.extraction import marked_segments
 from engine.jobs import Job
 
 init_state()

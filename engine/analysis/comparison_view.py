@@ -17,18 +17,13 @@ import pandas as pd
 from ..config import defense_set
 from ..errors import ConfigError
 from ..metrics.catalog import LEAKAGE, STAGE, UTILITY, labels
-from ..paths import owner_dir
+from ..saved import comparisons_dir
 
 PRESET_CONFIGURATIONS = ("none", "threshold", "system-prompt", "intent-block", "summarize", "reindex", "cascade",
                          "reindex+cascade")
 LEAK_METRICS = labels(LEAKAGE)
 UTILITY_METRICS = labels(UTILITY)
 STAGE_METRICS = labels(STAGE)
-
-
-def comparisons_dir(owner: str | None = None) -> Path:
-    """Saved comparisons: ``<cache>/comparisons``, or one owner's folder on a shared deployment."""
-    return owner_dir("comparisons", owner)
 
 
 def normalise_configuration(text: str) -> str:
@@ -80,22 +75,6 @@ def new_comparison_dir(owner: str | None = None) -> Path:
     d = comparisons_dir(owner) / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
     d.mkdir(parents=True, exist_ok=True)
     return d
-
-
-def list_comparisons(root: Path | None = None) -> list[dict[str, Any]]:
-    """Saved comparisons (newest first) with their headline configuration."""
-    root = root or comparisons_dir()
-    out = []
-    for p in sorted(root.glob("*/comparison.json"), key=lambda p: p.stat().st_mtime, reverse=True):
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        cfg = data.get("config", {})
-        base = cfg.get("base") or {}
-        out.append({"id": p.parent.name, "path": str(p), "kb": base.get("kb"), "attacks": ", ".join(cfg.get("attacks", [])),
-                    "configurations": ", ".join(cfg.get("configurations", [])), "rows": len(data.get("rows", []))})
-    return out
 
 
 def load_comparison(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

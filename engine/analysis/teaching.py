@@ -140,7 +140,7 @@ def run_level2(attack: str = LEVEL2_ATTACK, rounds: int = 3, *, progress: Progre
 
 def leaked_chunks(events: Sequence[Any], texts: dict[str, str]) -> list[dict[str, Any]]:
     """Every chunk a round leaked, with its source text and that round's answer (to show side by side)."""
-    from ..plots.extraction import round_view, rounds_played
+    from ..views.extraction import round_view, rounds_played
 
     out = []
     for r in range(1, rounds_played(events) + 1):

@@ -31,8 +31,10 @@ def _wait(at: AppTest, key: str, deadline_s: float) -> None:
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     """Comparisons are written under the cache: keep them in a temporary folder (embeddings/models stay shared)."""
+    from engine import saved
     from engine.analysis import comparison_view
-    monkeypatch.setattr(comparison_view, "comparisons_dir", lambda owner=None: tmp_path)
+    for module in (saved, comparison_view):
+        monkeypatch.setattr(module, "comparisons_dir", lambda owner=None: tmp_path)
     return tmp_path
 
 

@@ -41,7 +41,7 @@ def test_on_a_shared_deployment_a_session_sees_only_its_own_runs(cache, monkeypa
     from engine.corpora import corpus_from_documents
     from engine.types import Document
     import hashlib
-    from engine.report import runs_dir
+    from engine.saved import runs_dir
     owner_a = hashlib.sha256(token.encode()).hexdigest()[:24]
     secret = "Private upload: patient Zelda Quartz, phone 555-0199-4242."
     corpus = corpus_from_documents("upload", [Document(f"u{i}", f"{secret} Note {i}.") for i in range(3)])
@@ -66,7 +66,7 @@ def test_on_a_shared_deployment_a_session_sees_only_its_own_runs(cache, monkeypa
 
 def test_single_user_mode_lists_every_run(cache, monkeypatch):
     monkeypatch.delenv("RAG_PLAYGROUND_SHARED", raising=False)
-    from engine.report import runs_dir
+    from engine.saved import runs_dir
     run = ExtractionRun(ExtractionConfig.from_dict(SMALL), out_dir=runs_dir())
     run.run()
     b = session("pages/extraction_lab.py")
@@ -76,7 +76,7 @@ def test_single_user_mode_lists_every_run(cache, monkeypatch):
 
 
 def test_a_torn_or_damaged_run_file_reopens_without_a_traceback(cache):
-    from engine.report import runs_dir
+    from engine.saved import runs_dir
     run = ExtractionRun(ExtractionConfig.from_dict(SMALL), out_dir=runs_dir())
     run.run()
     events = run.out_dir / "events.jsonl"

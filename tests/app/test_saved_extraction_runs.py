@@ -6,7 +6,8 @@ from streamlit.testing.v1 import AppTest
 
 from engine.analysis.correlations import extraction_round_features
 from engine.config import ExtractionConfig
-from engine.report import list_saved_runs, load_run, run_report_html, runs_dir
+from engine.report import load_run, run_report_html
+from engine.saved import list_runs, runs_dir
 from engine.runs.extraction import ExtractionRun
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +24,7 @@ def saved_run():
 
 
 def test_saved_extraction_run_is_listed_and_reported(saved_run):
-    row = next(r for r in list_saved_runs() if r["run_id"] == saved_run.run_id)
+    row = next(r for r in list_runs() if r["run_id"] == saved_run.run_id)
     assert row["kind"] == "extract" and row["finished"] and row["corpus"] == "clinic_records"
     events = load_run(row["path"])
     df = extraction_round_features({saved_run.run_id: events})

@@ -321,7 +321,7 @@ def test_answer_budget_covers_the_context_or_says_it_caps(tmp_path):
         else:
             assert g.answer_budget == 64 and s["answer_budget"]["capped_rounds"] == 1
             assert s["answer_budget"]["recoverable_tokens"] == 64 < s["answer_budget"]["context_tokens"]
-            from engine.plots.extraction import budget_note, round_view
+            from engine.views.extraction import budget_note, round_view
             note, capped = budget_note(round_view(run.events, 1))
             assert capped and "caps this round" in note
 

@@ -6,13 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from engine.corpora import load_corpus
 from engine.errors import ConfigError
 from engine.generators import GENERATORS
-from engine.generators.llama_decode import DecodeStats, LlamaDecoder, LookupSettings, NgramLookup
+from engine.generators.llama_decode import DecodeStats, LookupSettings, NgramLookup
 from engine.generators.llama_local import decoder_for, load_llama, locked
 from engine.generators.models import resolve_model
 from engine.rag.prompts import get_template, render

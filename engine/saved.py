@@ -1,0 +1,82 @@
+"""What is saved on disk, listed: runs (poisoning and extraction) and comparisons, newest first.
+
+One place reads the folders the labs, the comparison page, the CLI and long experiments write, so every page
+lists the same things the same way. Reading is cheap: a run's first line (or its ``manifest.json``), a
+comparison's ``comparison.json``; a folder that cannot be read is skipped, never an error.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .paths import owner_dir
+
+
+def runs_dir(owner: str | None = None) -> Path:
+    """Where runs are written: ``<cache>/runs``, or ``<cache>/runs/owners/<owner>`` for one owner of a shared
+    deployment (each browser session lists and reopens only its own folder)."""
+    return owner_dir("runs", owner)
+
+
+def comparisons_dir(owner: str | None = None) -> Path:
+    """Saved comparisons: ``<cache>/comparisons``, or one owner's folder on a shared deployment."""
+    return owner_dir("comparisons", owner)
+
+
+def _first_event(path: Path) -> dict[str, Any] | None:
+    try:
+        with path.open(encoding="utf-8") as f:
+            first = json.loads(f.readline())
+    except (OSError, ValueError):
+        return None
+    return first if isinstance(first, dict) else None
+
+
+def list_runs(root: Path | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+    """Runs under ``root`` (newest first), optionally of one ``kind`` (``poison`` / ``extract``): id, folder,
+    events path, kind, whether it finished, and the configuration's headline (``defenses`` as text)."""
+    root = root or runs_dir()
+    out = []
+    for d in sorted(root.glob("*/events.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True):
+        first = _first_event(d)
+        if first is None:
+            continue
+        cfg = first.get("config") or {}
+        k = (first.get("manifest") or {}).get("kind", "poison")
+        if kind and k != kind:
+            continue
+        row = {"run_id": d.parent.name, "kind": k, "path": str(d), "folder": str(d.parent),
+               "finished": (d.parent / "summary.json").is_file(), "retriever": cfg.get("retriever"),
+               "attack": cfg.get("attack")}
+        if k == "extract":
+            row.update(corpus=cfg.get("kb"), defenses=", ".join(cfg.get("defenses") or ()) or "none",
+                       rounds=cfg.get("rounds"))
+        else:
+            row.update(corpus=cfg.get("corpus"), queries=cfg.get("queries"), target=cfg.get("target"),
+                       injection=cfg.get("injection"))
+        out.append(row)
+    return out
+
+
+def describe_run(row: dict[str, Any]) -> str:
+    """One line naming a listed extraction run: id, attack, KB, defenses, rounds, unfinished or not."""
+    return (f"{row['run_id']} · {row['attack']} on {row['corpus']} · {row['defenses']} · {row['rounds']} rounds"
+            + ("" if row["finished"] else " · unfinished"))
+
+
+def list_comparisons(root: Path | None = None) -> list[dict[str, Any]]:
+    """Saved comparisons (newest first) with their headline configuration."""
+    root = root or comparisons_dir()
+    out = []
+    for p in sorted(root.glob("*/comparison.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        cfg = data.get("config", {})
+        base = cfg.get("base") or {}
+        out.append({"id": p.parent.name, "path": str(p), "kb": ", ".join(cfg.get("kbs") or []) or base.get("kb"),
+                    "attacks": ", ".join(cfg.get("attacks", [])),
+                    "configurations": ", ".join(cfg.get("configurations", [])), "rows": len(data.get("rows", []))})
+    return out

@@ -1,0 +1,1 @@
+"""Views: what the app and the reports show of a run, computed from its events (pure data)."""
