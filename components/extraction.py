@@ -14,9 +14,10 @@ import pandas as pd
 import streamlit as st
 
 from components.params_form import new_form_generation
+from components.presets import preset_config
 from components.state import my_runs_dir, progress_callback
 from components.text import md_escape
-from engine.config import ExtractionConfig, list_presets, load_preset
+from engine.config import ExtractionConfig, list_presets
 from engine.corpora import corpus_from_documents, load_corpus, retriever_window
 from engine.embedders import make_retriever
 from engine.errors import EngineError
@@ -72,13 +73,9 @@ def settings_from_config(cfg: ExtractionConfig) -> dict[str, Any]:
 
 
 def load_extract_preset(name: str) -> bool:
-    try:
-        kind, cfg, _ = load_preset(name)
-    except EngineError as e:
-        st.error(f"Could not load preset {md_escape(name)}: {md_escape(e)}")
-        return False
-    if kind != "extract" or not isinstance(cfg, ExtractionConfig):
-        st.error(f"{md_escape(name)} is a {kind} preset, not an extraction preset.")
+    """Load an extraction preset into the lab's settings."""
+    cfg = preset_config(name, "extract", ExtractionConfig)
+    if cfg is None:
         return False
     st.session_state["extract"] = settings_from_config(cfg)
     new_form_generation()

@@ -4,7 +4,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from components.params_form import params_form
 from engine.analysis import detector_report, embedding_map, rounds_table
+from engine.detectors import DETECTORS
 from engine.metrics import asr, detection
 from engine.plots import asr_curves, embedding_scatter, roc_from_scores, score_histogram
 from engine.events import DetectorFitted, DetectorSkipped, Retrieved, event_to_json
@@ -83,16 +85,16 @@ def render_detectors(run) -> None:
         with st.container(border=True):
             st.markdown(f"**{e.detector}** — fitted on {e.n_anchors} clean anchor documents")
             dim = run.store.base.vectors.shape[1]
-            if e.n_anchors < dim and e.detector != "l2":
+            plugin = DETECTORS.get(e.detector)
+            if e.n_anchors < dim and plugin.estimates_covariance:
                 st.warning(f"Only {e.n_anchors} anchors for {dim} embedding dimensions: the covariance is poorly "
                            "estimated and clean documents from other topics get flagged. Protect more questions "
                            "(anchors are the clean neighbours of half of them).")
-            params = None
-            if e.detector == "mahalanobis":
-                grid = ["CV"] + [str(b) for b in (0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5)]
-                beta = st.select_slider("Shrinkage β", grid, value="CV", key=f"beta_{e.detector}",
-                                        help="CV = chosen by cross-validation on the anchors (paper App. C.2)")
-                params = None if beta == "CV" else {"beta": float(beta)}
+            own = {f["name"]: f["default"] for f in plugin.Params.describe()}
+            own.update((run.config.detector_params or {}).get(e.detector, {}))
+            with st.expander("Re-score with other parameters (refits on the same anchors; the run is unchanged)"):
+                chosen = params_form(plugin.Params, own, key=f"rescore.{e.detector}")
+            params = {k: v for k, v in chosen.items() if own.get(k) != v} or None
             cache = st.session_state.setdefault("detector_cache", {})
             rep = detector_report(run, e.detector, params, cache=cache)
             lo = float(min(rep["clean_scores"].min(initial=rep["threshold"]), rep["poison_scores"].min(initial=rep["threshold"])))
@@ -108,7 +110,10 @@ def render_detectors(run) -> None:
             c[0].metric("TPR", f"{rep['tpr']:.2f}")
             c[1].metric("FPR", f"{rep['fpr']:.2f}")
             c[2].metric("AUROC", f"{rep['auroc']:.3f}")
-            c[3].metric("β", f"{rep['info'].get('beta', '–')}")
+            chose = {k: v for k, v in rep["info"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            c[3].metric(", ".join(chose) or "Anchors", ", ".join(f"{v:.3g}" for v in chose.values())
+                        or f"{rep['n_anchors']}", help="What the fit chose on the anchors (e.g. β by cross-validation)"
+                        if chose else "Clean anchor documents the detector was fitted on")
             st.plotly_chart(score_histogram(rep["clean_scores"], rep["poison_scores"], thr, e.detector),
                             width="stretch", key=f"hist_{e.detector}")
             st.caption("Clean held-out documents vs poisons; everything right of the dashed line is flagged.")
@@ -128,7 +133,12 @@ def render_embedding_map(run) -> None:
     if df.empty:
         st.info("The embedding map needs a dense retriever.")
         return
-    det = "mahalanobis" if "mahalanobis" in run.config.detectors else (run.config.detectors[0] if run.config.detectors else None)
+    dets = list(run.config.detectors)
+    covariance = [d for d in dets if d in DETECTORS and DETECTORS.get(d).estimates_covariance]
+    det = None
+    if dets:
+        first = dets.index(covariance[0]) if covariance else 0
+        det = st.selectbox("Mark the poison with the verdict of", dets, index=first, key="map_detector")
     st.plotly_chart(embedding_scatter(df, det), width="stretch", key="embmap")
     st.caption("PCA of the question, its clean top-K, its poison and a sample of clean anchors: the poison sits "
                "near the question but away from the cloud of clean documents.")

@@ -1,10 +1,13 @@
 """Load a preset into the session (pipeline + lab settings)."""
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from components.params_form import new_form_generation
 from components.state import close_run
+from components.text import md_escape
 from engine.config import PoisonConfig, list_presets, load_preset
 from engine.errors import EngineError
 
@@ -13,14 +16,24 @@ def poison_presets() -> list[dict]:
     return [p for p in list_presets() if p["kind"] == "poison"]
 
 
-def apply_preset(name: str) -> bool:
+def preset_config(name: str, kind: str, cls: type) -> Any:
+    """The config of preset ``name`` when it is a ``kind`` preset, else None with an error shown on the page."""
     try:
-        kind, cfg, _ = load_preset(name)
+        got, cfg, _ = load_preset(name)
     except EngineError as e:
-        st.error(f"Could not load preset {name}: {e}")
-        return False
-    if kind != "poison" or not isinstance(cfg, PoisonConfig):
-        st.error(f"{name} is a {kind} preset; run it with `python -m engine run {name}`.")
+        st.error(f"Could not load preset {md_escape(name)}: {md_escape(e)}")
+        return None
+    if got != kind or not isinstance(cfg, cls):
+        st.error(f"{md_escape(name)} is a {got} preset, not a {kind} preset; run it with "
+                 f"`python -m engine run {md_escape(name)}`.")
+        return None
+    return cfg
+
+
+def apply_preset(name: str) -> bool:
+    """Load a poisoning preset into the pipeline and lab settings."""
+    cfg = preset_config(name, "poison", PoisonConfig)
+    if cfg is None:
         return False
     close_run()
     st.session_state["pipeline"] = {"corpus": cfg.corpus, "chunk_size": cfg.chunk_size,

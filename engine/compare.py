@@ -24,6 +24,7 @@ from .corpora import load_corpus, retriever_window
 from .rag import RagSystem, evaluate_utility
 from .events import jsonable
 from .runs.extraction import ExtractionRun, events_file
+from .summaries import ComparisonRow
 
 LEAK_KEYS = LEAKAGE
 STAGE_KEYS = STAGE   # leakage by stage (see metrics.leakage)
@@ -83,8 +84,8 @@ def _unfinished_run(runs_dir: Path, ecfg: ExtractionConfig) -> Path | None:
 
 def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, progress: Progress | None = None,
                    stop: Optional[threading.Event] = None,
-                   on_row: Callable[[dict], None] | None = None, resume: bool = True) -> list[dict[str, Any]]:
-    """Rows of (kb, attack, configuration, leakage metrics, utility, ratios to 'none'); ``stop`` ends early.
+                   on_row: Callable[[dict], None] | None = None, resume: bool = True) -> list[ComparisonRow]:
+    """:class:`~engine.summaries.ComparisonRow` s of (kb, attack, configuration, leakage metrics, utility, ratios to 'none'); ``stop`` ends early.
 
     With ``cfg.repeats`` > 1 every (attack, configuration) runs once per seed (base seed, base seed
     + 1, …), repetition by repetition, so a stopped comparison holds whole repetitions; the rows
@@ -171,7 +172,7 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
                                                            indent=2, default=str))
     rows = aggregate_runs(runs)
     add_ratios(rows)
-    return rows
+    return [ComparisonRow.from_dict(r) for r in rows]
 
 
 def _mean(xs: list[float]) -> float:

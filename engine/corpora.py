@@ -95,11 +95,9 @@ def _enron_text(rec: dict) -> str:
     return "\n".join([h for h in head if h] + ["", str(rec.get("body", ""))]).strip()
 
 
-def read_jsonl(path: Path, data: bytes | None = None) -> list[Document]:
-    """Documents from JSONL, one object a line: ``text`` (or Enron's ``from``/``to``/``subject``/``body``) and an
-    optional ``id`` (default ``<stem>-<line>``); other scalar fields become metadata."""
-    text = _read_text(path, data)
-    docs = []
+def jsonl_objects(path: Path, text: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of a JSONL text; a line that is not a JSON object is a
+    :class:`CorpusError` naming the file and the line."""
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -109,6 +107,14 @@ def read_jsonl(path: Path, data: bytes | None = None) -> list[Document]:
             raise CorpusError(f"{path.name}: line {lineno} is not valid JSON ({e.msg})") from None
         if not isinstance(rec, dict):
             raise CorpusError(f"{path.name}: line {lineno} is not a JSON object")
+        yield lineno, rec
+
+
+def read_jsonl(path: Path, data: bytes | None = None) -> list[Document]:
+    """Documents from JSONL, one object a line: ``text`` (or Enron's ``from``/``to``/``subject``/``body``) and an
+    optional ``id`` (default ``<stem>-<line>``); other scalar fields become metadata."""
+    docs = []
+    for lineno, rec in jsonl_objects(path, _read_text(path, data)):
         body = rec.get("text")
         if body is None and "body" in rec:
             body = _enron_text(rec)

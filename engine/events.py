@@ -236,7 +236,7 @@ def _jsonable(v: Any) -> Any:
     """Plain JSON values: tuples → lists, numpy scalars → Python, NaN → null."""
     if isinstance(v, float) and v != v:
         return None
-    if isinstance(v, dict):
+    if isinstance(v, Mapping):
         return {str(k): _jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]

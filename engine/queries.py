@@ -13,7 +13,7 @@ import io
 import json
 from pathlib import Path
 
-from .corpora import BUNDLED_CORPORA, _read_text
+from .corpora import BUNDLED_CORPORA, _read_text, jsonl_objects
 from .errors import ConfigError, CorpusError
 from .paths import data_file
 from .types import Query
@@ -70,14 +70,8 @@ def _from_file(path: Path) -> list[Query]:
         out = [Query(f"{path.stem}-{i}", line.strip()) for i, line in enumerate(text.splitlines(), 1)
                if line.strip()]
     elif suffix == ".jsonl":
-        for i, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CorpusError(f"{path.name}: line {i} is not valid JSON ({e.msg})") from None
-            q = rec.get("question") or rec.get("text") if isinstance(rec, dict) else None
+        for i, rec in jsonl_objects(path, text):
+            q = rec.get("question") or rec.get("text")
             if not isinstance(q, str) or not q.strip():
                 raise CorpusError(f"{path.name}: line {i} has no 'question' or 'text' field")
             out.append(Query(str(rec.get("id", f"{path.stem}-{i}")), q.strip(),

@@ -34,6 +34,9 @@ class Detector:
 
     name: ClassVar[str] = ""
     min_anchors: ClassVar[int] = 5
+    # True when the fit estimates a d×d covariance: with fewer anchors than dimensions it is poorly
+    # estimated, which the lab warns about (a norm or a distance to the mean needs no such care)
+    estimates_covariance: ClassVar[bool] = False
 
     class Params(Params):
         quantile: float = param(0.95, min=0.5, max=0.9999, help="Threshold quantile of anchor scores")

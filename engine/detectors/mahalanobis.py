@@ -45,6 +45,8 @@ class MahalanobisDetector(Detector):
     Threshold: the 95th percentile of out-of-fold anchor scores (``calibration``).
     """
 
+    estimates_covariance = True
+
     class Params(Detector.Params):
         beta: float = param(0.0, min=0.0, max=1.0, help="Shrinkage level β; 0 = choose by cross-validation")
         beta_grid: tuple[float, ...] = param(PAPER_BETA_GRID, help="Grid searched when β is chosen by CV")

@@ -380,27 +380,25 @@ class CascadeDecoder:
                 for i, (tok, q) in enumerate(zip(props, qs)):
                     vlogits = vrows[i]
                     z = tracker.z()
-                    if reject(softmax(vlogits), q, z, self.alpha, self.eta):
-                        sub = int(np.argmax(vlogits))
-                        was_z = z is not None and sub == z
+                    rejected_here = reject(softmax(vlogits), q, z, self.alpha, self.eta)
+                    was_z = False
+                    if rejected_here:          # the verifier's own choice, never the repeated token z
+                        tok = int(np.argmax(vlogits))
+                        was_z = z is not None and tok == z
                         if was_z:
                             masked = vlogits.copy()
                             masked[z] = -np.inf
-                            sub = int(np.argmax(masked))
-                        emitted.append(sub)
-                        if sub in self.stop_ids:
-                            done = True
-                            break
-                        tracker.push(sub)
-                        rejected += 1
-                        suppressed += was_z
-                        decisions.append("verifier")
-                        break
+                            tok = int(np.argmax(masked))
                     emitted.append(tok)
                     if tok in self.stop_ids:
                         done = True
                         break
                     tracker.push(tok)
+                    if rejected_here:
+                        rejected += 1
+                        suppressed += was_z
+                        decisions.append("verifier")
+                        break
                     accepted += 1
                     decisions.append("draft")
                 ctx += emitted

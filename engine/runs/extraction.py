@@ -33,6 +33,7 @@ from ..progress import Progress
 from ..secrets import scrub
 from ..rag import RagSystem
 from ..store import StoreSettings
+from ..summaries import ExtractionSummary
 from ..events import (AttackerState, DefenseApplied, Event, Generated, IndexBuilt, LeakScored, QueryIssued,
                      Retrieved, RoundEnded, RoundStarted, RunEnded, RunResumed, RunStarted, event_to_json,
                      jsonable, read_events)
@@ -251,7 +252,8 @@ class ExtractionRun(EventRunner):
         self._close_sink()
 
     # ------------------------------------------------------------------ results
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> ExtractionSummary:
+        """The run's :class:`~engine.summaries.ExtractionSummary` so far (final once it has ended)."""
         return summarize_extraction(self.events, self.config)
 
     # ------------------------------------------------------------------ resume
@@ -310,7 +312,7 @@ class ExtractionRun(EventRunner):
         return run
 
 
-def summarize_extraction(events: list[Event], config: ExtractionConfig | None = None) -> dict[str, Any]:
+def summarize_extraction(events: list[Event], config: ExtractionConfig | None = None) -> ExtractionSummary:
     """Final metrics, per-round curves and costs of an extraction run, from its events alone."""
     scored = [e for e in events if isinstance(e, LeakScored)]
     gens = [e for e in events if isinstance(e, Generated)]
@@ -358,4 +360,4 @@ def summarize_extraction(events: list[Event], config: ExtractionConfig | None = 
     if cascade:
         out["cascade"] = {k: sum(float(i.get(k, 0)) for i in cascade) for k in
                           ("accepted", "rejected", "suppressed", "flops_draft", "flops_verifier", "flops_verifier_only")}
-    return out
+    return ExtractionSummary(**out)

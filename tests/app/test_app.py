@@ -104,6 +104,12 @@ def test_lab_panels_render_after_steps():
         at.button(key="btn_step").click().run()
     labels = {m.label for m in at.metric}
     assert {"TPR", "FPR", "AUROC"} <= labels  # detector panel
+    # each detector's own parameters re-score it (from its Params, not a per-detector widget)
+    beta = at.number_input(key=next(n.key for n in at.number_input if n.key and n.key.startswith("pf.rescore.mahal")
+                                    and ".beta." in n.key))
+    before = [m.value for m in at.metric if m.label == "beta"]
+    beta.set_value(0.5).run()
+    assert not at.exception and [m.value for m in at.metric if m.label == "beta"] == ["0.5"] != before
     assert len(at.get("download_button")) == 3
     next(b for b in at.button if b.label == "Compute for this configuration").click().run()
     assert not at.exception and len(at.dataframe) >= 3  # top-K + Tables 3 and 4

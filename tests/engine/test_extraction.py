@@ -11,7 +11,8 @@ from engine.config import ExtractionConfig
 from engine.corpora import corpus_from_documents, load_corpus
 from engine.errors import ConfigError, EngineError
 from engine.metrics.leakage import LeakageTracker
-from engine.events import read_jsonl
+from engine.events import jsonable, read_jsonl
+from engine.summaries import ComparisonRow, ExtractionSummary
 from engine.runs.extraction import ExtractionRun, RunInterrupted, summarize_extraction
 from engine.types import Document
 from helpers import FlakyProxy
@@ -164,6 +165,9 @@ def test_defenses_act_at_their_stage(tmp_path):
     gens = [e for e in run.events if e.kind == "generated"]
     assert all(g.context_ids == () for g in gens)    # the threshold left nothing to leak
     assert run.summary()["crr"] == 0.0
+    s = run.summary()                                 # typed, and the same object as summary.json
+    assert isinstance(s, ExtractionSummary) and s.crr == s["crr"] and s.rounds == run.rounds_done
+    assert jsonable(ExtractionSummary.from_dict(json.loads(json.dumps(jsonable(s))))) == jsonable(s)
     # the intent block with its patterns refuses the Zeng command before retrieval
     from engine.defenses import DEFENSES, DefenseContext
     from engine.embedders import make_retriever
@@ -393,6 +397,12 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     rows = run_comparison(cfg, out_dir=tmp_path)
     assert [r["configuration"] for r in rows] == ["none", "system-prompt"] and all(r["rounds"] == 2 for r in rows)
     assert rows[0]["run_id"] == half[0].name                       # the same run, continued
+    # typed rows at the API, the same flat object as the saved comparison.json
+    saved_rows = json.loads((tmp_path / "comparison.json").read_text())["rows"]
+    assert all(isinstance(r, ComparisonRow) for r in rows) and rows[1].configuration == "system-prompt"
+    assert rows[0].metrics["crr"] == rows[0]["crr"] and rows[1].ratio["crr"] == rows[1]["crr_ratio"]
+    assert json.loads(json.dumps(jsonable([r.to_dict() for r in rows]), default=str)) == saved_rows
+    assert ComparisonRow.from_dict(saved_rows[1]).to_dict() == rows[1].to_dict()
     kinds = [e.kind for e in read_jsonl(half[0] / "events.jsonl")]
     assert kinds.count("run_resumed") == 1 and kinds.count("round_ended") == 2
     before = json.loads((tmp_path / "comparison.json").read_text())["runs"]

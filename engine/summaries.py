@@ -1,0 +1,152 @@
+"""Typed summaries that cross the engine's public API: an extraction run's headline numbers
+(:class:`ExtractionSummary`) and one row of a defense comparison (:class:`ComparisonRow`).
+
+Both are frozen records with named, typed fields for code that uses the engine as a library
+(``run.summary().crr``, ``row.metrics["crr"]``), and both read as the JSON object they are saved as
+(``summary["crr"]``, ``row["crr_ratio"]``, ``json.dumps(s.to_dict())``): the files on disk, the
+CLI's ``--json`` and the pages that read saved files keep one shape, so a summary written by an older
+version reads the same way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterator, Mapping
+
+from .metrics.catalog import LEAKAGE, STAGE
+
+
+class _ReadsAsDict(Mapping):
+    """Read access to a record's JSON object: ``r[key]``, ``r.get``, ``in``, ``dict(r)``."""
+
+    def to_dict(self) -> dict[str, Any]:          # pragma: no cover - each record implements it
+        raise NotImplementedError
+
+    def _flat(self) -> dict[str, Any]:
+        cached = self.__dict__.get("_flat_cache")
+        if cached is None:
+            cached = self.to_dict()
+            object.__setattr__(self, "_flat_cache", cached)
+        return cached
+
+    def __getitem__(self, key: str) -> Any:
+        return self._flat()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._flat())
+
+    def __len__(self) -> int:
+        return len(self._flat())
+
+
+@dataclass(frozen=True, eq=False)
+class ExtractionSummary(_ReadsAsDict):
+    """The final metrics, per-round curves and costs of one extraction run, from its events alone.
+
+    Leakage fields are the last round's cumulative values (see ``engine.metrics.catalog`` for what each
+    means); ``curves`` holds them round by round; ``answer_budget`` says how much of the retrieved context
+    the answers could copy; ``cost`` counts queries, tokens of both sides, seconds and dollars (None
+    when no provider priced the calls); ``cascade`` is present only when the cascade generator ran."""
+
+    crr: float = 0.0
+    retrieved_coverage: float = 0.0
+    repeat_contexts: float = 0.0
+    rouge_contexts: float = 0.0
+    repeat_prompts: float = 0.0
+    rouge_prompts: float = 0.0
+    semantic_leak: float = 0.0
+    pii_leaked: int = 0
+    pii_total: int = 0
+    kb_size: int = 0
+    recovered: int = 0
+    retrieved: int = 0
+    ee_retrieval: float = 0.0
+    ee_generation: float = 0.0
+    exploration: float = 0.0
+    corpus_stats: Mapping[str, Any] = field(default_factory=dict)
+    answer_budget: Mapping[str, Any] = field(default_factory=dict)
+    cost: Mapping[str, Any] = field(default_factory=dict)
+    rounds: int = 0
+    attack: str | None = None
+    defenses: list[str] = field(default_factory=list)
+    kb: str | None = None
+    blocked: int = 0
+    curves: Mapping[str, list[float]] = field(default_factory=dict)
+    tokens: Mapping[str, int] = field(default_factory=dict)
+    seconds: Mapping[str, float] = field(default_factory=dict)
+    cascade: Mapping[str, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``summary.json`` and ``run_ended.summary`` (``cascade`` only when it ran)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if out["cascade"] is None:
+            del out["cascade"]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ExtractionSummary":
+        """A summary read back from its JSON object (unknown keys are ignored, missing ones default)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+_ROW_IDENTITY = ("kb", "attack", "configuration", "defenses", "run_id", "run_ids", "seed", "seeds", "n_runs",
+                 "rounds", "kb_size", "blocked", "curves", "seconds", "cascade")
+
+
+@dataclass(frozen=True, eq=False)
+class ComparisonRow(_ReadsAsDict):
+    """One (kb, attack, configuration) of a defense comparison, averaged over its seeds.
+
+    ``metrics`` holds the leakage metrics (mean over the runs), ``std`` their sample standard deviations
+    (None for one run), ``ratio`` each value over the same attack's undefended value (None without a
+    baseline or when it is 0), ``stages`` the leakage-by-stage numbers, ``utility`` the configuration's
+    utility (``acc``, ``faithfulness``, ``acc_drop`` …). Saved flat in ``comparison.json`` as
+    ``crr``, ``crr_std``, ``crr_ratio``, ``utility_acc`` …; :meth:`from_dict` reads that shape back."""
+
+    attack: str
+    configuration: str
+    kb: str | None = None
+    defenses: list[str] = field(default_factory=list)
+    run_id: str = ""
+    run_ids: list[str] = field(default_factory=list)
+    seed: int | None = None
+    seeds: list[Any] = field(default_factory=list)
+    n_runs: int = 1
+    rounds: float = 0
+    kb_size: int = 0
+    blocked: float = 0
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    std: Mapping[str, float | None] = field(default_factory=dict)
+    ratio: Mapping[str, float | None] = field(default_factory=dict)
+    stages: Mapping[str, float | None] = field(default_factory=dict)
+    utility: Mapping[str, Any] = field(default_factory=dict)
+    curves: Mapping[str, list[float]] = field(default_factory=dict)
+    seconds: Mapping[str, float] = field(default_factory=dict)
+    cascade: Mapping[str, float] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ComparisonRow":
+        """The typed row of one flat row of ``comparison.json``; keys it does not know stay in ``extra``."""
+        d = dict(d)
+        take = {k: d.pop(k) for k in _ROW_IDENTITY if k in d}
+        metrics = {k: d.pop(k) for k in LEAKAGE if k in d}
+        std = {k: d.pop(f"{k}_std") for k in LEAKAGE if f"{k}_std" in d}
+        ratio = {k: d.pop(f"{k}_ratio") for k in LEAKAGE if f"{k}_ratio" in d}
+        stages = {k: d.pop(k) for k in STAGE if k in d}
+        utility = {k[len("utility_"):]: d.pop(k) for k in [k for k in d if k.startswith("utility_")]}
+        return cls(**take, metrics=metrics, std=std, ratio=ratio, stages=stages, utility=utility, extra=d)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat JSON object of ``comparison.json`` (the inverse of :meth:`from_dict`)."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in _ROW_IDENTITY
+                               if k != "cascade" and not (k == "seed" and self.seed is None)}
+        out.update(self.metrics)
+        out.update({f"{k}_std": v for k, v in self.std.items()})
+        out.update({f"{k}_ratio": v for k, v in self.ratio.items()})
+        out.update(self.stages)
+        out.update({f"utility_{k}": v for k, v in self.utility.items()})
+        if self.cascade is not None:
+            out["cascade"] = self.cascade
+        out.update(self.extra)
+        return out
