@@ -16,7 +16,7 @@ import streamlit as st
 from components.params_form import new_form_generation
 from components.presets import preset_config
 from components.state import my_runs_dir, progress_callback
-from components.text import md_escape
+from components.text import marked_markdown, md_escape
 from engine.config import ExtractionConfig, list_presets
 from engine.corpora import corpus_from_documents, load_corpus, retriever_window
 from engine.embedders import make_retriever
@@ -209,17 +209,6 @@ def kb_texts(cfg: Mapping[str, Any], folder: str | Path | None = None) -> tuple[
 
 
 # ------------------------------------------------------------------------------ rendering
-def marked_markdown(segments: list[tuple[str, bool]]) -> str:
-    """Escaped Markdown of (text, copied) pieces, copied pieces highlighted; line breaks kept."""
-    out = []
-    for text, copied in segments:
-        lines = [md_escape(x) for x in text.split("\n")]
-        if copied:
-            lines = [f":red-background[{x}]" if x.strip() else x for x in lines]
-        out.append("  \n".join(lines))
-    return "".join(out)
-
-
 def render_metrics(events: list[Event]) -> None:
     rows = metrics_rows(events)
     m = rows[-1] if rows else {}

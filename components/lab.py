@@ -5,11 +5,14 @@ import pandas as pd
 import streamlit as st
 
 from components.params_form import params_form
+from components.text import marked_markdown, md_escape
 from engine.analysis import detector_report, embedding_map, rounds_table
 from engine.detectors import DETECTORS
-from engine.metrics import asr, detection
+from engine.metrics import asr, asr_defended, asr_generation, detection
+from engine.metrics.intervals import fmt_interval
 from engine.plots import asr_curves, embedding_scatter, roc_from_scores, score_histogram
 from engine.events import DetectorFitted, DetectorSkipped, Retrieved, event_to_json
+from engine.views.poisoning import answer_view, defense_view
 
 
 def last_retrieval(run) -> Retrieved | None:
@@ -51,22 +54,69 @@ def render_round(run) -> None:
             st.caption("none switched on")
         for name, flagged in verdicts.items():
             st.markdown(f"{'🚩 flagged' if flagged else '✅ passed'} by **{name}**")
+    dv = defense_view(run.events, ret.round)
+    if dv is not None:
+        parts = []
+        for a in dv["actions"]:
+            what = (f"dropped {len(a['dropped'])}" + (" — the poison among them" if a["poison_dropped"] else "")
+                    if a["dropped"] else a["action"])
+            parts.append(f"**{md_escape(a['defense'])}** ({a['stage']}): {md_escape(what)}")
+        fate = ("blocked the question" if dv["blocked_by"] else
+                "☣ the poison still reaches the assistant" if dv["poison_passed"] else
+                "🛡️ the poison was removed" if dv["poison_retrieved"] else "the poison was not retrieved")
+        st.markdown(f"**Defenses** · {fate}  \n" + " · ".join(parts))
+    view = answer_view(run.events, ret.round)
+    if view is not None:
+        with st.container(border=True):
+            verdict = (f"☣ **repeats the attacker's information**: {md_escape(', '.join(view['matched']))}"
+                       if view["matched"] else
+                       ("☣ **the judge says it states the planted information**" if view["carried"] else
+                        "✅ does not repeat the target"))
+            st.markdown(f"**Assistant's answer** ({md_escape(view['model'])}, {view['seconds']:.1f} s; the poison "
+                        f"{'was' if view['poison_in_context'] else 'was not'} in its context) · {verdict}")
+            st.markdown(marked_markdown(view["segments"]) or "_(empty answer)_")
+            if view["judge"]:
+                st.caption(f"LLM judge: {view['judge']}")
 
 
 def render_live_metrics(run) -> None:
     n = sum(isinstance(e, Retrieved) for e in run.events)
-    cols = st.columns(3 + len(run.config.detectors))
+    gen = bool(run.config.generate)
+    dfn = bool(run.config.defenses)
+    cols = st.columns(3 + dfn + gen + len(run.config.detectors))
+    intervals = []
     for col, k in zip(cols, (1, 2, 5)):
         m = asr(run.events, k)
         col.metric(f"ASR@{k}", f"{m.value:.2f}" if n else "–", help=f"{m.formula}: {m.counts}")
-    for col, name in zip(cols[3:], run.config.detectors):
+        if n and m.ci:
+            intervals.append(f"ASR@{k} {fmt_interval(m.ci)}")
+    if run.config.defenses:
+        dm = asr_defended(run.events)
+        intervals.append(f"after defenses {fmt_interval(dm.ci)}")
+    if gen:
+        g = asr_generation(run.events)
+        answered = g.counts["queries"]
+        cols[3 + dfn].metric("ASR (answers)", f"{g.value:.2f}" if answered else "–",
+                       help=f"{g.formula}: {g.counts['successes']} of "
+                            f"{answered} answers repeat the attacker's information (retrieval ASR says only that "
+                            "the poison was retrieved)")
+        if answered and g.ci:
+            intervals.append(f"answers {fmt_interval(g.ci)}")
+    if dfn:
+        dm = asr_defended(run.events)
+        cols[3].metric("ASR after defenses", f"{dm.value:.2f}" if dm.counts["queries"] else "–",
+                       help=f"{dm.formula}: {dm.counts}")
+    for col, name in zip(cols[3 + dfn + gen:], run.config.detectors):
         d = detection(run.events, name)
         if d and n:
             col.metric(f"{name} TPR / FPR", f"{d['tpr'].value:.2f} / {d['fpr'].value:.2f}",
                        help="poisons flagged so far / held-out clean documents flagged")
+            intervals.append(f"{name} TPR {fmt_interval(d['tpr'].ci)} FPR {fmt_interval(d['fpr'].ci)}")
         else:
             skipped = next((e.reason for e in run.events if isinstance(e, DetectorSkipped) and e.detector == name), None)
             col.metric(f"{name}", "skipped" if skipped else "–", help=skipped)
+    if intervals:
+        st.caption(f"95% Wilson intervals after {n} question{'s' if n != 1 else ''}: " + " · ".join(intervals))
     if n:
         st.plotly_chart(asr_curves(run.events), width="stretch", key="asr_curves")
         st.caption("Running attack success: the share of attacked questions whose poison is in the top K.")

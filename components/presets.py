@@ -44,6 +44,10 @@ def apply_preset(name: str) -> bool:
                                "limit": cfg.limit or 0, "detectors": list(cfg.detectors), "seed": cfg.seed,
                                "attack_params": {k: v for k, v in dict(cfg.attack_params or {}).items()
                                                  if k not in ("target", "target_text")},
-                               "detector_params": {k: dict(v) for k, v in dict(cfg.detector_params or {}).items()}}
+                               "detector_params": {k: dict(v) for k, v in dict(cfg.detector_params or {}).items()},
+                               "defenses": list(cfg.defenses),
+                               "defense_params": {k: dict(v) for k, v in dict(cfg.defense_params or {}).items()},
+                               "generate": cfg.generate and cfg.generator == "local",
+                               "gen_model": cfg.answer_generator_params().get("model")}
     new_form_generation()
     return True

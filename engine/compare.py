@@ -17,6 +17,7 @@ from .config import ComparisonConfig, ExtractionConfig, defense_set
 from .defenses import make_defenses
 from .embedders import make_retriever
 from .metrics.catalog import LEAKAGE, STAGE
+from .metrics.intervals import overlap, wilson
 from .generators import GENERATORS
 from .progress import Progress
 from .queries import load_queries
@@ -226,12 +227,21 @@ def aggregate_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def add_ratios(rows: list[dict[str, Any]]) -> None:
     """``<metric>_ratio`` = value / value of the 'none' configuration of the same attack (with
-    repeats: mean / mean, the ratio of the means over the seeds)."""
+    repeats: mean / mean, the ratio of the means over the seeds); ``crr_ci``, the 95% Wilson interval of
+    CRR over the KB's chunks (pooled over the runs), and ``crr_vs_none``: ``less`` / ``more`` when the
+    intervals of this configuration and no protection do not overlap, else ``not distinguishable`` (at
+    this budget, the two cannot be ranked)."""
     base = {(r.get("kb"), r["attack"]): r for r in rows if r["configuration"] == "none"}
+    for r in rows:          # CRR is a share of the KB's chunks: Wilson's interval over chunks (× runs, pooled)
+        n = int(r.get("kb_size") or 0) * int(r.get("n_runs") or 1)
+        r["crr_ci"] = list(wilson(int(round(float(r["crr"]) * n)), n)) if n else None
     for r in rows:
         b = base.get((r.get("kb"), r["attack"]))
         for k in LEAK_KEYS:
             r[f"{k}_ratio"] = (r[k] / b[k]) if b and b[k] else None
+        if b is not None and b is not r and r.get("crr_ci") and b.get("crr_ci"):
+            r["crr_vs_none"] = ("not distinguishable" if overlap(r["crr_ci"], b["crr_ci"]) else
+                                "less" if r["crr"] < b["crr"] else "more")
         if b and r.get("utility_acc") is not None and b.get("utility_acc") is not None:
             r["utility_acc_drop"] = b["utility_acc"] - r["utility_acc"]
 
@@ -253,10 +263,17 @@ def ablation_direction(rows: list[dict[str, Any]], attack: str, metric: str = "c
                        kb: str | None = None) -> dict[str, Any]:
     """RAGFort's claim on one attack (on one kb, when a comparison has several): both < min(single
     paths) < none."""
-    v = {r["configuration"]: r[metric] for r in rows if r["attack"] == attack and (kb is None or r.get("kb") == kb)}
+    mine = [r for r in rows if r["attack"] == attack and (kb is None or r.get("kb") == kb)]
+    v = {r["configuration"]: r[metric] for r in mine}
     if not all(k in v for k in ABLATION):
         return {"holds": None, "values": v}
-    return {"holds": _direction_holds(v), "values": v, "not_below_none": _not_below_none(v)}
+    ci = {r["configuration"]: r.get(f"{metric}_ci") for r in mine}
+    # the direction compares point estimates; say when its steps are within each other's intervals
+    close = [f"{a} vs {b}" for a, b in (("reindex+cascade", "reindex"), ("reindex+cascade", "cascade"),
+                                        ("reindex", "none"), ("cascade", "none"))
+             if ci.get(a) and ci.get(b) and overlap(ci[a], ci[b])]
+    return {"holds": _direction_holds(v), "values": v, "not_below_none": _not_below_none(v),
+            "not_distinguishable": close}
 
 
 def average_ablation_direction(rows: list[dict[str, Any]], metric: str = "crr") -> dict[str, Any]:

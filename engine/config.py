@@ -42,11 +42,45 @@ class PoisonConfig(Params):
     store: str = param("persistent", choices=("persistent", "http"), help="Embedded Chroma or a Chroma server")
     chroma_host: str = param("127.0.0.1", help="Chroma server host (store = http)")
     chroma_port: int = param(8000, min=1, max=65535, help="Chroma server port (store = http)")
+    generate: bool = param(False, help="Also answer each attacked question from its top-K (poison included where "
+                                       "it ranked) and score whether the answer repeats the target")
+    generator: str = param("local", help="Generator of the answers: local (llama.cpp GGUF) or litellm")
+    generator_params: Optional[Mapping[str, Any]] = param(None, help="Generator parameters (model, ...); local "
+                                                                     "default: qwen2.5-0.5b")
+    template: str = param("chat", choices=("chat", "rag-privacy"), help="Prompt template of the answers")
+    max_tokens: int = param(96, min=8, max=4096, help="Tokens per answer")
+    judge: str = param("", help="An LLM judge that also decides whether each answer states the target "
+                                "('' none; a generator name: local, litellm)")
+    judge_params: Optional[Mapping[str, Any]] = param(None, help="Judge generator parameters (model, ...)")
+    defenses: tuple[str, ...] = param((), help="Defenses between retrieval and the answer (query and retrieval "
+                                               "stages always; context, prompt and generation stages with generate)")
+    defense_params: Optional[Mapping[str, Any]] = param(None, help="Per-defense parameters {name: {...}}")
 
     def validate(self) -> None:
-        """Refuses a chunk overlap that is not smaller than the chunk size."""
+        """Refuses a chunk overlap that is not smaller than the chunk size; with generation, checks the generator,
+        the judge and a local model before anything loads."""
         if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
             raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
+        if self.generate:
+            check_generators(self, ("generator", "judge"))
+        from .defenses import DEFENSES
+        for d in self.defenses:
+            stage = DEFENSES.get(d).stage
+            if stage == "index":
+                raise ConfigError(f"defense {d!r} rebuilds the index (index stage): not available in poisoning runs, "
+                                  "whose poisons are embedded by the attacker's retriever")
+            if stage in ("context", "prompt", "generation") and not self.generate:
+                raise ConfigError(f"defense {d!r} acts at the {stage} stage, on the answer: switch generation on "
+                                  "(--generate / generate: true) to use it")
+
+    def answer_generator_params(self) -> dict[str, Any]:
+        """Generator parameters of the answers: the local default model is Qwen2.5-0.5B (SmolLM2 rarely uses
+        its context), ``max_tokens`` from the config."""
+        gp = dict(self.generator_params or {})
+        if self.generator == "local":
+            gp.setdefault("model", "qwen2.5-0.5b")
+        gp.setdefault("max_tokens", self.max_tokens)
+        return gp
 
     def resolved_attack_params(self) -> dict[str, Any]:
         """``attack_params`` plus the run's ``target`` / ``target_text`` when the attack takes a target (values given
@@ -60,8 +94,47 @@ class PoisonConfig(Params):
         return ap
 
     def config_hash(self) -> str:
-        """First 16 hex digits of the sha256 of the sorted JSON config: equal configurations get equal hashes."""
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+        """First 16 hex digits of the sha256 of the sorted JSON config: equal configurations get equal hashes
+        (the generation fields count only when ``generate`` is on, so older runs keep their hash)."""
+        d = self.to_dict()
+        defaults = PoisonConfig.__dataclass_fields__
+        for k in LATER_KEYS:          # fields added later count only when set, so older runs keep their hash
+            same = json.dumps(d.get(k), default=str) == json.dumps(_default_of(defaults[k]), default=str)
+            if same or (k in GENERATION_KEYS and not self.generate):
+                d.pop(k, None)
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+GENERATION_KEYS = ("generate", "generator", "generator_params", "template", "max_tokens", "judge", "judge_params")
+LATER_KEYS = GENERATION_KEYS + ("defenses", "defense_params")
+
+
+def _default_of(f: Any) -> Any:
+    import dataclasses
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+
+
+def check_generators(cfg: Params, kinds: tuple[str, ...]) -> None:
+    """Each named generator field of ``cfg`` (e.g. ``generator``, ``attacker_llm``) is registered, and a
+    local model among them is a registered name or a GGUF file, so a bad config fails before data loads."""
+    from .errors import ModelUnavailableError
+    from .generators import GENERATORS
+    from .generators.models import check_model_spec
+    for kind in kinds:
+        name = getattr(cfg, kind)
+        if not name:
+            continue
+        GENERATORS.get(name)
+        if name == "local":   # a local model is checked now, not in round 1 after the data has loaded
+            params = getattr(cfg, f"{kind}_params") or {}
+            default = "qwen2.5-0.5b" if isinstance(cfg, PoisonConfig) else GENERATORS.get("local").Params().model
+            model = dict(params).get("model") or default
+            try:
+                check_model_spec(str(model))
+            except ModelUnavailableError as e:
+                raise ConfigError(f"{kind}_params: {e}") from None
 
 
 class SweepConfig(Params):
@@ -121,21 +194,8 @@ class ExtractionConfig(Params):
             raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
         from .attacks.extraction import EXTRACTION_ATTACKS
         from .defenses import DEFENSES
-        from .generators import GENERATORS
         EXTRACTION_ATTACKS.get(self.attack)
-        GENERATORS.get(self.generator)
-        if self.attacker_llm:
-            GENERATORS.get(self.attacker_llm)
-        from .errors import ModelUnavailableError
-        from .generators.models import check_model_spec
-        for kind, params in (("generator", self.generator_params), ("attacker_llm", self.attacker_llm_params)):
-            name = getattr(self, kind)
-            if name == "local":   # a local model is checked now, not in round 1 after the KB has loaded
-                model = dict(params or {}).get("model") or GENERATORS.get("local").Params().model
-                try:
-                    check_model_spec(str(model))
-                except ModelUnavailableError as e:
-                    raise ConfigError(f"{kind}_params: {e}") from None
+        check_generators(self, ("generator", "attacker_llm"))
         for d in self.defenses:
             DEFENSES.get(d)
 

@@ -153,6 +153,36 @@ class Generated(Event):
 
 
 @dataclass(frozen=True)
+class ContextDefended(Event):
+    """Poisoning with defenses: what of one question's top-K the defenses let through to the generator
+    (``kept_ids``; empty when a query-stage defense blocked the question, named in ``blocked_by``)."""
+
+    kind: ClassVar[str] = "context_defended"
+    round: int = 0
+    query_id: str = ""
+    kept_ids: tuple[str, ...] = ()
+    blocked_by: str = ""
+
+
+@dataclass(frozen=True)
+class AnswerScored(Event):
+    """Poisoning with generation: whether one attacked question's answer repeats the attacker's target.
+
+    ``goal`` is what the answer had to repeat (the target's items, or PoisonedRAG's wrong answer),
+    ``matched`` the items it did repeat, ``carried`` = any matched (or the judge's yes when the goal is
+    empty), ``judge`` the optional LLM judge's verdict ("" when no judge was asked)."""
+
+    kind: ClassVar[str] = "answer_scored"
+    round: int = 0
+    query_id: str = ""
+    poison_in_context: bool = False
+    goal: tuple[str, ...] = ()
+    matched: tuple[str, ...] = ()
+    carried: bool = False
+    judge: str = ""
+
+
+@dataclass(frozen=True)
 class LeakScored(Event):
     """What this round leaked, and the cumulative leakage metrics after it."""
 

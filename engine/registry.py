@@ -66,3 +66,11 @@ class Registry(Generic[T]):
     def describe(self, name: str) -> str:
         """The first line of the plugin's docstring: its one-line description in ``list`` and the UI."""
         return (self.get(name).__doc__ or "").strip().splitlines()[0]
+
+    def source(self, name: str) -> str:
+        """The citation in the plugin's docstring (its ``Source:`` paragraph, up to the end of its first
+        sentence that names a venue or section), or '' when it cites none."""
+        import re
+        doc = " ".join((self.get(name).__doc__ or "").split())
+        m = re.search(r"Source[s]?:\s*(.+?)(?:(?<![\d§])\.\s+[A-Z][a-z]+\b(?! et al)|$)", doc)
+        return m.group(1).strip().rstrip(".") if m else ""

@@ -99,7 +99,9 @@ class ComparisonRow(_ReadsAsDict):
 
     ``metrics`` holds the leakage metrics (mean over the runs), ``std`` their sample standard deviations
     (None for one run), ``ratio`` each value over the same attack's undefended value (None without a
-    baseline or when it is 0), ``stages`` the leakage-by-stage numbers, ``utility`` the configuration's
+    baseline or when it is 0), ``stages`` the leakage-by-stage numbers, ``ci`` 95% Wilson intervals (CRR),
+    ``vs_none`` whether it leaks less / more than no protection or is not distinguishable from it at this
+    budget (intervals overlap), ``utility`` the configuration's
     utility (``acc``, ``faithfulness``, ``acc_drop`` …). Saved flat in ``comparison.json`` as
     ``crr``, ``crr_std``, ``crr_ratio``, ``utility_acc`` …; :meth:`from_dict` reads that shape back."""
 
@@ -119,6 +121,8 @@ class ComparisonRow(_ReadsAsDict):
     std: Mapping[str, float | None] = field(default_factory=dict)
     ratio: Mapping[str, float | None] = field(default_factory=dict)
     stages: Mapping[str, float | None] = field(default_factory=dict)
+    ci: Mapping[str, list[float] | None] = field(default_factory=dict)
+    vs_none: Mapping[str, str] = field(default_factory=dict)
     utility: Mapping[str, Any] = field(default_factory=dict)
     curves: Mapping[str, list[float]] = field(default_factory=dict)
     seconds: Mapping[str, float] = field(default_factory=dict)
@@ -134,8 +138,11 @@ class ComparisonRow(_ReadsAsDict):
         std = {k: d.pop(f"{k}_std") for k in LEAKAGE if f"{k}_std" in d}
         ratio = {k: d.pop(f"{k}_ratio") for k in LEAKAGE if f"{k}_ratio" in d}
         stages = {k: d.pop(k) for k in STAGE if k in d}
+        ci = {k: d.pop(f"{k}_ci") for k in LEAKAGE if f"{k}_ci" in d}
+        vs_none = {k: d.pop(f"{k}_vs_none") for k in LEAKAGE if f"{k}_vs_none" in d}
         utility = {k[len("utility_"):]: d.pop(k) for k in [k for k in d if k.startswith("utility_")]}
-        return cls(**take, metrics=metrics, std=std, ratio=ratio, stages=stages, utility=utility, extra=d)
+        return cls(**take, metrics=metrics, std=std, ratio=ratio, stages=stages, ci=ci, vs_none=vs_none,
+                   utility=utility, extra=d)
 
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON object of ``comparison.json`` (the inverse of :meth:`from_dict`)."""
@@ -145,6 +152,8 @@ class ComparisonRow(_ReadsAsDict):
         out.update({f"{k}_std": v for k, v in self.std.items()})
         out.update({f"{k}_ratio": v for k, v in self.ratio.items()})
         out.update(self.stages)
+        out.update({f"{k}_ci": v for k, v in self.ci.items()})
+        out.update({f"{k}_vs_none": v for k, v in self.vs_none.items()})
         out.update({f"utility_{k}": v for k, v in self.utility.items()})
         if self.cascade is not None:
             out["cascade"] = self.cascade

@@ -14,11 +14,14 @@ from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
 from engine.config import INJECTION_MODES, PoisonConfig
 from engine.corpora import corpus_from_documents, retriever_window
 from engine.embedders import make_retriever
+from engine.defenses import DEFENSES
 from engine.detectors import DETECTORS
 from engine.errors import EngineError
+from engine.generators.models import MODELS
 from engine.queries import available_query_sets
 from engine.runs import PoisoningRun
 
+ANSWER_MODEL = PoisonConfig(generate=True).answer_generator_params()["model"]
 init_state()
 st.title("Poisoning lab")
 st.caption("Universal poisoning (q ⊕ target): the attacker appends its text to a question it expects users to ask, "
@@ -35,7 +38,12 @@ def build_config() -> PoisonConfig:
                         chunk_overlap=p["chunk_overlap"], seed=lab["seed"], data_dir=data_dir(),
                         attack_params=dict(lab.get("attack_params") or {}) or None,
                         detector_params={d: v for d, v in dict(lab.get("detector_params") or {}).items()
-                                         if d in lab["detectors"]} or None)
+                                         if d in lab["detectors"]} or None,
+                        defenses=tuple(lab.get("defenses") or ()),
+                        defense_params={d: v for d, v in dict(lab.get("defense_params") or {}).items()
+                                        if d in (lab.get("defenses") or ())} or None,
+                        generate=bool(lab.get("generate")), generator="local",
+                        generator_params={"model": lab.get("gen_model") or ANSWER_MODEL})
 
 
 def prepare() -> None:
@@ -92,13 +100,33 @@ with st.expander("Attack setup", expanded=run is None):
                                    format_func=lambda n: f"{n} — {DETECTORS.describe(n)[:60]}")
         with st.expander("Detector parameters (used by the detectors chosen above)"):
             detector_params = registry_forms(DETECTORS, DETECTORS.names(), lab.get("detector_params"))
+        usable = [n for n in DEFENSES.names() if DEFENSES.get(n).stage != "index"]
+        defenses = st.multiselect("Defenses between retrieval and the answer", usable,
+                                  default=[d for d in lab.get("defenses") or () if d in usable],
+                                  format_func=lambda n: f"{n} ({DEFENSES.get(n).stage}) — {DEFENSES.describe(n)[:60]}",
+                                  help="Query- and retrieval-stage defenses filter the top-K (ASR after defenses, "
+                                       "TPR/FPR over retrieved chunks); context-, prompt- and generation-stage ones "
+                                       "change the answer and need 'Answer each question'.")
+        with st.expander("Defense parameters (used by the defenses chosen above)"):
+            defense_params = registry_forms(DEFENSES, usable, lab.get("defense_params"))
+        g1, g2 = st.columns([1, 2])
+        generate = g1.checkbox("Answer each question", value=bool(lab.get("generate")),
+                               help="The assistant answers each attacked question from its top-K (the poison "
+                                    "included where it ranked): see whether it repeats the attacker's information. "
+                                    "About 2–5 s a question on 2 CPU cores.")
+        models = list(MODELS)
+        gen_model = g2.selectbox("Assistant model (offline)", models,
+                                 index=models.index(lab.get("gen_model") or ANSWER_MODEL)
+                                 if (lab.get("gen_model") or ANSWER_MODEL) in models else 0)
         seed = st.number_input("Seed", 0, 10_000, int(lab["seed"]))
         submitted = st.form_submit_button("Prepare attack", type="primary")
     if submitted:
         st.session_state["lab"] = lab = {"queries": queries, "attack": attack, "target": target,
                                          "target_text": target_text, "injection": injection, "limit": int(limit),
                                          "detectors": list(detectors), "seed": int(seed),
-                                         "attack_params": attack_params, "detector_params": detector_params}
+                                         "attack_params": attack_params, "detector_params": detector_params,
+                                         "generate": bool(generate), "gen_model": gen_model,
+                                         "defenses": list(defenses), "defense_params": defense_params}
         prepare()
         st.rerun()
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components.extraction import marked_markdown
 from components.job_panel import job_panel
 from components.state import init_state
-from components.text import md_escape
+from components.text import marked_markdown, md_escape
 from engine.analysis.comparison_view import comparison_table
 from engine.analysis.teaching import LEVEL2_ATTACK, LEVELS, RUNNERS
 from engine.attacks.extraction import EXTRACTION_ATTACKS

@@ -14,6 +14,8 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
+from ..metrics.intervals import fmt_interval
+
 from ..config import defense_set
 from ..errors import ConfigError
 from ..metrics.catalog import LEAKAGE, STAGE, UTILITY, labels
@@ -67,6 +69,10 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=cols)
     df = pd.DataFrame([{c: r.get(c) for c in cols} for r in rows])
+    if any(r.get("crr_ci") for r in rows):     # after CRR: its 95% interval and whether it differs from none
+        at = list(df.columns).index("crr") + 1 if "crr" in df.columns else len(df.columns)
+        df.insert(at, "crr_ci", [fmt_interval(r.get("crr_ci"), 4) for r in rows])
+        df.insert(at + 1, "crr_vs_none", [r.get("crr_vs_none") or "" for r in rows])
     return df.dropna(axis=1, how="all").reset_index(drop=True)
 
 

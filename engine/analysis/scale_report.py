@@ -11,22 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..events import LeakScored, RunStarted, read_jsonl
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a proportion k/n."""
-    if n <= 0:
-        return 0.0, 0.0
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, c - h), min(1.0, c + h)
+from ..metrics.intervals import wilson
 
 
 def _cells(out_dir: Path) -> list[dict[str, Any]]:

@@ -69,14 +69,19 @@ def cmd_list(args) -> int:
         "targets": list(TARGET_KINDS), "corpora": available_corpora(), "query_sets": available_query_sets(),
         "presets": list_presets(),
     }
+    regs = {"retrievers": RETRIEVERS, "attacks": POISONING_ATTACKS, "detectors": DETECTORS,
+            "extraction_attacks": EXTRACTION_ATTACKS, "defenses": DEFENSES, "generators": GENERATORS}
+    sources = {k: {n: r.source(n) for n in r.names() if r.source(n)} for k, r in regs.items()}
     if args.json:
-        print(json.dumps(info))
+        print(json.dumps({**info, "sources": sources}))
     else:
         for section, items in info.items():
             print(f"{section}:")
             if isinstance(items, dict):
                 for k, v in items.items():
                     print(f"  {k:22s} {v}")
+                    if sources.get(section, {}).get(k):
+                        print(f"  {'':22s}   source: {sources[section][k]}")
             else:
                 for v in items:
                     print(f"  {v if not isinstance(v, dict) else v['name'] + ' (' + v['kind'] + ') ' + v['description'].strip()}")

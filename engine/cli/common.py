@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Any
+from typing import Mapping, Any
 
 _partial_line = {"open": False}
 
@@ -35,7 +35,7 @@ def _progress_printer(enabled: bool):
 def _clean(obj: Any) -> Any:
     if isinstance(obj, float) and math.isnan(obj):
         return None
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):
         return {k: _clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_clean(v) for v in obj]

@@ -11,6 +11,8 @@ import json
 import sys
 from typing import Any
 
+from ..metrics.intervals import fmt_interval
+
 
 
 def _gen(spec: str, api_base: str | None) -> tuple[str, dict[str, Any]]:
@@ -138,6 +140,11 @@ def print_comparison(rows: list[dict]) -> None:
               f"{_count(r['pii_leaked'], 5)} "
               f"{'' if acc is None else f'{acc:6.3f}':>6s} {'' if faith is None else f'{faith:6.3f}':>6s} "
               f"{'' if eeg is None else f'{eeg:6.3f}':>6s}")
+        if r.get("crr_ci"):
+            vs = r.get("crr_vs_none")
+            print(f"{'':33s} CRR 95% interval {fmt_interval(r['crr_ci'], 4)}"
+                  + (f"; vs no protection: {vs}" + (" at this budget" if vs == "not distinguishable" else "")
+                     if vs else ""))
         if r.get("n_runs", 1) > 1:
             print(f"{'':33s} mean of {r['n_runs']} runs (seeds {', '.join(map(str, r['seeds']))}): "
                   f"CRR sd {r['crr_std']:.4f}, retrieved coverage sd {r['retrieved_coverage_std']:.4f}")
@@ -150,7 +157,11 @@ def _count(x: float, width: int = 6) -> str:
 
 def _caveat(check: dict) -> str:
     worse = check.get("not_below_none") or []
-    return f" (but {' and '.join(worse)} alone leaks no less than no protection)" if worse else ""
+    close = check.get("not_distinguishable") or []
+    out = f" (but {' and '.join(worse)} alone leaks no less than no protection)" if worse else ""
+    if close:
+        out += f"; CRR intervals overlap for {', '.join(close)}: not distinguishable at this budget"
+    return out
 
 
 def run_compare(cfg, args) -> int:

@@ -5,15 +5,29 @@ import json
 import sys
 from typing import Any
 
+from ..metrics.intervals import fmt_interval
 from .common import _clean, _progress_printer, finish_run
 
 def _print_summary(s: dict) -> None:
     print(f"run {s['run_id']}: {s['attack']} attack ({s['target']}), {s['injection']}, retriever {s['retriever']}")
     print(f"  corpus {s['corpus_size']} docs, {s['n_queries']} queries; Chroma agreed with exact search on "
           f"{s['store_agreement']:.0%} of searches")
-    a = s["asr"]
-    print(f"  ASR@1 {a['1']:.3f}   ASR@2 {a['2']:.3f}   ASR@5 {a['5']:.3f}   "
-          f"mean poison rank {s['mean_poison_rank']:.2f}")
+    a, ci = s["asr"], s.get("asr_ci") or {}
+    print("  " + "   ".join(f"ASR@{k} {a[k]:.3f} {fmt_interval(ci.get(k))}".rstrip() for k in ("1", "2", "5")) +
+          f"   mean poison rank {s['mean_poison_rank']:.2f}   (95% Wilson intervals)")
+    if s.get("n_generated"):
+        judge = f"   judge says yes {s['asr_judge']:.3f}" if s.get("asr_judge") is not None else ""
+        print(f"  answers ({s['generator']}, {s['n_generated']} questions, poison in the context of "
+              f"{s['poison_in_context']}): ASR (generation) {s['asr_generation']:.3f} "
+              f"{fmt_interval(s.get('asr_generation_ci'))}{judge}  "
+              f"[{s['generation_seconds']:.0f} s of generation]")
+    if s.get("defenses"):
+        d = s["defenses"]
+        print(f"  defenses {', '.join(d['names'])}: ASR after defenses {d['asr_defended']:.3f} "
+              f"{fmt_interval(d['asr_defended_ci'])}; removed {d['poisons_removed']}/{d['poisons_retrieved']} "
+              f"retrieved poisons (TPR {d['tpr']:.3f} {fmt_interval(d['tpr_ci'])}) and {d['clean_removed']}/"
+              f"{d['clean_retrieved']} clean chunks (FPR {d['fpr']:.3f} {fmt_interval(d['fpr_ci'])})"
+              + (f"; {d['blocked']} questions blocked" if d["blocked"] else ""))
     if "poisonedrag" in s:
         p = s["poisonedrag"]
         print(f"  PoisonedRAG top-{s['top_k']}: precision {p['precision']:.3f}  recall {p['recall']:.3f}  F1 {p['f1']:.3f}")
@@ -22,7 +36,8 @@ def _print_summary(s: dict) -> None:
             print(f"  detector {name}: skipped ({d['skipped']})")
             continue
         beta = f"  β={d['beta']}" if "beta" in d else ""
-        print(f"  detector {name}: TPR {d['tpr']:.3f}  FPR {d['fpr']:.3f} (in-sample threshold: FPR "
+        print(f"  detector {name}: TPR {d['tpr']:.3f} {fmt_interval(d.get('tpr_ci'))}  FPR {d['fpr']:.3f} "
+              f"{fmt_interval(d.get('fpr_ci'))} (in-sample threshold: FPR "
               f"{d['fpr_in_sample']:.3f})  AUROC {d['auroc']:.3f}{beta}  "
               f"[{d['n_anchors']} anchors, {d['n_clean_held_out']} held-out clean, {d['n_poisons']} poisons]")
 
@@ -55,6 +70,26 @@ def cmd_poison(args) -> int:
     values["detectors"] = tuple(d for d in (args.detectors or "").split(",") if d.strip())
     if args.beta is not None:
         values["detector_params"] = {"mahalanobis": {"beta": args.beta}}
+    if args.defenses:
+        values["defenses"] = tuple(d.strip() for d in args.defenses.split(",") if d.strip())
+    if args.defense_params:
+        try:
+            values["defense_params"] = json.loads(args.defense_params)
+        except json.JSONDecodeError as e:
+            from ..errors import ConfigError
+            raise ConfigError(f"--defense-params is not valid JSON ({e.msg}); e.g. "
+                              '\'{"perplexity": {"quantile": 0.9}}\'') from None
+    if args.generate:
+        from ..generators.spec import parse_generator
+        gname, gparams = parse_generator(args.generator, api_base=args.api_base)
+        values.update(generate=True, generator=gname, generator_params=gparams, max_tokens=args.max_tokens,
+                      template=args.template)
+        if args.judge:
+            jname, jparams = parse_generator(args.judge, api_base=args.api_base)
+            values.update(judge=jname, judge_params=jparams)
+    elif args.judge:
+        from ..errors import ConfigError
+        raise ConfigError("--judge needs --generate (the judge reads the generated answers)")
     return _run_poison(PoisonConfig.from_dict(values), args)
 
 
@@ -164,6 +199,21 @@ def add_parsers(sub, common) -> None:
     ps.add_argument("--store", default="persistent", choices=("persistent", "http"))
     ps.add_argument("--chroma-host", default="127.0.0.1")
     ps.add_argument("--chroma-port", type=int, default=8000)
+    ps.add_argument("--generate", action="store_true",
+                    help="also answer each attacked question from its top-K and report asr_generation (the answer "
+                         "repeats the target)")
+    ps.add_argument("--generator", default="local:qwen2.5-0.5b",
+                    help="with --generate: local[:model] | model name | .gguf | provider/model (litellm)")
+    ps.add_argument("--api-base", help="base URL of an OpenAI-compatible server (litellm generators)")
+    ps.add_argument("--max-tokens", type=int, default=96, help="with --generate: tokens per answer")
+    ps.add_argument("--template", default="chat", choices=("chat", "rag-privacy"),
+                    help="with --generate: prompt template")
+    ps.add_argument("--defenses", default="", help="comma-separated defenses between retrieval and the answer "
+                                                   "(perplexity, trustrag-cluster, threshold, intent-block …; "
+                                                   "isolate-aggregate and other answer-stage ones need --generate)")
+    ps.add_argument("--defense-params", help='per-defense parameters as JSON, e.g. \'{"perplexity": {"quantile": 0.9}}\'')
+    ps.add_argument("--judge", help="with --generate: an LLM judge (same forms as --generator) that also decides "
+                                    "whether each answer states the target (asr_judge)")
     common(ps)
     ps.set_defaults(func=cmd_poison)
 

@@ -7,7 +7,10 @@ from .llm_rewrite import Paraphrase, Summarize
 from .reindex import ContrastiveReindex
 from .rerank import RerankCut
 from .system_prompt import DefensiveSystemPrompt
+from .perplexity import PerplexityFilter
+from .robustrag import IsolateAggregate
 from .threshold import DistanceThreshold
+from .trustrag import ClusterFilter
 
 DEFENSES: Registry[Defense] = Registry("defense")
 DEFENSES.register("threshold")(DistanceThreshold)
@@ -18,6 +21,9 @@ DEFENSES.register("system-prompt")(DefensiveSystemPrompt)
 DEFENSES.register("intent-block")(QueryIntentBlock)
 DEFENSES.register("reindex")(ContrastiveReindex)
 DEFENSES.register("cascade")(CascadeGeneration)
+DEFENSES.register("perplexity")(PerplexityFilter)
+DEFENSES.register("trustrag-cluster")(ClusterFilter)
+DEFENSES.register("isolate-aggregate")(IsolateAggregate)
 
 
 def make_defenses(names, params=None) -> list[Defense]:

@@ -106,6 +106,8 @@ class Defense:
         raise NotImplementedError
 
     def generate(self, messages: Sequence[dict], chunks: Sequence[Chunk], ctx: DefenseContext,
-                 max_tokens: int) -> "Generation":
-        """Generation stage: the answer itself, in place of the pipeline's generator, in at most ``max_tokens``."""
+                 max_tokens: int, *, question: str = "", context: Optional[Sequence[Chunk]] = None) -> "Generation":
+        """Generation stage: the answer itself, in place of the pipeline's generator, in at most ``max_tokens``.
+        ``chunks`` are the retrieved chunks as retrieved (protected text), ``context`` what the earlier stages
+        left of them, ``question`` the user's question."""
         raise NotImplementedError

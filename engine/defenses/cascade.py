@@ -62,7 +62,7 @@ class CascadeGeneration(Defense):
         return self._decoder
 
     def generate(self, messages: Sequence[dict], chunks: Sequence[Chunk], ctx: DefenseContext,
-                 max_tokens: int) -> Generation:
+                 max_tokens: int, *, question: str = "", context: Sequence[Chunk] | None = None) -> Generation:
         """The answer by constrained cascade decoding with the retrieved chunks as protected text; draft/verifier
         counts, decisions and FLOPs go in ``info``."""
         out = self.decoder().generate(list(messages), [c.text for c in chunks], max_tokens=max_tokens)

@@ -51,6 +51,12 @@ class Generator:
         """Answer ``messages`` (``role`` / ``content`` dicts) in at most ``max_tokens`` (default the params')."""
         raise NotImplementedError
 
+    def token_logprobs(self, text: str, max_tokens: int = 512) -> list[float]:
+        """Log-probability of each token of ``text`` (after the first) under the model, for perplexity; only
+        generators that expose their model's log-probabilities implement it."""
+        raise NotImplementedError(f"the {self.name or type(self).__name__} generator cannot score text "
+                                  "(use a local model)")
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` in this generator's own tokenizer (an estimate where it has none)."""
         return max(1, round(len(text.split()) * 4 / 3)) if text.strip() else 0

@@ -216,6 +216,17 @@ class LlamaDecoder:
         llm._requires_eval = True
         return out
 
+    def token_logprobs(self, tokens: Sequence[int]) -> np.ndarray:
+        """Log-probability of each token after the first given the ones before it, in one pass from an empty
+        cache (what a perplexity filter reads)."""
+        if len(tokens) < 2:
+            return np.zeros(0, dtype=np.float64)
+        self._rewind(0)
+        rows = self._forward(tokens, len(tokens), DecodeStats())[:-1].astype(np.float64)
+        top = rows.max(axis=1)
+        lse = top + np.log(np.exp(rows - top[:, None]).sum(axis=1))
+        return rows[np.arange(len(tokens) - 1), np.asarray(tokens[1:])] - lse
+
     def _is_stop(self, token: int) -> bool:
         import llama_cpp
         return bool(llama_cpp.llama_token_is_eog(self.llm._model.vocab, int(token)))

@@ -159,6 +159,13 @@ class LlamaCppGenerator(Generator):
             out, text = self._sampling(llm, "create_chat_completion", on_text, messages=list(messages), max_tokens=n)
         return self._generation(out, text, t0, {"decoder": "llama.cpp"})
 
+    def token_logprobs(self, text: str, max_tokens: int = 512) -> list[float]:
+        """Log-probabilities of the first ``max_tokens`` tokens of ``text`` (BOS first), under the model's lock."""
+        llm = self._llm()
+        with locked(llm):
+            dec = decoder_for(llm)
+            return [float(x) for x in dec.token_logprobs(dec.text_tokens(text)[:max_tokens])]
+
     def count_tokens(self, text: str) -> int:
         """Exact tokens of ``text`` in the model's tokenizer (no BOS, special markers as text); loads the model."""
         llm = self._llm()

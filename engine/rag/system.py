@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from ..corpora import Corpus
 from ..defenses import Chunk, Defense, DefenseAction, DefenseContext
@@ -45,6 +45,51 @@ def covering_budget(context_tokens: int, floor: int) -> int:
     """An answer budget that covers the retrieved context: its tokens + 10% + 32 (room for the model's own
     framing: headers, numbering), never below ``floor``."""
     return max(int(floor), -(-11 * int(context_tokens) // 10) + 32)
+
+
+def screen_query(question: str, defenses: Sequence[Defense], ctx: DefenseContext
+                 ) -> tuple[list[DefenseAction], Defense | None]:
+    """Query stage: each query-stage defense's action, and the defense that blocked the question (else None)."""
+    actions: list[DefenseAction] = []
+    for d in (d for d in defenses if d.stage == "query"):
+        a = d.check_query(question, ctx)
+        actions.append(a)
+        if a.action == "blocked":
+            return actions, d
+    return actions, None
+
+
+def defend_context(question: str, retrieved: Sequence[Chunk], defenses: Sequence[Defense], ctx: DefenseContext
+                   ) -> tuple[list[Chunk], list[DefenseAction]]:
+    """Retrieval stage (filters) then context stage (rewrites) over the retrieved chunks: what the generator
+    will see, and what each defense did."""
+    context, actions = list(retrieved), []
+    for stage, hook in (("retrieval", "filter"), ("context", "rewrite")):
+        for d in (d for d in defenses if d.stage == stage):
+            context, a = getattr(d, hook)(question, context, ctx)
+            actions.append(a)
+    return context, actions
+
+
+def prompt_additions(defenses: Sequence[Defense]) -> tuple[list[str], list[DefenseAction]]:
+    """Prompt stage: the text each prompt-stage defense adds to the system prompt, and its action."""
+    ds = [d for d in defenses if d.stage == "prompt"]
+    return [d.system_prompt() for d in ds], [d.action("system-prompt") for d in ds]
+
+
+def defended_generation(question: str, messages: Sequence[dict], retrieved: Sequence[Chunk], context: Sequence[Chunk],
+                        defenses: Sequence[Defense], ctx: DefenseContext, generator: Any, max_tokens: int,
+                        on_text: TextCallback | None = None) -> tuple[Generation, list[DefenseAction]]:
+    """Generation stage: the last generation-stage defense answers (with the retrieved chunks as protected text),
+    else the generator; returns the generation and the defense's action."""
+    gen_stage = [d for d in defenses if d.stage == "generation"]
+    if not gen_stage:
+        return generator.chat(messages, max_tokens=max_tokens, on_text=on_text), []
+    d = gen_stage[-1]
+    gen = d.generate(messages, retrieved, ctx, max_tokens, question=question, context=context)
+    if on_text is not None and gen.text:
+        on_text(gen.text)
+    return gen, [d.action("generated", **{k: v for k, v in gen.info.items() if k != "decisions"})]
 
 
 class RagSystem:
@@ -120,46 +165,31 @@ class RagSystem:
         """One question through the pipeline. ``on_text`` receives the answer piece by piece as it is
         generated (a refusal or a non-streaming defense delivers it in one piece)."""
         t0 = time.perf_counter()
-        actions: list[DefenseAction] = []
-        for d in self.by_stage("query"):
-            a = d.check_query(question, self.ctx)
-            actions.append(a)
-            if a.action == "blocked":
-                refusal = str(a.detail.get("refusal", ""))
-                if on_text is not None and refusal:
-                    on_text(refusal)
-                return RagAnswer(question, (), (), (), refusal, None, blocked_by=d.name,
-                                 actions=tuple(actions), timings={"defenses": time.perf_counter() - t0})
+        actions, blocker = screen_query(question, self.defenses, self.ctx)
+        if blocker is not None:
+            refusal = str(actions[-1].detail.get("refusal", ""))
+            if on_text is not None and refusal:
+                on_text(refusal)
+            return RagAnswer(question, (), (), (), refusal, None, blocked_by=blocker.name,
+                             actions=tuple(actions), timings={"defenses": time.perf_counter() - t0})
         t1 = time.perf_counter()
         retrieved = self.retrieve(question)
         t_retrieval = time.perf_counter() - t1
-        context = list(retrieved)
-        for d in self.by_stage("retrieval"):
-            context, a = d.filter(question, context, self.ctx)
-            actions.append(a)
-        for d in self.by_stage("context"):
-            context, a = d.rewrite(question, context, self.ctx)
-            actions.append(a)
-        extra = [d.system_prompt() for d in self.by_stage("prompt")]
-        actions += [d.action("system-prompt") for d in self.by_stage("prompt")]
+        context, acts = defend_context(question, retrieved, self.defenses, self.ctx)
+        actions += acts
+        extra, acts = prompt_additions(self.defenses)
+        actions += acts
         messages = render(template or self.template, question, [c.text for c in context], options=options,
                           extra_system=extra)
         t_def = time.perf_counter() - t0 - t_retrieval
         t2 = time.perf_counter()
-        gen_stage = self.by_stage("generation")
         n = max_tokens or self.max_tokens
         context_tokens = self.count_tokens([c.text for c in context])
         if self.answer_budget == "context" and max_tokens is None:
             n = covering_budget(context_tokens, n)
-        if gen_stage:
-            # protected texts: the original chunks (the rewritten ones derive from them)
-            gen = gen_stage[-1].generate(messages, retrieved, self.ctx, n)
-            actions.append(gen_stage[-1].action("generated", **{k: v for k, v in gen.info.items()
-                                                                 if k != "decisions"}))
-            if on_text is not None and gen.text:
-                on_text(gen.text)
-        else:
-            gen = self.generator.chat(messages, max_tokens=n, on_text=on_text)
+        gen, acts = defended_generation(question, messages, retrieved, context, self.defenses, self.ctx,
+                                        self.generator, n, on_text)
+        actions += acts
         return RagAnswer(question, tuple(retrieved), tuple(context), tuple(messages), gen.text, gen,
                          actions=tuple(actions),
                          timings={"retrieval": t_retrieval, "defenses": t_def,

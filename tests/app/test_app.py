@@ -115,6 +115,48 @@ def test_lab_panels_render_after_steps():
     assert not at.exception and len(at.dataframe) >= 3  # top-K + Tables 3 and 4
 
 
+def test_lab_answers_show_the_attackers_information_in_the_answer():
+    at = app()
+    at.session_state["pipeline"] = {**at.session_state["pipeline"], "top_k": 2}
+    at.switch_page("pages/poisoning_lab.py").run()
+    next(n for n in at.number_input if n.label.startswith("How many")).set_value(4)
+    next(c for c in at.checkbox if c.label == "Answer each question").check()
+    next(b for b in at.button if b.label == "Prepare attack").click().run()
+    assert not at.exception and not at.error
+    shown, marked = [], []
+    for _ in range(4):
+        at.button(key="btn_step").click().run()
+        assert not at.exception
+        shown += [m.value for m in at.markdown if m.value.startswith("**Assistant's answer**")]
+        marked += [m.value for m in at.markdown if ":red-background[" in m.value]
+    # the punchline: an answer repeats the fake name / e-mail / phone, highlighted, next to retrieval ASR
+    assert any("repeats the attacker's information" in v for v in shown)
+    assert marked                                  # the repeated items are highlighted in the answer
+    metrics = {m.label: m.value for m in at.metric}
+    assert float(metrics["ASR (answers)"]) > 0 and "ASR@2" in metrics
+    assert any(c.value.startswith("95% Wilson intervals after 4 questions") and "answers [" in c.value
+               for c in at.caption)
+
+
+def test_lab_defenses_filter_the_top_k_and_report_asr_after_them():
+    at = app()
+    at.switch_page("pages/poisoning_lab.py").run()
+    next(n for n in at.number_input if n.label.startswith("How many")).set_value(3)
+    next(m for m in at.multiselect if m.label.startswith("Defenses")).set_value(["threshold"])
+    sim = next(n for n in at.number_input if n.key and n.key.startswith("pf.defense.threshold.min_similarity"))
+    sim.set_value(0.99)
+    next(b for b in at.button if b.label == "Prepare attack").click().run()
+    assert not at.exception and not at.error
+    at.button(key="btn_step").click().run()
+    assert any(m.value.startswith("**Defenses** · 🛡️ the poison was removed") for m in at.markdown)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["ASR after defenses"] == "0.00" and float(metrics["ASR@5"]) == 1.0
+    # an answer-stage defense without generation is a clear error, and the lab stays usable
+    next(m for m in at.multiselect if m.label.startswith("Defenses")).set_value(["system-prompt"])
+    next(b for b in at.button if b.label == "Prepare attack").click().run()
+    assert not at.exception and any("switch generation on" in e.value for e in at.error)
+
+
 def test_custom_target_without_text_is_a_friendly_error():
     at = prepare_lab(app(), limit=3, target="custom")
     assert any("needs target text" in e.value for e in at.error)

@@ -24,6 +24,7 @@ def test_entry_builds_from_defaults_and_cites_source(reg, name):
     doc = (cls.__doc__ or "").strip()
     assert doc.splitlines()[0], "first docstring line describes the plugin"
     assert "Source:" in doc, f"{name} must cite its source in the docstring"
+    assert len(reg.source(name)) > 10, "the citation `python -m engine list` prints"
     assert issubclass(cls.Params, Params)
     params = cls.Params()
     assert cls.Params.from_dict(params.to_dict()) == params

@@ -44,6 +44,9 @@ def test_compare_repeats_each_cell_over_seeds_and_reports_means(tmp_path):
     rows = out["rows"]
     assert [(r["configuration"], r["n_runs"], r["seeds"]) for r in rows] == [("none", 2, [0, 1]),
                                                                             ("system-prompt", 2, [0, 1])]
+    assert all(len(r["crr_ci"]) == 2 for r in rows) and rows[1]["crr_vs_none"] in ("less", "more",
+                                                                                    "not distinguishable")
+    assert "CRR 95% interval" in p.stdout
     saved = json.loads((tmp_path / "comparison.json").read_text())
     runs = saved["runs"]
     assert saved["complete"] and len(runs) == 4 and [r["seed"] for r in runs] == [0, 0, 1, 1]

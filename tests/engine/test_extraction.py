@@ -403,6 +403,10 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     assert rows[0].metrics["crr"] == rows[0]["crr"] and rows[1].ratio["crr"] == rows[1]["crr_ratio"]
     assert json.loads(json.dumps(jsonable([r.to_dict() for r in rows]), default=str)) == saved_rows
     assert ComparisonRow.from_dict(saved_rows[1]).to_dict() == rows[1].to_dict()
+    # CRR's Wilson interval over the KB's chunks; a defense is ranked against none only when they differ
+    lo, hi = rows[0].ci["crr"]
+    assert lo <= rows[0].metrics["crr"] <= hi and "crr" not in rows[0].vs_none
+    assert rows[1].vs_none["crr"] in ("less", "more", "not distinguishable")
     kinds = [e.kind for e in read_jsonl(half[0] / "events.jsonl")]
     assert kinds.count("run_resumed") == 1 and kinds.count("round_ended") == 2
     before = json.loads((tmp_path / "comparison.json").read_text())["runs"]
@@ -410,7 +414,8 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     assert json.loads((tmp_path / "comparison.json").read_text())["runs"] == before
     assert len(list((tmp_path / "runs").iterdir())) == 2
     # the Markdown report of a long experiment reads the same folder, finished or not
-    from engine.analysis.scale_report import report_markdown, wilson
+    from engine.analysis.scale_report import report_markdown
+    from engine.metrics.intervals import wilson
     table = report_markdown(tmp_path, checkpoints=(1, 2, 50))
     assert table.count("| clinic_records | zeng |") == 2 and "| 2/2 |" in table and "CRR @ 50" not in table
     lo, hi = wilson(46, 1377)

@@ -38,7 +38,7 @@ class CamouflagedPoisoning(UniversalPoisoning):
         needs :meth:`bind` first."""
         if self.params.camouflage_docs and not hasattr(self, "_search_clean"):
             raise ConfigError("the camouflaged attack needs to query the retriever (run it through a PoisoningRun)")
-        info = self.target()
+        info, goal = self.target(), self.goal()
         camo = self._search_clean([q.text for q in queries], self.params.camouflage_docs) \
             if self.params.camouflage_docs else [[] for _ in queries]
         out = []
@@ -46,7 +46,7 @@ class CamouflagedPoisoning(UniversalPoisoning):
             extra = " ".join(" ".join(d.split()[: self.params.camouflage_words]) for d in docs)
             text = f"{q.text}{self.params.separator}{info}" + (f" {extra}" if extra else "")
             out.append(Poison(Document(f"poison-{i:05d}", text, {"poison": True, "query_id": q.id,
-                                                                "attack": self.name}), q.id, self.params.target))
+                                                                "attack": self.name}), q.id, self.params.target, goal))
         return out
 
 

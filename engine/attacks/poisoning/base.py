@@ -10,11 +10,13 @@ from ...types import Document, Query
 
 @dataclass(frozen=True)
 class Poison:
-    """A document to inject and the query it is aimed at."""
+    """A document to inject, the query it is aimed at, and what an answer must repeat for the attack to work
+    at generation (``goal``: the target's items, e.g. a fake phone number or PoisonedRAG's wrong answer)."""
 
     doc: Document
     query_id: str
     target_kind: str
+    goal: tuple[str, ...] = ()
 
 
 class PoisoningAttack:

@@ -34,5 +34,6 @@ class PoisonedRAGBlackBox(PoisoningAttack):
             for j, adv in enumerate(advs[: self.params.n_texts]):
                 text = f"{q.text} {adv}" if self.params.prefix_question else adv
                 out.append(Poison(Document(f"poison-{qi:05d}-{j}", text, {"poison": True, "query_id": q.id,
-                                                                          "attack": self.name}), q.id, "poisonedrag"))
+                                                                          "attack": self.name}), q.id, "poisonedrag",
+                                  (str(q.metadata["incorrect"]),) if q.metadata.get("incorrect") else ()))
         return out

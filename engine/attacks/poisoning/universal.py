@@ -7,7 +7,7 @@ from ...params import Params, param
 from ...types import Document, Query
 from .base import Poison, PoisoningAttack
 from .paraphrase import PARAPHRASERS
-from .targets import TARGET_KINDS, target_text
+from .targets import TARGET_KINDS, target_goal, target_text
 
 
 class UniversalPoisoning(PoisoningAttack):
@@ -23,6 +23,9 @@ class UniversalPoisoning(PoisoningAttack):
         target_text: str = param("", help="Your own target text (target = custom)")
         variant: int = param(0, min=0, max=99, help="Which generated target document of this kind")
         separator: str = param(" ", help="Text between the query and the target information")
+        goal: str = param("", help="Comma-separated strings whose appearance in an answer counts as the attack "
+                                   "working at generation (default: the target's own items: name, e-mail, "
+                                   "phone, MRN …, or PoisonedRAG's wrong answer)")
 
     def target(self) -> str:
         """The target information appended to every query (one text for all, set by ``target``, ``variant`` and the
@@ -30,18 +33,26 @@ class UniversalPoisoning(PoisoningAttack):
         p = self.params
         return target_text(p.target, seed=self.seed, variant=p.variant, text=p.target_text, data_dir=self.data_dir)
 
+    def goal(self) -> tuple[str, ...]:
+        """What an answer must repeat for the attack to have worked (the ``goal`` parameter, else
+        :func:`~engine.attacks.poisoning.targets.target_goal` of the target)."""
+        p = self.params
+        if p.goal.strip():
+            return tuple(x.strip() for x in p.goal.split(",") if x.strip())
+        return target_goal(p.target, seed=self.seed, variant=p.variant, text=p.target_text, data_dir=self.data_dir)
+
     def attacker_query(self, q: Query) -> str:
         """The query text the attacker knows (the exact query here)."""
         return q.text
 
     def craft(self, queries: Sequence[Query]) -> list[Poison]:
         """One poison per query: the attacker's query text, ``separator``, then the target information."""
-        info = self.target()
+        info, goal = self.target(), self.goal()
         out = []
         for i, q in enumerate(queries):
             text = f"{self.attacker_query(q)}{self.params.separator}{info}"
             out.append(Poison(Document(f"poison-{i:05d}", text, {"poison": True, "query_id": q.id,
-                                                                "attack": self.name}), q.id, self.params.target))
+                                                                "attack": self.name}), q.id, self.params.target, goal))
         return out
 
 

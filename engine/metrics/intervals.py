@@ -1,0 +1,34 @@
+"""Confidence intervals of the rates the playground reports (ASR@K, TPR, FPR, CRR, PII share).
+
+Wilson's score interval (Wilson 1927; the interval Brown, Cai and DasGupta 2001 recommend for a binomial
+proportion): unlike the normal approximation it stays inside [0, 1] and does not collapse to a point at
+0/n or n/n, which small playground runs hit often. 95% by default.
+"""
+from __future__ import annotations
+
+import math
+
+Z95 = 1.959963984540054
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion k/n; (0, 0) when n is 0."""
+    if n <= 0:
+        return 0.0, 0.0
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return max(0.0, c - h), min(1.0, c + h)
+
+
+def overlap(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
+    """Whether two intervals overlap (then the two rates are not distinguishable at this sample size)."""
+    if not a or not b:
+        return True
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def fmt_interval(ci: tuple[float, float] | None, digits: int = 2) -> str:
+    """``[0.84, 0.98]`` (empty when there is no interval)."""
+    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else ""
