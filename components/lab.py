@@ -8,7 +8,8 @@ from components.params_form import params_form
 from components.text import marked_markdown, md_escape
 from engine.analysis import detector_report, embedding_map, rounds_table
 from engine.detectors import DETECTORS
-from engine.metrics import asr, asr_defended, asr_generation, detection
+from engine.metrics import asr, asr_defended, asr_generation, detection, triggered_rounds
+from engine.runs.poisoning import trigger_of
 from engine.metrics.intervals import fmt_interval
 from engine.plots import asr_curves, embedding_scatter, roc_from_scores, score_histogram
 from engine.events import DetectorFitted, DetectorSkipped, Retrieved, event_to_json
@@ -115,6 +116,15 @@ def render_live_metrics(run) -> None:
         else:
             skipped = next((e.reason for e in run.events if isinstance(e, DetectorSkipped) and e.detector == name), None)
             col.metric(f"{name}", "skipped" if skipped else "–", help=skipped)
+    trigger = trigger_of(run.config.to_dict())
+    if trigger and n:
+        on = triggered_rounds(run.events, trigger)
+        off = {e.round for e in run.events if isinstance(e, Retrieved)} - on
+        k = run.config.top_k
+        a_on, a_off = asr(run.events, k, on), asr(run.events, k, off)
+        st.markdown(f"**Trigger effect** ({md_escape(trigger)}): ASR@{k} **{a_on.counts['successes']}/"
+                    f"{a_on.counts['queries']}** for questions with the trigger · **{a_off.counts['successes']}/"
+                    f"{a_off.counts['queries']}** without it")
     if intervals:
         st.caption(f"95% Wilson intervals after {n} question{'s' if n != 1 else ''}: " + " · ".join(intervals))
     if n:

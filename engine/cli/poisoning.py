@@ -21,6 +21,12 @@ def _print_summary(s: dict) -> None:
               f"{s['poison_in_context']}): ASR (generation) {s['asr_generation']:.3f} "
               f"{fmt_interval(s.get('asr_generation_ci'))}{judge}  "
               f"[{s['generation_seconds']:.0f} s of generation]")
+    if s.get("trigger"):
+        t = s["trigger"]
+        print(f"  trigger {t['phrase']!r}: ASR@1/2/5 with it ({t['n_triggered']} questions) "
+              + "/".join(f"{t[f'asr_triggered@{k}']:.2f}" for k in (1, 2, 5))
+              + f" · without it ({t['n_untriggered']}) "
+              + "/".join(f"{t[f'asr_untriggered@{k}']:.2f}" for k in (1, 2, 5)))
     if s.get("defenses"):
         d = s["defenses"]
         print(f"  defenses {', '.join(d['names'])}: ASR after defenses {d['asr_defended']:.3f} "

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..attacks.poisoning import Poison, make_attack
+from ..attacks.poisoning import POISONING_ATTACKS, Poison, make_attack
 from ..config import PoisonConfig
 from ..corpora import Corpus, load_corpus, retriever_window, stats_for
 from ..detectors import DETECTORS
@@ -26,7 +26,7 @@ from ..generators import GENERATORS
 from ..generators.base import TextCallback
 from ..defenses import Chunk, DefenseAction, DefenseContext, make_defenses
 from ..metrics import (answer_matches, asr, asr_defended, asr_generation, defense_rates, detection, mean_poison_rank,
-                       poisonedrag_prf, store_agreement)
+                       poisonedrag_prf, store_agreement, triggered_rounds)
 from ..progress import Progress
 from ..queries import load_queries
 from ..store import RunStore, StoreSettings, shared_base_index
@@ -355,6 +355,14 @@ class PoisoningRun(EventRunner):
         return summarize(self.events)
 
 
+def trigger_of(cfg: Any) -> str:
+    """The trigger phrase of a run whose attack waits for one (its ``trigger`` parameter), else ''."""
+    cls = POISONING_ATTACKS.get(cfg["attack"])
+    if "trigger" not in {f["name"] for f in cls.Params.describe()}:
+        return ""
+    return str(dict(cfg.get("attack_params") or {}).get("trigger") or cls.Params().trigger)
+
+
 def summarize(events: list[Event]) -> dict[str, Any]:
     """The run's headline numbers, computed from its events only."""
     started = next(e for e in events if isinstance(e, RunStarted))
@@ -373,10 +381,17 @@ def summarize(events: list[Event]) -> dict[str, Any]:
         "injection": cfg["injection"],
         "retriever": cfg["retriever"],
         "attack": cfg["attack"],
-        "target": cfg["target"] if cfg["attack"] != "poisonedrag" else "poisonedrag",
+        "target": cfg["target"] if POISONING_ATTACKS.get(cfg["attack"]).takes_target() else cfg["attack"],
         "store_agreement": store_agreement(events).value,
         "detectors": {},
     }
+    trigger = trigger_of(cfg)
+    if trigger:
+        on = triggered_rounds(events, trigger)
+        off = {e.round for e in events if isinstance(e, Retrieved)} - on
+        out["trigger"] = {"phrase": trigger, "n_triggered": len(on), "n_untriggered": len(off),
+                          **{f"asr_triggered@{k}": asr(events, k, on).value for k in ASR_KS},
+                          **{f"asr_untriggered@{k}": asr(events, k, off).value for k in ASR_KS}}
     if cfg.get("defenses"):
         d, rates = asr_defended(events), defense_rates(events)
         out["defenses"] = {"names": list(cfg["defenses"]), "asr_defended": d.value, "asr_defended_ci": d.ci,

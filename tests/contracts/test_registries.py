@@ -67,7 +67,7 @@ def test_bm25_scores_lexically():
 
 @pytest.mark.parametrize("name", POISONING_ATTACKS.names())
 def test_attack_crafts_one_document_per_target(name):
-    qs = [Query("q1", "Is aspirin useful after a heart attack?", {"adv_texts": ("a", "b", "c", "d", "e")}),
+    qs = [Query("q1", "Is aspirin useful for blood pressure after a heart attack?", {"adv_texts": ("a", "b", "c", "d", "e")}),
           Query("q2", "What does HbA1c measure?", {"adv_texts": ("f", "g", "h", "i", "j")})]
     attack = make_attack(name)
     if getattr(attack, "needs_index", False):

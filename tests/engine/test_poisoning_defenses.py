@@ -113,3 +113,22 @@ def test_cli_poison_with_defenses(tmp_path):
     assert p.returncode == 2 and "--generate" in p.stderr
     p = run_cli("poison", "--limit", "3", "--defenses", "threshold", "--defense-params", "{bad")
     assert p.returncode == 2 and "not valid JSON" in p.stderr
+
+
+def test_trigger_poison_surfaces_only_with_its_trigger():
+    run = PoisoningRun(PoisonConfig(top_k=5, detectors=(), attack="trigger"))
+    run.run()
+    t = run.summary()["trigger"]
+    assert t["phrase"] == "blood pressure" and t["n_triggered"] >= 2
+    assert t["asr_triggered@5"] >= 0.6 and t["asr_untriggered@5"] <= 0.05
+    with pytest.raises(ConfigError, match="no question contains the trigger"):
+        PoisoningRun(PoisonConfig(limit=3, detectors=(), attack="trigger",
+                                  attack_params={"trigger": "zorbex"})).run()
+
+
+def test_jamming_blocker_is_retrieved_and_makes_the_assistant_refuse(tmp_path):
+    run = PoisoningRun(PoisonConfig(limit=3, top_k=2, detectors=(), attack="jamming", generate=True), out_dir=tmp_path)
+    run.run()
+    s = run.summary()
+    assert s["asr"]["2"] == 1.0 and s["target"] == "jamming" and s["n_generated"] == 3
+    assert s["asr_generation"] >= 1 / 3            # the 0.5B assistant refuses for at least one question

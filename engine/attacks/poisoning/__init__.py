@@ -7,6 +7,7 @@ from .base import Poison, PoisoningAttack
 from .paraphrase import PARAPHRASERS, RuleParaphraser
 from .poisonedrag import PoisonedRAGBlackBox
 from .targets import TARGET_KINDS, target_text
+from .trigger import JammingPoisoning, TriggerPoisoning
 from .universal import ParaphrasedPoisoning, UniversalPoisoning
 
 POISONING_ATTACKS: Registry[PoisoningAttack] = Registry("attack")
@@ -14,6 +15,8 @@ POISONING_ATTACKS.register("universal")(UniversalPoisoning)
 POISONING_ATTACKS.register("paraphrased")(ParaphrasedPoisoning)
 POISONING_ATTACKS.register("poisonedrag")(PoisonedRAGBlackBox)
 POISONING_ATTACKS.register("camouflaged")(CamouflagedPoisoning)
+POISONING_ATTACKS.register("trigger")(TriggerPoisoning)
+POISONING_ATTACKS.register("jamming")(JammingPoisoning)
 
 
 def make_attack(name: str, params: dict | None = None, *, seed: int = 0, data_dir: str | None = None) -> PoisoningAttack:
@@ -24,4 +27,5 @@ def make_attack(name: str, params: dict | None = None, *, seed: int = 0, data_di
 
 
 __all__ = ["CamouflagedPoisoning", "clean_searcher", "POISONING_ATTACKS", "PARAPHRASERS", "Poison", "PoisoningAttack", "TARGET_KINDS", "make_attack",
-           "target_text", "UniversalPoisoning", "ParaphrasedPoisoning", "PoisonedRAGBlackBox", "RuleParaphraser"]
+           "target_text", "UniversalPoisoning", "ParaphrasedPoisoning", "PoisonedRAGBlackBox", "RuleParaphraser",
+           "TriggerPoisoning", "JammingPoisoning"]
