@@ -29,6 +29,7 @@ from engine.generators.litellm_gen import LiteLLMGenerator
 from engine.generators.llama_local import LlamaCppGenerator
 from engine.generators.models import MODELS
 from engine.metrics.catalog import help_text
+from engine.metrics.intervals import fmt_interval
 from engine.plots.extraction import cascade_bars, coverage_map, leakage_curves, worm_drift
 from engine.views.extraction import (attacker_state, budget_note, cascade_rows, cost_line, marked_segments,
                                      metrics_rows, round_view, rounds_played, run_config)
@@ -225,7 +226,10 @@ def render_metrics(events: list[Event]) -> None:
     c[5].metric("PII leaked", f"{int(m.get('pii_leaked', 0))} / {int(m.get('pii_total', 0))}" if rows else "–",
                 help=help_text("pii_leaked"))
     if rows:
-        st.caption(md_escape(cost_line(summarize_extraction(events))))
+        s = summarize_extraction(events)
+        ci = [f"CRR {fmt_interval(s.crr_ci, 4)}"] if s.crr_ci else []
+        ci += [f"PII share {fmt_interval(s.pii_ci, 3)}"] if s.pii_ci else []
+        st.caption(md_escape(cost_line(s)) + (" · 95% Wilson intervals: " + " · ".join(ci) if ci else ""))
 
 
 def stream_round(run: ExtractionRun) -> None:

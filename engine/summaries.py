@@ -74,6 +74,8 @@ class ExtractionSummary(_ReadsAsDict):
     tokens: Mapping[str, int] = field(default_factory=dict)
     seconds: Mapping[str, float] = field(default_factory=dict)
     cascade: Mapping[str, float] | None = None
+    crr_ci: tuple[float, float] | None = None       # 95% Wilson interval of CRR over the KB's chunks
+    pii_ci: tuple[float, float] | None = None       # 95% Wilson interval of the share of PII items leaked
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``summary.json`` and ``run_ended.summary`` (``cascade`` only when it ran)."""

@@ -30,6 +30,9 @@ def _print_extraction(s: dict) -> None:
     print(f"  CRR {s['crr']:.3f}   retrieved coverage {s['retrieved_coverage']:.3f}   repeat contexts "
           f"{s['repeat_contexts']}   ROUGE contexts {s['rouge_contexts']}   semantic leak {s['semantic_leak']:.3f}   "
           f"PII leaked {s['pii_leaked']}/{s['pii_total']}   blocked {s['blocked']}")
+    if s.get("crr_ci"):
+        print(f"  95% Wilson intervals: CRR {fmt_interval(s['crr_ci'], 4)}"
+              + (f"   PII share {fmt_interval(s['pii_ci'], 3)}" if s.get("pii_ci") else ""))
     print(f"  by stage: {s.get('ee_retrieval', 0):.3f} of the KB reached the context, {s.get('ee_generation', 0):.2f} "
           f"of that was reproduced; {s.get('exploration', 0):.0%} of rounds found a new chunk")
     b, cs = s.get("answer_budget") or {}, s.get("corpus_stats") or {}

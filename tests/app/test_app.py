@@ -157,6 +157,18 @@ def test_lab_defenses_filter_the_top_k_and_report_asr_after_them():
     assert not at.exception and any("switch generation on" in e.value for e in at.error)
 
 
+def test_lab_shows_the_trigger_effect():
+    at = app()
+    at.switch_page("pages/poisoning_lab.py").run()
+    next(s for s in at.selectbox if s.label == "Attack").set_value("trigger").run()
+    next(n for n in at.number_input if n.label.startswith("How many")).set_value(0)
+    next(b for b in at.button if b.label == "Prepare attack").click().run()
+    assert not at.exception and not at.error
+    at.button(key="btn_step").click().run()
+    shown = [m.value for m in at.markdown if m.value.startswith("**Trigger effect** (blood pressure)")]
+    assert shown and "for questions with the trigger" in shown[0]
+
+
 def test_custom_target_without_text_is_a_friendly_error():
     at = prepare_lab(app(), limit=3, target="custom")
     assert any("needs target text" in e.value for e in at.error)

@@ -167,6 +167,7 @@ def test_defenses_act_at_their_stage(tmp_path):
     assert run.summary()["crr"] == 0.0
     s = run.summary()                                 # typed, and the same object as summary.json
     assert isinstance(s, ExtractionSummary) and s.crr == s["crr"] and s.rounds == run.rounds_done
+    assert s.crr_ci[0] <= s.crr <= s.crr_ci[1] and (s.pii_ci is None or s.pii_ci[0] <= s.pii_ci[1])
     assert jsonable(ExtractionSummary.from_dict(json.loads(json.dumps(jsonable(s))))) == jsonable(s)
     # the intent block with its patterns refuses the Zeng command before retrieval
     from engine.defenses import DEFENSES, DefenseContext

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ...registry import Registry
 from .base import AttackContext, Exchange, ExtractionAgent
+from .benign import CodeClaimAgent, IkeaAgent
 from .rag_thief import RagThiefAgent
 from .seeds import INFORMATION_KINDS
 from .worm import WormAgent
@@ -12,6 +13,8 @@ EXTRACTION_ATTACKS: Registry[ExtractionAgent] = Registry("extraction attack")
 EXTRACTION_ATTACKS.register("zeng")(ZengAgent)
 EXTRACTION_ATTACKS.register("worm")(WormAgent)
 EXTRACTION_ATTACKS.register("rag-thief")(RagThiefAgent)
+EXTRACTION_ATTACKS.register("ikea")(IkeaAgent)
+EXTRACTION_ATTACKS.register("code-claim")(CodeClaimAgent)
 
 
 def make_agent(name: str, params: dict | None = None, ctx: AttackContext | None = None) -> ExtractionAgent:
@@ -21,4 +24,4 @@ def make_agent(name: str, params: dict | None = None, ctx: AttackContext | None 
 
 
 __all__ = ["AttackContext", "EXTRACTION_ATTACKS", "Exchange", "ExtractionAgent", "INFORMATION_KINDS", "RagThiefAgent",
-           "WormAgent", "ZengAgent", "make_agent"]
+           "WormAgent", "ZengAgent", "IkeaAgent", "CodeClaimAgent", "make_agent"]
