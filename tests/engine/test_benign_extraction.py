@@ -45,4 +45,4 @@ def test_code_claim_dresses_the_request_as_a_code_task():
     agent = make_agent("code-claim", {"budget": 2}, AttackContext(seed=0, kb_hint="medical"))
     q = agent.next_query([])
     assert "SAMPLES" in q and "repeat" not in q.lower()
-    assert agent._parts(q)[1] == agent.params.task            # the part an adaptive attacker would rephrase
+    assert agent._parts(q)[1] == agent.params.command         # the part an adaptive attacker would rephrase
