@@ -48,7 +48,8 @@ class MahalanobisDetector(Detector):
     estimates_covariance = True
 
     class Params(Detector.Params):
-        beta: float = param(0.0, min=0.0, max=1.0, help="Shrinkage level β; 0 = choose by cross-validation")
+        beta: float = param(0.0, min=0.0, max=1.0, help="Shrinkage level β; 0 = choose by cross-validation",
+                            label="Shrinkage β (0 = cross-validated)")
         beta_grid: tuple[float, ...] = param(PAPER_BETA_GRID, help="Grid searched when β is chosen by CV")
 
         def validate(self) -> None:

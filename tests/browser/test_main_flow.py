@@ -1,7 +1,7 @@
 """End-to-end browser test: a real `streamlit run` driven by headless Debian chromium through Playwright.
 
-Flow: home -> Pipeline (build index) -> Poisoning lab (prepare 8 questions, Step x5) -> Detectors tab
-(move the Mahalanobis shrinkage slider). Screenshots go to tests/artifacts/ (git-ignored).
+Flow: home -> Pipeline (build index) -> Poisoning lab (prepare 8 questions with answers, Step x5) -> Detectors tab
+(re-score Mahalanobis with a fixed shrinkage β). Screenshots go to tests/artifacts/ (git-ignored).
 """
 from __future__ import annotations
 
@@ -141,6 +141,8 @@ def main_flow(page):
     how_many = page.get_by_label("How many (first N; 0 = all)")
     how_many.fill("8")
     how_many.press("Tab")
+    # the assistant answers each attacked question: the punchline is the answer that repeats the poison
+    page.get_by_text("Answer each question").click()
     page.get_by_role("button", name="Prepare attack").click()
     step = page.get_by_role("button", name="Step", exact=True)
     expect(step).to_be_visible(timeout=LONG)
@@ -159,10 +161,13 @@ def main_flow(page):
         settle(page)
     expect(page.get_by_text("ASR@2").first).to_be_visible()
     expect(page.get_by_text("poison's exact rank")).to_be_visible()
+    expect(page.get_by_text("Assistant's answer").first).to_be_visible()
+    expect(page.get_by_text("ASR (answers)").first).to_be_visible()
+    expect(page.get_by_text("95% Wilson intervals after 5 questions")).to_be_visible()
     expect(sidebar.get_by_text("5/8 queries"), "sidebar's Run summary does not follow the steps").to_be_visible()
     shot(page, "04_after_5_steps.png")
 
-    # Detectors tab: mahalanobis, TPR; move the Mahalanobis shrinkage slider
+    # Detectors tab: mahalanobis, TPR; re-score it with a fixed shrinkage β
     page.get_by_role("tab", name="Detectors").click()
     panel = page.get_by_role("tabpanel", name="Detectors")
     # the tabs sit outside the live-panel fragment: they must still follow the steps
@@ -171,12 +176,12 @@ def main_flow(page):
            "questions were attacked").to_have_count(0, timeout=SHORT)
     expect(panel.get_by_text("mahalanobis", exact=True).first).to_be_visible(timeout=LONG)
     expect(panel.get_by_text("TPR", exact=True).first).to_be_visible()
-    beta = panel.get_by_role("slider", name="Shrinkage β")  # only the mahalanobis card has it
+    # re-score the Mahalanobis detector with a fixed β, from its own parameter form
+    panel.get_by_text("Re-score with other parameters").last.click()
+    beta = panel.get_by_label("Shrinkage β (0 = cross-validated)")
     expect(beta).to_be_visible()
-    expect(beta).to_have_attribute("aria-valuetext", "CV")
-    beta.focus()
-    beta.press("ArrowRight")
-    expect(beta).to_have_attribute("aria-valuetext", "0.001", timeout=SHORT)
+    beta.fill("0.001")
+    beta.press("Enter")
     settle(page)
     expect(panel.get_by_text("TPR", exact=True).first).to_be_visible(timeout=LONG)
     expect(panel.get_by_text("0.001").first).to_be_visible()
