@@ -84,7 +84,11 @@ def render_live_metrics(run) -> None:
     n = sum(isinstance(e, Retrieved) for e in run.events)
     gen = bool(run.config.generate)
     dfn = bool(run.config.defenses)
-    cols = st.columns(3 + dfn + gen + len(run.config.detectors))
+    n_det = len(run.config.detectors)
+    wide = 3 + dfn + gen + n_det > 5           # detectors move to a second row: "1.00 / 0.62" must stay readable
+    cols = st.columns(3 + dfn + gen + (0 if wide else n_det))
+    if wide:
+        cols = cols + st.columns(max(n_det, 3))[:n_det]
     intervals = []
     for col, k in zip(cols, (1, 2, 5)):
         m = asr(run.events, k)

@@ -178,7 +178,7 @@ def main_flow(page):
     expect(panel.get_by_text("TPR", exact=True).first).to_be_visible()
     # re-score the Mahalanobis detector with a fixed β, from its own parameter form
     panel.get_by_text("Re-score with other parameters").last.click()
-    beta = panel.get_by_label("Shrinkage β (0 = cross-validated)")
+    beta = panel.get_by_role("spinbutton", name="Shrinkage β (0 = cross-validated)")
     expect(beta).to_be_visible()
     beta.fill("0.001")
     beta.press("Enter")
