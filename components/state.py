@@ -10,15 +10,24 @@ from typing import Any
 
 import streamlit as st
 
-DEFAULT_PIPELINE = {"corpus": "clinic_handbook", "chunk_size": 512, "chunk_overlap": 32, "retriever": "minilm",
-                    "top_k": 5}
-DEFAULT_LAB = {"queries": "clinic_handbook", "attack": "universal", "target": "pii", "target_text": "",
-               "injection": "one-at-a-time", "limit": 30, "detectors": ["l2", "mahalanobis"], "seed": 0}
-# the quick-extraction-demo preset (presets/quick-extraction-demo.yaml): what leaks visibly offline
-DEFAULT_EXTRACT = {"kb": "clinic_records", "generator": "qwen2.5-0.5b", "litellm_model": "openai/gpt-4o-mini",
-                   "api_base": "", "attack": "rag-thief", "attack_params": {}, "attacker_llm": "none",
-                   "rounds": 10, "top_k": 2, "max_tokens": 128, "answer_budget": "context", "defenses": [],
-                   "seed": 0}
+from engine.config import PoisonConfig
+
+# The app starts where the engine's defaults and the demo preset are: no plugin is named here.
+_POISON = PoisonConfig()
+DEFAULT_PIPELINE = {"corpus": _POISON.corpus, "chunk_size": _POISON.chunk_size, "chunk_overlap": _POISON.chunk_overlap,
+                    "retriever": _POISON.retriever, "top_k": _POISON.top_k}
+LAB_LIMIT = 30          # questions prepared in the poisoning lab by default (Play stays short)
+DEFAULT_LAB = {"queries": _POISON.queries, "attack": _POISON.attack, "target": _POISON.target,
+               "target_text": _POISON.target_text, "injection": _POISON.injection, "limit": LAB_LIMIT,
+               "detectors": list(_POISON.detectors), "seed": _POISON.seed}
+EXTRACT_PRESET = "quick-extraction-demo"   # what leaks visibly offline (presets/quick-extraction-demo.yaml)
+
+
+def default_extract() -> dict[str, Any]:
+    """The extraction lab's first settings: those of :data:`EXTRACT_PRESET`."""
+    from components.extraction import settings_from_config
+    from engine.config import load_preset
+    return settings_from_config(load_preset(EXTRACT_PRESET)[1])
 
 
 def init_state() -> None:
@@ -30,7 +39,8 @@ def init_state() -> None:
     ss.setdefault("lab_playing", False)
     ss.setdefault("lab_speed", 1.0)
     # extraction lab (its own run, independent of the poisoning lab's)
-    ss.setdefault("extract", dict(DEFAULT_EXTRACT))
+    if "extract" not in ss:
+        ss["extract"] = default_extract()
     ss.setdefault("extract_run", None)
     ss.setdefault("extract_source", None)     # {"config", "corpus"} the live run was prepared from (for Reset)
     ss.setdefault("extract_playing", False)

@@ -1,9 +1,12 @@
-"""Shared test helpers: loopback ports and waiting for a server to listen."""
+"""Shared test helpers: loopback ports, waiting for a server to listen, the CLI as a subprocess."""
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -162,3 +165,10 @@ class RefusingServer(LoopbackServer):
 
         self.calls = 0
         self._serve(Handler)
+
+
+def run_cli(*args, env_extra=None, timeout=900):
+    """``python -m engine ARGS`` from the repository root as a subprocess (text output, never raises on exit codes)."""
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, env=env, timeout=timeout)

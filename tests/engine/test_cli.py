@@ -1,19 +1,14 @@
 """The CLI as a practitioner uses it: real subprocesses, one JSON line, clear one-line errors."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from helpers import run_cli
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def run_cli(*args, env_extra=None, timeout=900):
-    env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=REPO, capture_output=True, text=True,
-                          env=env, timeout=timeout)
 
 
 def test_poison_json_last_line(tmp_path):

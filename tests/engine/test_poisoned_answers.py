@@ -12,7 +12,7 @@ from engine.metrics import answer_matches, asr_generation
 from engine.metrics.intervals import overlap, wilson
 from engine.runs import PoisoningRun, read_jsonl, summarize
 from engine.views.poisoning import answer_view, item_segments
-from test_cli import run_cli
+from helpers import run_cli
 
 
 def test_goal_items_of_each_target_kind():

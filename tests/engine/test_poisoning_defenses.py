@@ -14,7 +14,7 @@ from engine.events import ContextDefended, DefenseApplied, Generated
 from engine.generators import GENERATORS
 from engine.runs import PoisoningRun
 from engine.views.poisoning import defense_view
-from test_cli import run_cli
+from helpers import run_cli
 
 PHONE = "764-759-3824"
 
