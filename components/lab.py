@@ -12,7 +12,7 @@ from engine.metrics import asr, asr_defended, asr_generation, detection, trigger
 from engine.runs.poisoning import trigger_of
 from engine.metrics.intervals import fmt_interval
 from engine.plots import asr_curves, embedding_scatter, roc_from_scores, score_histogram
-from engine.events import DetectorFitted, DetectorSkipped, Retrieved, event_to_json
+from engine.events import DetectorFitted, DetectorSkipped, PoisonsCrafted, Retrieved, event_to_json
 from engine.views.poisoning import answer_view, defense_view
 
 
@@ -129,6 +129,12 @@ def render_live_metrics(run) -> None:
         st.markdown(f"**Trigger effect** ({md_escape(trigger)}): ASR@{k} **{a_on.counts['successes']}/"
                     f"{a_on.counts['queries']}** for questions with the trigger · **{a_off.counts['successes']}/"
                     f"{a_off.counts['queries']}** without it")
+    crafted = next((e for e in run.events if isinstance(e, PoisonsCrafted)), None)
+    if crafted is not None and crafted.over_window:
+        st.warning(f"{crafted.over_window} of {crafted.n} poisons are longer than {md_escape(run.config.retriever)} "
+                   f"reads ({crafted.retriever_max_tokens} tokens; the longest has {crafted.longest_tokens}): what "
+                   "follows the cut, often the target information, never reaches the embedding, so ASR here says "
+                   "less about the target than it seems.")
     if intervals:
         st.caption(f"95% Wilson intervals after {n} question{'s' if n != 1 else ''}: " + " · ".join(intervals))
     if n:

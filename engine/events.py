@@ -153,6 +153,19 @@ class Generated(Event):
 
 
 @dataclass(frozen=True)
+class PoisonsCrafted(Event):
+    """The attack's poisons measured in the retriever's tokens: how many are longer than it reads (their
+    tail, often the target, never reaches the embedding)."""
+
+    kind: ClassVar[str] = "poisons_crafted"
+    n: int = 0
+    retriever_max_tokens: int = 0
+    over_window: int = 0
+    median_tokens: float = 0.0
+    longest_tokens: int = 0
+
+
+@dataclass(frozen=True)
 class ContextDefended(Event):
     """Poisoning with defenses: what of one question's top-K the defenses let through to the generator
     (``kept_ids``; empty when a query-stage defense blocked the question, named in ``blocked_by``)."""

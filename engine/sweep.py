@@ -101,7 +101,7 @@ def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
                                        window=retriever_window(make_retriever(cell["retriever"])))
         accum = {1: [], 2: [], 5: [], cfg.k: []}
         det: dict[str, list] = {}
-        n = 0
+        n = over = 0
         for v in range(cfg.variants):
             pc = PoisonConfig(corpus=cell["corpus"], queries=cell["query_set"], retriever=cell["retriever"],
                               attack=cfg.attack, target=cell["target"], attack_params={"variant": v}
@@ -113,6 +113,7 @@ def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
             run.run()
             s = run.summary()
             n = s["n_queries"]
+            over = max(over, int(s.get("poisons_over_window") or 0))
             for k in accum:
                 from .metrics import asr
                 accum[k].append(asr(run.events, k).value)
@@ -120,7 +121,7 @@ def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
                 if "tpr" in d:
                     det.setdefault(name, []).append((d["tpr"], d["fpr"], d["auroc"]))
         row = {**cell, **{f"asr@{k}": sum(v) / len(v) for k, v in accum.items()}, "n_queries": n,
-               "variants": cfg.variants}
+               "variants": cfg.variants, "poisons_over_window": over}
         for name, vals in det.items():
             row[f"{name}_tpr"] = sum(v[0] for v in vals) / len(vals)
             row[f"{name}_fpr"] = sum(v[1] for v in vals) / len(vals)

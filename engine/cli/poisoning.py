@@ -52,6 +52,12 @@ def _run_poison(cfg, args) -> int:
     from ..runs import PoisoningRun
 
     def warn(s: dict) -> None:
+        if s.get("poisons_over_window"):
+            pt = s["poison_tokens"]
+            print(f"warning: {s['poisons_over_window']} of {pt['n']} poisons are longer than {cfg.retriever} reads "
+                  f"({pt['retriever_max_tokens']} tokens; median poison {pt['median']:.0f}, longest "
+                  f"{pt['longest']}): what follows the cut, often the target, never reaches the embedding",
+                  file=sys.stderr)
         cs = s.get("corpus_stats") or {}
         if cs.get("over_window"):
             print(f"warning: {cs['over_window']} of {cs['chunks']} documents are longer than {cfg.retriever} reads "

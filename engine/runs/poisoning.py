@@ -32,9 +32,8 @@ from ..queries import load_queries
 from ..store import RunStore, StoreSettings, shared_base_index
 from ..types import Query
 from ..events import (AnswerScored, ContextDefended, DefenseApplied, DetectorFitted, DetectorScored, DetectorSkipped,
-                     Event, Generated, IndexBuilt,
-                     PoisonInjected, PoisonRemoved, QueryIssued, Retrieved, RoundEnded, RoundStarted, RunStarted,
-                     jsonable)
+                      Event, Generated, IndexBuilt, PoisonInjected, PoisonRemoved, PoisonsCrafted, QueryIssued,
+                      Retrieved, RoundEnded, RoundStarted, RunStarted, jsonable)
 from ..rag.prompts import get_template, render
 from ..rag.system import defend_context, defended_generation, prompt_additions, screen_query
 from .base import EventRunner
@@ -120,6 +119,11 @@ class PoisoningRun(EventRunner):
             from ..attacks.poisoning import clean_searcher
             attack.bind(clean_searcher(base))
         self.poisons = attack.craft(self.queries)
+        if window is not None and window.limit and self.poisons:
+            lengths = sorted(window.count([p.doc.text for p in self.poisons]))
+            self._emit(PoisonsCrafted, n=len(lengths), retriever_max_tokens=int(window.limit),
+                       over_window=sum(n > window.limit for n in lengths),
+                       median_tokens=float(lengths[len(lengths) // 2]), longest_tokens=int(lengths[-1]))
         self._tick("embedding queries and poisons", 0, 2)
         self._qvecs = retriever.encode_queries([q.text for q in self.queries]) if base.dense else None
         self._pvecs = retriever.encode_documents([p.doc.text for p in self.poisons])[0] if base.dense else None
@@ -385,6 +389,11 @@ def summarize(events: list[Event]) -> dict[str, Any]:
         "store_agreement": store_agreement(events).value,
         "detectors": {},
     }
+    crafted = next((e for e in events if isinstance(e, PoisonsCrafted)), None)
+    if crafted is not None:
+        out["poisons_over_window"] = crafted.over_window
+        out["poison_tokens"] = {"n": crafted.n, "median": crafted.median_tokens, "longest": crafted.longest_tokens,
+                                "retriever_max_tokens": crafted.retriever_max_tokens}
     trigger = trigger_of(cfg)
     if trigger:
         on = triggered_rounds(events, trigger)

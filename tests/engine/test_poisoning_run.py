@@ -154,3 +154,15 @@ def test_camouflaged_attack_evades_mahalanobis_without_losing_rank():
     assert c["detectors"]["mahalanobis"]["tpr"] < 0.5 < p["detectors"]["mahalanobis"]["tpr"]
     q0 = camo.queries[0].text
     assert camo.poisons[0].doc.text.startswith(q0) and len(camo.poisons[0].doc.text) > len(plain.poisons[0].doc.text)
+
+
+def test_poisons_longer_than_the_retriever_reads_are_counted():
+    long_target = " ".join(f"The clinic phone line 555-010-{i:04d} is open." for i in range(60))
+    run = PoisoningRun(PoisonConfig(limit=3, detectors=(), target="custom", target_text=long_target))
+    run.run()
+    s = run.summary()
+    assert s["poisons_over_window"] == 3 and s["poison_tokens"]["retriever_max_tokens"] == 254
+    assert s["poison_tokens"]["longest"] > 254
+    short = PoisoningRun(PoisonConfig(limit=3, detectors=()))
+    short.run()
+    assert short.summary()["poisons_over_window"] == 0
