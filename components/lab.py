@@ -95,8 +95,8 @@ def render_live_metrics(run) -> None:
         col.metric(f"ASR@{k}", f"{m.value:.2f}" if n else "–", help=f"{m.formula}: {m.counts}")
         if n and m.ci:
             intervals.append(f"ASR@{k} {fmt_interval(m.ci)}")
-    if run.config.defenses:
-        dm = asr_defended(run.events)
+    dm = asr_defended(run.events) if dfn else None
+    if dm is not None and dm.ci:
         intervals.append(f"after defenses {fmt_interval(dm.ci)}")
     if gen:
         g = asr_generation(run.events)
@@ -107,8 +107,7 @@ def render_live_metrics(run) -> None:
                             "the poison was retrieved)")
         if answered and g.ci:
             intervals.append(f"answers {fmt_interval(g.ci)}")
-    if dfn:
-        dm = asr_defended(run.events)
+    if dm is not None:
         cols[3].metric("ASR after defenses", f"{dm.value:.2f}" if dm.counts["queries"] else "–",
                        help=f"{dm.formula}: {dm.counts}")
     for col, name in zip(cols[3 + dfn + gen:], run.config.detectors):
