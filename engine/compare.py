@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Optional
 from .config import ComparisonConfig, ExtractionConfig, defense_set
 from .defenses import make_defenses
 from .embedders import make_retriever
+from .executors import ExecutorConfig
 from .metrics.catalog import LEAKAGE, STAGE
 from .metrics.intervals import overlap, wilson
 from .generators import GENERATORS
@@ -83,9 +84,58 @@ def _unfinished_run(runs_dir: Path, ecfg: ExtractionConfig) -> Path | None:
     return None
 
 
+def compare_cell(item: tuple, reporter=None) -> dict[str, Any] | None:
+    """One cell of a comparison: ``item`` = (config dict, repeat, kb, attack, configuration, output folder or
+    None, resume, with utility). Runs (or resumes) the extraction and, when asked, the configuration's utility
+    evaluation; returns the cell's row (utility under ``"utility"``), or None when ``reporter`` asked it to stop
+    (its finished rounds are on disk and the next call resumes them). The same function runs in this process
+    and as a Ray task (:mod:`engine.executors`)."""
+    cfg_dict, rep, kb, attack, conf, out_dir, resume, with_utility = item
+    cfg = ComparisonConfig.from_dict(cfg_dict)
+    ecfg = cfg.extraction_config(attack, conf, rep, kb=kb)
+    out = Path(out_dir) if out_dir else None
+
+    def tick(stage: str, d: int, t: int) -> None:
+        if reporter is not None:
+            reporter.progress(stage, d, t)
+
+    def stopping() -> bool:
+        return reporter is not None and reporter.should_stop()
+
+    half = _unfinished_run(out / "runs", ecfg) if out and resume else None
+    if half is not None:
+        run = ExtractionRun.resume(half, progress=tick)
+    else:
+        run = ExtractionRun(ecfg, out_dir=out / "runs" if out else None, progress=tick)
+    try:
+        if half is None:
+            run.prepare()
+        while not run.done:
+            if stopping():
+                break
+            run.step()
+            tick("attacking", run.rounds_done, ecfg.rounds)
+        if not run.done:
+            return None          # stopped mid-cell: its rounds are on disk, the next call resumes it
+        run.finish()
+    finally:
+        run.close()
+    s = run.summary()
+    row = {"kb": kb, "attack": attack, "configuration": conf, "defenses": list(defense_set(conf)),
+           "run_id": run.run_id, "seed": ecfg.seed, **{k: s[k] for k in LEAK_KEYS}, "rounds": s["rounds"],
+           "kb_size": s["kb_size"], "blocked": s["blocked"], "curves": s["curves"], "seconds": s["seconds"],
+           **{k: s.get(k) for k in STAGE_KEYS},
+           **({"cascade": s["cascade"]} if "cascade" in s else {})}
+    if with_utility:
+        row["utility"] = utility_of(cfg, conf, progress=tick)
+    return row
+
+
 def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, progress: Progress | None = None,
                    stop: Optional[threading.Event] = None,
-                   on_row: Callable[[dict], None] | None = None, resume: bool = True) -> list[ComparisonRow]:
+                   on_row: Callable[[dict], None] | None = None, resume: bool = True,
+                   executor: ExecutorConfig | None = None,
+                   failed: list[dict[str, Any]] | None = None) -> list[ComparisonRow]:
     """:class:`~engine.summaries.ComparisonRow` s of (kb, attack, configuration, leakage metrics, utility, ratios to 'none'); ``stop`` ends early.
 
     With ``cfg.repeats`` > 1 every (attack, configuration) runs once per seed (base seed, base seed
@@ -96,9 +146,16 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
     Resumable cell by cell (``resume``, with ``out_dir``): when ``out_dir/comparison.json`` holds runs of
     the same configuration, finished cells are kept and skipped, and a cell whose run stopped half-way
     continues from its last finished round (``ExtractionRun.resume``).
+
+    ``executor`` says where cells run (:mod:`engine.executors`: here one after another, or as Ray tasks, the
+    same numbers either way; on Ray the output folder must be on storage every node sees). Utility is
+    evaluated once per configuration, by its first cell. A cell that failed on Ray is listed under
+    ``failed`` in ``comparison.json`` (and appended to the ``failed`` list, when given) and retried by the
+    next call.
     """
+    from .executors import run_cells
+
     runs: list[dict[str, Any]] = []
-    rows: list[dict[str, Any]] = []
     utility: dict[str, dict] = {}
     kbs = cfg.knowledge_bases()
     from .corpora import check_corpus_spec
@@ -120,57 +177,59 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
             for r in runs:
                 if any(k.startswith("utility_") for k in r):
                     utility.setdefault(r["configuration"], {k[8:]: v for k, v in r.items() if k.startswith("utility_")})
+    seeds = {rep: cfg.extraction_config(a, c, rep, kb=kb).seed for rep, kb, a, c in cells}
     done = {(r.get("seed"), r.get("kb"), r["attack"], r["configuration"]) for r in runs}
+    order = {(seeds[rep], kb, a, c): i for i, (rep, kb, a, c) in enumerate(cells)}
+    todo: list[tuple[int, tuple]] = []
+    asked: set[str] = set(utility) if cfg.utility_limit != 0 else set(cfg.configurations)
+    cfg_dict = cfg.to_dict()
     for i, (rep, kb, attack, conf) in enumerate(cells):
-        if stop is not None and stop.is_set():
-            break
-        ecfg = cfg.extraction_config(attack, conf, rep, kb=kb)
-        if (ecfg.seed, kb, attack, conf) in done:
+        if (seeds[rep], kb, attack, conf) in done:
             continue
-        label = (f"{attack} vs {conf}" + (f" on {kb}" if len(kbs) > 1 else "")
-                 + (f" (seed {rep + 1}/{cfg.repeats})" if cfg.repeats > 1 else ""))
+        todo.append((i, (cfg_dict, rep, kb, attack, conf, str(out) if out else None, resume, conf not in asked)))
+        asked.add(conf)
+    failed = failed if failed is not None else []
+    placement: list[dict[str, Any]] = []
 
-        def tick(stage: str, d: int, t: int, _i=i, _label=label) -> None:
-            if progress:
-                progress(f"[{_i + 1}/{len(cells)}] {_label}: {stage}", d, t)
+    def label(i: int) -> str:
+        rep, kb, attack, conf = cells[i]
+        return (f"{attack} vs {conf}" + (f" on {kb}" if len(kbs) > 1 else "")
+                + (f" (seed {rep + 1}/{cfg.repeats})" if cfg.repeats > 1 else ""))
 
-        half = _unfinished_run(out / "runs", ecfg) if out and resume else None
-        if half is not None:
-            run = ExtractionRun.resume(half, progress=tick)
-        else:
-            run = ExtractionRun(ecfg, out_dir=out / "runs" if out else None, progress=tick)
-        try:
-            if half is None:
-                run.prepare()
-            while not run.done:
-                if stop is not None and stop.is_set():
-                    break
-                run.step()
-                tick("attacking", run.rounds_done, ecfg.rounds)
-            if not run.done:
-                break            # stopped mid-cell: its rounds are on disk, the next call resumes it
-            run.finish()
-        finally:
-            run.close()
-        s = run.summary()
-        if conf not in utility and cfg.utility_limit != 0:
-            utility[conf] = utility_of(cfg, conf, progress=tick)
-        row = {"kb": kb, "attack": attack, "configuration": conf, "defenses": list(defense_set(conf)),
-               "run_id": run.run_id, "seed": ecfg.seed, **{k: s[k] for k in LEAK_KEYS}, "rounds": s["rounds"],
-               "kb_size": s["kb_size"], "blocked": s["blocked"], "curves": s["curves"], "seconds": s["seconds"],
-               **{k: s.get(k) for k in STAGE_KEYS},
-               **({"cascade": s["cascade"]} if "cascade" in s else {}),
-               **{f"utility_{k}": v for k, v in utility.get(conf, {}).items()}}
-        runs.append(row)
-        if on_row:
-            on_row(row)
-        rows = aggregate_runs(runs)
-        add_ratios(rows)
+    def cell_progress(i: int, stage: str, d: int, t: int) -> None:
+        if progress:
+            progress(f"[{i + 1}/{len(cells)}] {label(i)}: {stage}", d, t)
+
+    def save() -> None:
+        for r in runs:      # utility is per configuration: every run of it shows the same figures
+            r.update({f"utility_{k}": v for k, v in utility.get(r["configuration"], {}).items()})
+        runs.sort(key=lambda r: order.get((r.get("seed"), r.get("kb"), r["attack"], r["configuration"]), len(order)))
         if out:  # after every cell, so a stopped or killed comparison keeps what it finished
+            rows = aggregate_runs(runs)
+            add_ratios(rows)
             out.mkdir(parents=True, exist_ok=True)
-            (out / "comparison.json").write_text(json.dumps({"config": cfg.to_dict(), "rows": rows, "runs": runs,
-                                                            "complete": len(runs) == len(cells)},
-                                                           indent=2, default=str))
+            (out / "comparison.json").write_text(json.dumps(
+                {"config": cfg.to_dict(), "rows": rows, "runs": runs, "complete": len(runs) == len(cells),
+                 **({"failed": failed} if failed else {}), **({"placement": placement} if placement else {})},
+                indent=2, default=str))
+
+    def on_done(o) -> None:
+        rep, kb, attack, conf = cells[o.index]
+        placement.append({"cell": label(o.index), **o.to_dict()})
+        if o.error:
+            failed.append({"kb": kb, "attack": attack, "configuration": conf, "seed": seeds[rep], "error": o.error})
+        elif o.result is not None:
+            row = dict(o.result)
+            u = row.pop("utility", None)
+            if u is not None:
+                utility[conf] = {k: u[k] for k in ("acc", "faithfulness", "n", "n_graded", "blocked")}
+            runs.append(row)
+        save()
+        if o.result is not None and on_row:
+            on_row(runs[[r["run_id"] for r in runs].index(o.result["run_id"])])
+
+    run_cells(compare_cell, todo, executor=executor, on_done=on_done, progress=cell_progress,
+              should_stop=(lambda: stop is not None and stop.is_set()))
     rows = aggregate_runs(runs)
     add_ratios(rows)
     return [ComparisonRow.from_dict(r) for r in rows]

@@ -282,6 +282,14 @@ def load_preset(name_or_path: str) -> tuple[str, Params, dict[str, Any]]:
     kind = raw.pop("kind", "poison")
     if kind not in PRESET_KINDS:
         raise ConfigError(f"{path.name}: kind {kind!r} is not one of {', '.join(PRESET_KINDS)}")
+    if "executor" in raw:   # where a sweep's or a comparison's cells run; not part of the results
+        if kind not in ("sweep", "compare"):
+            raise ConfigError(f"{path.name}: executor: only sweep and compare presets run cells on an executor")
+        from .executors import ExecutorConfig
+        ex = raw.pop("executor")
+        if not isinstance(ex, dict):
+            raise ConfigError(f"{path.name}: executor must be a mapping (executor: ray, workers: 2, ...)")
+        meta["executor"] = ExecutorConfig.from_dict(ex, where=f"{path.name}: executor")
     cfg = PRESET_KINDS[kind].from_dict(raw, where=path.name)
     meta.setdefault("name", path.stem)
     return kind, cfg, meta

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 import pandas as pd
 
 from .config import PoisonConfig, SweepConfig
 from .corpora import load_corpus, retriever_window
 from .embedders import make_retriever
+from .executors import ExecutorConfig
 from .paths import writable_dir
 from .runs.poisoning import PoisoningRun
 
@@ -30,6 +31,7 @@ class SweepResult:
 
     cells: pd.DataFrame          # one row per (corpus, retriever, query set, target): ASR@1/2/5, n
     complete: bool
+    failed: list = field(default_factory=list)   # cells that failed on Ray: the cell and its error
 
     def table1(self, k: int) -> pd.DataFrame:
         """Rows (corpus, retriever, query set), columns target, cells ASR@k — the paper's Table 1 layout."""
@@ -71,67 +73,116 @@ def finished_cells(cfg: SweepConfig, out_dir: str | Path | None) -> list[dict]:
         return []
 
 
+_WORKER_CORPORA: dict[tuple, object] = {}   # a Ray worker's corpora, kept for its next cells (at most 2)
+
+
+def sweep_cell(item: tuple[dict, dict], reporter=None, corpora: dict | None = None) -> dict | None:
+    """One cell of a sweep: ``item`` = (the sweep's config as a dict, the cell); returns its row (ASR@1/2/5/K,
+    detector rates averaged over the ``variants`` target documents), or None when ``reporter`` asked it to
+    stop. The same function runs in this process and as a Ray task (:mod:`engine.executors`)."""
+    from .metrics import asr
+
+    cfg_dict, cell = item
+    cfg = SweepConfig.from_dict(cfg_dict)
+    if corpora is None:
+        corpora = _WORKER_CORPORA
+    key = (cell["corpus"], cell["retriever"], cfg.chunk_size, cfg.chunk_overlap, cfg.data_dir)
+    if key not in corpora:   # chunks are measured in each retriever's own tokens
+        while corpora is _WORKER_CORPORA and len(corpora) >= 2:
+            corpora.pop(next(iter(corpora)))
+        corpora[key] = load_corpus(cell["corpus"], data_dir=cfg.data_dir or None, chunk_size=cfg.chunk_size,
+                                   chunk_overlap=cfg.chunk_overlap,
+                                   window=retriever_window(make_retriever(cell["retriever"])))
+    accum: dict[int, list[float]] = {1: [], 2: [], 5: [], cfg.k: []}
+    det: dict[str, list] = {}
+    n = over = 0
+    for v in range(cfg.variants):
+        if reporter is not None:
+            if reporter.should_stop():
+                return None
+            reporter.progress("target documents", v, cfg.variants)
+        pc = PoisonConfig(corpus=cell["corpus"], queries=cell["query_set"], retriever=cell["retriever"],
+                          attack=cfg.attack, target=cell["target"], attack_params={"variant": v}
+                          if cfg.attack != "poisonedrag" else None,
+                          injection=cfg.injection, limit=cfg.limit, top_k=max(5, cfg.k), detectors=cfg.detectors,
+                          chunk_size=cfg.chunk_size, chunk_overlap=cfg.chunk_overlap, seed=cfg.seed,
+                          data_dir=cfg.data_dir)
+        run = PoisoningRun(pc, corpus=corpora[key])
+        run.run()
+        s = run.summary()
+        n = s["n_queries"]
+        over = max(over, int(s.get("poisons_over_window") or 0))
+        for k in accum:
+            accum[k].append(asr(run.events, k).value)
+        for name, d in s["detectors"].items():
+            if "tpr" in d:
+                det.setdefault(name, []).append((d["tpr"], d["fpr"], d["auroc"]))
+    row = {**cell, **{f"asr@{k}": sum(v) / len(v) for k, v in accum.items()}, "n_queries": n,
+           "variants": cfg.variants, "poisons_over_window": over}
+    for name, vals in det.items():
+        row[f"{name}_tpr"] = sum(v[0] for v in vals) / len(vals)
+        row[f"{name}_fpr"] = sum(v[1] for v in vals) / len(vals)
+        row[f"{name}_auroc"] = sum(v[2] for v in vals) / len(vals)
+    return row
+
+
+def _cell_key(cell: Mapping) -> tuple[str, ...]:
+    return tuple(str(cell[k]) for k in CELL_KEYS)
+
+
 def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
-              should_stop: Callable[[], bool] = lambda: False, out_dir: str | Path | None = None) -> SweepResult:
+              should_stop: Callable[[], bool] = lambda: False, out_dir: str | Path | None = None,
+              executor: ExecutorConfig | None = None,
+              cell_progress: Callable[[dict, str, int, int], None] | None = None) -> SweepResult:
     """Run every cell (averaging ``variants`` target documents); stops early when asked. With ``out_dir``
-    each finished cell is written at once and the cells a previous run finished are skipped."""
+    each finished cell is written at once (rows in grid order, whatever order they finished in) and the
+    cells a previous run finished are skipped. ``executor`` says where cells run (here, or as Ray tasks: the
+    same rows either way); ``cell_progress(cell, stage, done, total)`` reports work inside a cell. A cell that
+    failed on Ray is listed in ``result.failed`` (and ``sweep_failed.json``), not in the rows; running the
+    sweep again retries it."""
+    from .executors import run_cells
+
     cells = grid(cfg)
     if not cells:
         from .errors import ConfigError
         raise ConfigError("the sweep has no cells: give at least one corpus, retriever, query set and target")
+    order = {_cell_key(c): i for i, c in enumerate(cells)}
     rows = finished_cells(cfg, out_dir)
-    done = {tuple(str(r[k]) for k in CELL_KEYS) for r in rows}
-    if out_dir:
-        out = Path(out_dir)
+    done = {_cell_key(r) for r in rows}
+    out = Path(out_dir) if out_dir else None
+    if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / "sweep.json").write_text(json.dumps({"config": cfg.to_dict(), "cells": len(cells)}, indent=2,
                                                    default=str))
-    corpora: dict[str, object] = {}
-    complete = True
-    for i, cell in enumerate(cells):
-        if tuple(str(cell[k]) for k in CELL_KEYS) in done:
-            continue
-        if should_stop():
-            complete = False
-            break
-        key = (cell["corpus"], cell["retriever"])   # chunks are measured in each retriever's own tokens
-        if key not in corpora:
-            corpora[key] = load_corpus(cell["corpus"], data_dir=cfg.data_dir or None, chunk_size=cfg.chunk_size,
-                                       chunk_overlap=cfg.chunk_overlap,
-                                       window=retriever_window(make_retriever(cell["retriever"])))
-        accum = {1: [], 2: [], 5: [], cfg.k: []}
-        det: dict[str, list] = {}
-        n = over = 0
-        for v in range(cfg.variants):
-            pc = PoisonConfig(corpus=cell["corpus"], queries=cell["query_set"], retriever=cell["retriever"],
-                              attack=cfg.attack, target=cell["target"], attack_params={"variant": v}
-                              if cfg.attack != "poisonedrag" else None,
-                              injection=cfg.injection, limit=cfg.limit, top_k=max(5, cfg.k), detectors=cfg.detectors,
-                              chunk_size=cfg.chunk_size, chunk_overlap=cfg.chunk_overlap, seed=cfg.seed,
-                              data_dir=cfg.data_dir)
-            run = PoisoningRun(pc, corpus=corpora[key])
-            run.run()
-            s = run.summary()
-            n = s["n_queries"]
-            over = max(over, int(s.get("poisons_over_window") or 0))
-            for k in accum:
-                from .metrics import asr
-                accum[k].append(asr(run.events, k).value)
-            for name, d in s["detectors"].items():
-                if "tpr" in d:
-                    det.setdefault(name, []).append((d["tpr"], d["fpr"], d["auroc"]))
-        row = {**cell, **{f"asr@{k}": sum(v) / len(v) for k, v in accum.items()}, "n_queries": n,
-               "variants": cfg.variants, "poisons_over_window": over}
-        for name, vals in det.items():
-            row[f"{name}_tpr"] = sum(v[0] for v in vals) / len(vals)
-            row[f"{name}_fpr"] = sum(v[1] for v in vals) / len(vals)
-            row[f"{name}_auroc"] = sum(v[2] for v in vals) / len(vals)
-        rows.append(row)
-        if out_dir:   # now, so a later fault or a kill loses at most the next cell
-            pd.DataFrame(rows).to_csv(Path(out_dir) / "sweep_cells.csv", index=False)
-        if progress:
-            progress(i + 1, len(cells), row)
-    return SweepResult(pd.DataFrame(rows), complete)
+    failed: list[dict] = []
+    placement: list[dict] = []
+    corpora: dict[tuple, object] = {}
+    cfg_dict = cfg.to_dict()
+    todo = [(i, (cfg_dict, c)) for i, c in enumerate(cells) if _cell_key(c) not in done]
+
+    def on_done(o) -> None:
+        cell = cells[o.index]
+        placement.append({**cell, **o.to_dict()})
+        if o.error:
+            failed.append({**cell, "error": o.error})
+        elif o.result is not None:
+            rows.append(o.result)
+            rows.sort(key=lambda r: order.get(_cell_key(r), len(order)))
+            if out:   # now, so a later fault or a kill loses at most the cells in flight
+                pd.DataFrame(rows).to_csv(out / "sweep_cells.csv", index=False)
+            if progress:
+                progress(len(rows), len(cells), o.result)
+        if out:
+            (out / "placement.json").write_text(json.dumps(placement, indent=2, default=str))
+            if failed:
+                (out / "sweep_failed.json").write_text(json.dumps(failed, indent=2, default=str))
+
+    local = executor is None or executor.executor == "local"
+    fn = (lambda item, rep: sweep_cell(item, rep, corpora)) if local else sweep_cell
+    inner = (lambda i, stage, d, t: cell_progress(cells[i], stage, d, t)) if cell_progress else None
+    run_cells(fn, todo, executor=executor, on_done=on_done, progress=inner, should_stop=should_stop)
+    complete = len(rows) == len(cells)
+    return SweepResult(pd.DataFrame(rows), complete, failed)
 
 
 def write_sweep(result: SweepResult, out_dir: str | Path, k: int) -> dict[str, str]:

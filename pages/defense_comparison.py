@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.comparison import render_results
+from components.executor import executor_config, executor_section
 from components.job_panel import job_panel
 from components.params_form import registry_forms
 from components.state import data_dir, init_state, my_comparisons_dir, owner
@@ -65,6 +66,7 @@ with st.form("cmp_setup"):
     ulimit = c3.number_input("Utility questions (first N)", 1, 1000, 5)
     with st.expander("Defense parameters (used by the configurations that switch a defense on)"):
         defense_params = registry_forms(DEFENSES, DEFENSES.names(), st.session_state.get("cmp_defense_params"))
+    executor_values = executor_section("cmp")
     start = st.form_submit_button("Start comparison", type="primary", disabled=bool(job and job.running))
 
 if start:
@@ -87,12 +89,14 @@ if start:
                                           "attacks": list(attacks), "utility_corpus": ucorpus,
                                           "utility_queries": uqueries, "utility_limit": int(ulimit),
                                           "repeats": int(repeats)})
+        executor = executor_config("cmp", executor_values)
         out = new_comparison_dir(owner())
         live: list[dict] = []
-        st.session_state.update(cmp_cfg=cfg, cmp_dir=str(out), cmp_live=live)
+        failed: list[dict] = []
+        st.session_state.update(cmp_cfg=cfg, cmp_dir=str(out), cmp_live=live, cmp_failed=failed)
         st.session_state["cmp_job"] = job = Job("compare", lambda progress, stop: run_comparison(
             cfg, out_dir=out, progress=lambda stage, d, t: progress(d, t, stage), stop=stop_flag(stop),
-            on_row=live.append)).start()
+            on_row=live.append, executor=executor, failed=failed)).start()
         st.rerun()
     except EngineError as e:
         st.error(md_escape(e))
@@ -108,6 +112,10 @@ def comparison_progress(j: Job) -> tuple[float, str]:
 
 job_panel("cmp_job", what="comparison", progress=comparison_progress, stop_label="Stop after this run",
           stop_key="cmp_stop", drawn=job is not None and not job.running)
+if job is not None and not job.running:
+    for f in st.session_state.get("cmp_failed", []):   # the other runs are kept; running it again retries these
+        st.error(md_escape(f"{f['attack']} vs {f['configuration']} on {f['kb']} (seed {f['seed']}) failed: "
+                           f"{f['error']}"))
 
 if job is not None and not job.running and job.result is not None and st.session_state.get("cmp_view_job") is not job:
     cfg = st.session_state["cmp_cfg"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components.executor import executor_config, executor_section
 from components.job_panel import job_panel
 from components.state import data_dir, init_state
 from components.text import md_escape
@@ -32,6 +33,7 @@ with st.form("sweep_setup"):
     limit = c3.number_input("Questions per set (first N)", 1, 5000, 20)
     variants = c4.number_input("Target documents per kind (averaged)", 1, 5, 1)
     k = c5.number_input("K of ASR@K", 1, 20, 2)
+    executor_values = executor_section("sweep")
     start = st.form_submit_button("Start sweep", type="primary", disabled=bool(job and job.running))
 if start:
     try:
@@ -40,9 +42,10 @@ if start:
                           chunk_size=None if corpora == ["bioasq"] else 512, data_dir=data_dir())
         if not grid(cfg):
             raise EngineError("choose at least one corpus, retriever, query set and target")
+        executor = executor_config("sweep", executor_values)
         st.session_state["sweep_cfg"] = cfg
         st.session_state["sweep_job"] = job = Job("sweep", lambda progress, stop: run_sweep(
-            cfg, progress=progress, should_stop=stop)).start()
+            cfg, progress=progress, should_stop=stop, executor=executor)).start()
         st.rerun()
     except EngineError as e:
         st.error(md_escape(e))
@@ -59,7 +62,10 @@ job_panel("sweep_job", what="sweep", progress=sweep_progress, stop_label="Stop a
 if job is not None and not job.running and job.result is not None:
     cfg = st.session_state["sweep_cfg"]
     res = job.result
-    if not res.complete:
+    for f in res.failed:
+        st.error(md_escape(f"Cell {f['corpus']} / {f['retriever']} / {f['query_set']} / {f['target']} failed: "
+                           f"{f['error']}"))
+    if not res.complete and not res.failed:
         st.warning("Stopped early: the table shows the cells that finished.")
     table = res.table1(cfg.k)
     fig = table1_heatmap(table, cfg.k)

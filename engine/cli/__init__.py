@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ..errors import EngineError
 from ..secrets import scrub
-from .common import _partial_line, _progress_printer, check_args
+from .common import _partial_line, _progress_printer, add_executor_args, check_args
 from .extraction import _finish_extraction, run_compare
 from .extraction import add_parsers as add_extraction_parsers
 from .poisoning import _run_poison, _sweep
@@ -33,7 +33,7 @@ def cmd_run(args) -> int:
         if kind == "compare":
             if args.data_dir:
                 cfg = cfg.replace(base={**dict(cfg.base or {}), "data_dir": args.data_dir})
-            return run_compare(cfg, args)
+            return run_compare(cfg, args, meta)
         if args.data_dir:
             cfg = cfg.replace(data_dir=args.data_dir)
         return _finish_extraction(ExtractionRun(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet)),
@@ -42,7 +42,7 @@ def cmd_run(args) -> int:
         cfg = cfg.replace(data_dir=args.data_dir)
     if args.limit is not None:
         cfg = cfg.replace(limit=args.limit)
-    return _run_poison(cfg, args) if kind == "poison" else _sweep(cfg, args)
+    return _run_poison(cfg, args) if kind == "poison" else _sweep(cfg, args, meta)
 
 
 def cmd_list(args) -> int:
@@ -104,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("run", help="run a preset (YAML file or bundled name)")
     pr.add_argument("preset")
     pr.add_argument("--limit", type=int)
+    add_executor_args(pr)
     common(pr)
     pr.set_defaults(func=cmd_run)
 

@@ -61,8 +61,37 @@ def check_args(args) -> None:
 
 
 
-def load_kind_preset(name: str, kind: str, quiet: bool) -> Any:
-    """A preset that must be of ``kind`` (one clear error otherwise); its description goes to stderr."""
+def executor_of(args: Any, meta: dict | None = None) -> Any:
+    """The :class:`~engine.executors.ExecutorConfig` of a sweep or comparison: the preset's ``executor:``
+    section, with ``--executor``, ``--ray-address``, ``--workers`` and ``--cpus-per-cell`` on top. Asking for
+    Ray without Ray installed is one clear error, before any work."""
+    from ..executors import ExecutorConfig, import_ray
+
+    values = (meta or {}).get("executor", ExecutorConfig()).to_dict()
+    for key in ("executor", "ray_address", "workers", "cpus_per_cell"):
+        v = getattr(args, key, None)
+        if v is not None:
+            values[key] = v
+    cfg = ExecutorConfig.from_dict(values, where="executor")
+    if cfg.executor == "ray":
+        import_ray()
+    return cfg
+
+
+def add_executor_args(sp: Any) -> None:
+    """``--executor``, ``--ray-address``, ``--workers``, ``--cpus-per-cell`` (override a preset's ``executor:``)."""
+    sp.add_argument("--executor", help="where cells run: local (here, one after another) or ray (Ray tasks; "
+                                       "pip install -r requirements-scale.txt)")
+    sp.add_argument("--ray-address", dest="ray_address",
+                    help="Ray cluster: empty starts a local Ray, 'auto' joins the one 'ray start' runs here, "
+                         "ray://host:10001 a remote one")
+    sp.add_argument("--workers", type=int, help="cells running at once on Ray (0: CPUs ÷ CPUs per cell)")
+    sp.add_argument("--cpus-per-cell", dest="cpus_per_cell", type=int, help="CPUs Ray reserves per cell")
+
+
+def load_kind_preset(name: str, kind: str, quiet: bool) -> tuple[Any, dict]:
+    """A preset that must be of ``kind`` (one clear error otherwise) and its meta (name, description,
+    executor); its description goes to stderr."""
     from ..config import load_preset
     from ..errors import ConfigError
 
@@ -72,7 +101,7 @@ def load_kind_preset(name: str, kind: str, quiet: bool) -> Any:
                           + ("; run it with 'python -m engine run'" if kind == "sweep" else ""))
     if not quiet:
         print(f"preset {meta.get('name')}: {meta.get('description', '').strip()}", file=sys.stderr)
-    return cfg
+    return cfg, meta
 
 
 def finish_run(run: Any, args: Any, show: Any, warn: Any = None) -> int:

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from ..metrics.intervals import fmt_interval
+from .common import add_executor_args
 
 
 
@@ -167,13 +168,17 @@ def _caveat(check: dict) -> str:
     return out
 
 
-def run_compare(cfg, args) -> int:
-    """Run a comparison, print its table and the RAGFort ablation-direction checks; returns the exit code."""
-    from .common import _clean, _progress_printer
+def run_compare(cfg, args, meta: dict | None = None) -> int:
+    """Run a comparison, print its table and the RAGFort ablation-direction checks; returns the exit code
+    (1 when a cell failed on Ray: the others are kept and running the same command again retries it)."""
+    from .common import _clean, _progress_printer, executor_of
     from ..compare import ablation_direction, average_ablation_direction, run_comparison
 
     kbs = cfg.knowledge_bases()
-    rows = run_comparison(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet))
+    executor = executor_of(args, meta)
+    failed: list = []
+    rows = run_comparison(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet), executor=executor,
+                          failed=failed)
     checks = {(f"{a} on {kb}" if len(kbs) > 1 else a): ablation_direction(rows, a, kb=kb if len(kbs) > 1 else None)
               for kb in kbs for a in cfg.attacks}
     average = average_ablation_direction(rows)
@@ -188,10 +193,13 @@ def run_compare(cfg, args) -> int:
             print(f"RAGFort ablation, relative CRR averaged over {average['attacks']} attack × KB pairs: reindex+cascade "
                   f"{rr['reindex+cascade']:.2f}× · reindex {rr['reindex']:.2f}× · cascade {rr['cascade']:.2f}× · "
                   f"none 1.00×: direction {'holds' if average['holds'] else 'does NOT hold'}{_caveat(average)}")
+    for f in failed:
+        print(f"cell {f['attack']} vs {f['configuration']} on {f['kb']} (seed {f['seed']}) failed: {f['error']}",
+              file=sys.stderr)
     if args.json:
         print(json.dumps(_clean({"rows": [{k: v for k, v in r.items() if k != "curves"} for r in rows],
-                                 "ablation": checks, "ablation_average": average})))
-    return 0
+                                 "ablation": checks, "ablation_average": average, "failed": failed})))
+    return 1 if failed else 0
 
 
 def cmd_compare(args) -> int:
@@ -199,8 +207,9 @@ def cmd_compare(args) -> int:
     from ..config import ComparisonConfig
     from .common import load_kind_preset
 
+    meta: dict = {}
     if args.preset:
-        cfg = load_kind_preset(args.preset, "compare", args.quiet)
+        cfg, meta = load_kind_preset(args.preset, "compare", args.quiet)
     else:
         gname, gparams = _gen(args.generator, None)
         cfg = ComparisonConfig.from_dict({"base": {"kb": args.kb, "generator": gname, "generator_params": gparams,
@@ -224,7 +233,7 @@ def cmd_compare(args) -> int:
     if args.kbs:
         over["kbs"] = tuple(k.strip() for k in args.kbs.split(",") if k.strip())
     cfg = ComparisonConfig.from_dict({**cfg.to_dict(), "base": base, **over})
-    return run_compare(cfg, args)
+    return run_compare(cfg, args, meta)
 
 
 def add_parsers(sub, common) -> None:
@@ -276,5 +285,6 @@ def add_parsers(sub, common) -> None:
     pc.add_argument("--utility-limit", type=int)
     pc.add_argument("--repeats", type=int, help="runs per attack × configuration (seeds base, base+1, …); "
                                                 "the table reports means and standard deviations")
+    add_executor_args(pc)
     common(pc)
     pc.set_defaults(func=cmd_compare)

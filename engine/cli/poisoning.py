@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from ..metrics.intervals import fmt_interval
-from .common import _clean, _progress_printer, finish_run
+from .common import _clean, _progress_printer, add_executor_args, finish_run
 
 def _print_summary(s: dict) -> None:
     print(f"run {s['run_id']}: {s['attack']} attack ({s['target']}), {s['injection']}, retriever {s['retriever']}")
@@ -105,8 +105,11 @@ def cmd_poison(args) -> int:
     return _run_poison(PoisonConfig.from_dict(values), args)
 
 
-def _sweep(cfg, args) -> int:
+def _sweep(cfg, args, meta: dict | None = None) -> int:
     from ..sweep import grid, run_sweep, write_sweep
+    from .common import executor_of
+
+    executor = executor_of(args, meta)
 
     try:
         from tqdm import tqdm
@@ -128,7 +131,8 @@ def _sweep(cfg, args) -> int:
     if bar is not None and already:
         bar.update(already)
     try:
-        result = run_sweep(cfg, progress=prog, should_stop=lambda: stop["flag"], out_dir=out_dir)
+        result = run_sweep(cfg, progress=prog, should_stop=lambda: stop["flag"], out_dir=out_dir,
+                           executor=executor)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -140,10 +144,13 @@ def _sweep(cfg, args) -> int:
         print(result.table1(cfg.k).round(3).to_string())
         for k, p in paths.items():
             print(f"{k}: {p}")
+    for f in result.failed:   # the other cells are kept; running the sweep again retries these
+        print(f"cell {f['corpus']}/{f['retriever']}/{f['query_set']}/{f['target']} failed: {f['error']}",
+              file=sys.stderr)
     if args.json:
         print(json.dumps(_clean({"cells": result.cells.to_dict(orient="records"), "files": paths,
-                                 "complete": result.complete})))
-    return 0
+                                 "complete": result.complete, "failed": result.failed})))
+    return 1 if result.failed else 0
 
 
 def cmd_sweep(args) -> int:
@@ -152,8 +159,9 @@ def cmd_sweep(args) -> int:
     from ..config import SweepConfig
     from .common import load_kind_preset
 
+    meta: dict = {}
     if args.preset:
-        cfg = load_kind_preset(args.preset, "sweep", True)
+        cfg, meta = load_kind_preset(args.preset, "sweep", True)
     else:
         values: dict[str, Any] = {}
         for key in ("corpora", "retrievers", "query_sets", "targets", "detectors"):
@@ -169,7 +177,7 @@ def cmd_sweep(args) -> int:
         cfg = cfg.replace(data_dir=args.data_dir)
     if args.limit is not None:
         cfg = cfg.replace(limit=args.limit)
-    return _sweep(cfg, args)
+    return _sweep(cfg, args, meta)
 
 
 def cmd_analyze(args) -> int:
@@ -240,6 +248,7 @@ def add_parsers(sub, common) -> None:
     pw.add_argument("--k", type=int)
     pw.add_argument("--variants", type=int)
     pw.add_argument("--seed", type=int)
+    add_executor_args(pw)
     common(pw)
     pw.set_defaults(func=cmd_sweep)
 

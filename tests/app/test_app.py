@@ -260,6 +260,24 @@ def test_sweep_runs_in_the_background_and_draws_the_heat_map():
     assert any("heat map" in b.label.lower() for b in at.get("download_button"))
 
 
+def test_sweep_runs_its_cells_on_ray_when_asked():
+    """The executor section of the form: the same grid as Ray tasks (a local Ray started for the run)."""
+    pytest.importorskip("ray")
+    at = app()
+    at.switch_page("pages/sweeps.py").run()
+    next(n for n in at.number_input if n.label.startswith("Questions per set")).set_value(5)
+    next(s for s in at.selectbox if s.label == "Executor").set_value("ray")
+    next(n for n in at.number_input if n.label == "Workers").set_value(2)
+    next(b for b in at.button if b.label == "Start sweep").click().run()
+    assert not at.exception and not at.error
+    job = at.session_state["sweep_job"]
+    job.wait(300)
+    assert job.error is None and job.result.complete and not job.result.failed
+    at.run()
+    assert not at.exception and len(at.dataframe[0].value) == 4
+    assert at.session_state["sweep_executor"]["executor"] == "ray"
+
+
 def test_sweep_can_be_stopped():
     from engine.config import SweepConfig
     from engine.jobs import Job

@@ -9,7 +9,7 @@ LAYERS = [
     {"errors", "params", "paths", "files", "secrets", "registry", "types", "events", "progress"},
     {"corpora", "queries", "embedders", "detectors", "generators", "metrics", "summaries"},
     {"store", "defenses", "attacks", "rag"},
-    {"config", "runs", "pipeline", "jobs", "views", "saved"},
+    {"config", "runs", "pipeline", "jobs", "executors", "views", "saved"},
     {"compare", "sweep", "analysis", "plots", "report"},
     {"cli", "__main__", "__init__"},
 ]
