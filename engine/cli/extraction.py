@@ -211,7 +211,7 @@ def cmd_compare(args) -> int:
     if args.preset:
         cfg, meta = load_kind_preset(args.preset, "compare", args.quiet)
     else:
-        gname, gparams = _gen(args.generator, None)
+        gname, gparams = _gen(args.generator, args.api_base)
         cfg = ComparisonConfig.from_dict({"base": {"kb": args.kb, "generator": gname, "generator_params": gparams,
                                                    "rounds": args.rounds or 10},
                                           "attacks": args.attacks or "rag-thief",
@@ -278,7 +278,9 @@ def add_parsers(sub, common) -> None:
     pc.add_argument("--kb", default="clinic_records")
     pc.add_argument("--kbs", help="comma-separated knowledge bases, each attacked with every attack × configuration "
                                   "(overrides the preset's)")
-    pc.add_argument("--generator", default="local")
+    pc.add_argument("--generator", default="local", help="local[:model] | model name | .gguf | provider/model")
+    pc.add_argument("--api-base", help="base URL of an OpenAI-compatible server (a vLLM or llama.cpp server on a "
+                                       "GPU machine) for a provider/model generator")
     pc.add_argument("--attacks", help="comma-separated attacks (overrides the preset's)")
     pc.add_argument("--configurations", help="comma-separated defense sets, '+' inside a set (overrides the preset's)")
     pc.add_argument("--rounds", type=int)

@@ -46,6 +46,8 @@ class CascadeGeneration(Defense):
                                  help="Keep following a copy through deviations of up to this many tokens (0: exact suffix only)")
         n_ctx: int = param(4096, min=512, max=32768, help="Context window of both models")
         n_threads: int = param(2, min=1, max=64, help="CPU threads")
+        n_gpu_layers: int = param(0, min=-1, max=1000, help="Layers of each model offloaded to a GPU (-1: all); "
+                                                            "used when llama.cpp was built with GPU support")
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
@@ -58,7 +60,7 @@ class CascadeGeneration(Defense):
             p = self.params
             self._decoder = CascadeDecoder(draft=p.draft, verifier=p.verifier, gamma=p.gamma, alpha=p.alpha,
                                            eta=p.eta, min_match=p.min_match, n_ctx=p.n_ctx, n_threads=p.n_threads,
-                                           copy_window=p.copy_window)
+                                           copy_window=p.copy_window, n_gpu_layers=p.n_gpu_layers)
         return self._decoder
 
     def generate(self, messages: Sequence[dict], chunks: Sequence[Chunk], ctx: DefenseContext,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from ..devices import DEVICE_HELP, check_device
 from ..params import Params, param
 from .base import Defense, DefenseAction, DefenseContext
 
@@ -41,6 +42,10 @@ class ContrastiveReindex(Defense):
                                             help="Fine-tune only the top N transformer layers (None = all, as the paper)")
         max_length: int = param(128, min=16, max=512, help="Tokens per training input (re-encoding uses whole chunks)")
         seed: int = param(0, help="Training seed")
+        device: str = param("auto", help=f"Where the SupCon fine-tuning runs: {DEVICE_HELP}")
+
+        def validate(self) -> None:
+            check_device(self.device)
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
@@ -57,7 +62,7 @@ class ContrastiveReindex(Defense):
                                   min_samples=p.min_samples, selection=p.selection, per_class=p.per_class, train_layers=p.train_layers,
                                   max_length=p.max_length, noise=p.noise, epochs=p.epochs, temperature=p.temperature,
                                   batch_size=p.batch_size, lr=p.lr, max_steps=p.max_steps, seed=p.seed,
-                                  progress=ctx.progress)
+                                  progress=ctx.progress, device=p.device)
         self.result = res
         index = BaseIndex.from_vectors(ctx.corpus, ctx.retriever, res.doc_vectors, res.model_id,
                                        settings=ctx.settings, progress=ctx.progress)

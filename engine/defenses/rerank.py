@@ -5,6 +5,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..devices import DEVICE_HELP, check_device
 from ..params import Params, param
 from .base import Chunk, Defense, DefenseAction, DefenseContext
 
@@ -24,10 +25,18 @@ class RerankCut(Defense):
         reranker: str = param("mpnet", help="Registered retriever used to re-score (mpnet, minilm, bm25, ...)")
         keep: int = param(2, min=1, max=100, help="Chunks kept after re-ranking")
         min_score: float = param(0.3, min=-1e9, max=1e9, help="Smallest re-ranker score kept")
+        device: str = param("auto", help=f"Where a neural re-ranker runs: {DEVICE_HELP}")
+
+        def validate(self) -> None:
+            check_device(self.device)
 
     def _scores(self, query: str, chunks: Sequence[Chunk]) -> np.ndarray:
-        from ..embedders import make_retriever
-        rr = make_retriever(self.params.reranker)
+        from dataclasses import fields
+
+        from ..embedders import RETRIEVERS, make_retriever
+        name = self.params.reranker   # a registered retriever, or a sentence-transformers model (takes a device)
+        takes_device = name not in RETRIEVERS or "device" in {f.name for f in fields(RETRIEVERS.get(name).Params)}
+        rr = make_retriever(self.params.reranker, {"device": self.params.device} if takes_device else None)
         if not rr.dense:
             index = rr.build_index([c.text for c in chunks])
             return np.asarray(index.scores(query)[0], dtype=float)

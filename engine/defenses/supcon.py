@@ -297,13 +297,13 @@ def _trainable_params(model: Any, train_layers: int | None) -> list:
     return keep
 
 
-def _features(model: Any, batch: list[str]) -> dict:
-    """Tokenised model inputs (``preprocess`` in sentence-transformers >= 6, ``tokenize`` before)."""
+def _features(model: Any, batch: list[str], device: str = "cpu") -> dict:
+    """Tokenised model inputs on ``device`` (``preprocess`` in sentence-transformers >= 6, ``tokenize`` before)."""
     import torch
 
     fn = getattr(model, "preprocess", None) or model.tokenize
     feats = fn(batch)
-    return {k: (v.to("cpu") if isinstance(v, torch.Tensor) else v) for k, v in feats.items()}
+    return {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in feats.items()}
 
 
 def _cache_key(model_id: str, texts: Sequence[str], params: dict) -> str:
@@ -362,12 +362,13 @@ def contrastive_reindex(texts: Sequence[str], retriever: Any, *, min_cluster_siz
                         max_steps: int = 200, seed: int = 0, per_class: int = 4,
                         train_layers: int | None = None, max_length: int | None = 128,
                         selection: str = "eom", progress: Progress | None = None,
-                        cache: bool = True) -> ReindexResult:
+                        cache: bool = True, device: str = "auto") -> ReindexResult:
     """RAGFort contrastive reindexing (Stages 1-3) of ``texts`` for a sentence-transformers retriever.
 
     Stage 1: ``retriever.encode_documents`` + HDBSCAN pseudo-labels (:func:`pseudo_labels`).
-    Stage 2: a deep copy of the retriever's document SentenceTransformer is fine-tuned on CPU
-    with :func:`supcon_loss` (AdamW, ``lr``), for ``epochs`` passes of class-balanced batches
+    Stage 2: a deep copy of the retriever's document SentenceTransformer is fine-tuned on ``device``
+    (:func:`engine.devices.resolve_device`: ``auto`` = CUDA, then MPS, then the CPU; not part of the cache
+    key) with :func:`supcon_loss` (AdamW, ``lr``), for ``epochs`` passes of class-balanced batches
     (``per_class`` chunks per class, about ``batch_size`` per batch), at most ``max_steps``
     optimiser steps in all. ``max_length`` truncates the *training* inputs (tokens; the topic of
     a chunk is in its opening, and 128 tokens make a CPU step ~3x cheaper than 256); ``train_layers``
@@ -398,6 +399,8 @@ def contrastive_reindex(texts: Sequence[str], retriever: Any, *, min_cluster_siz
         raise ConfigError("max_length must be >= 8 tokens (or None for the model's own limit)")
     if per_class > batch_size:
         raise ConfigError("per_class must be <= batch_size")
+    from ..devices import resolve_device
+    dev = resolve_device(device)
     base = _st_model(retriever)  # raises ConfigError early for bm25 / e5-small
     similarity = retriever.similarity
     prefix = getattr(getattr(retriever, "params", None), "document_prefix", "") or ""
@@ -447,7 +450,7 @@ def contrastive_reindex(texts: Sequence[str], retriever: Any, *, min_cluster_siz
                 model = copy.deepcopy(base)
         else:
             model = copy.deepcopy(base)
-        model.to("cpu")
+        model.to(dev)
         full_length = model.max_seq_length
         if max_length is not None and full_length:
             model.max_seq_length = min(int(full_length), int(max_length))  # training inputs only
@@ -466,7 +469,7 @@ def contrastive_reindex(texts: Sequence[str], retriever: Any, *, min_cluster_siz
             for idx in batches:
                 if steps >= max_steps:
                     break
-                feats = _features(model, [prefix + texts[i] for i in idx])
+                feats = _features(model, [prefix + texts[i] for i in idx], dev)
                 z = model(feats)["sentence_embedding"]
                 loss = supcon_loss(z, torch.as_tensor(labels[idx]), temperature)
                 opt.zero_grad(set_to_none=True)

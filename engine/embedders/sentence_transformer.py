@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..devices import DEVICE_HELP, check_device, resolve_device
 from ..errors import ConfigError, ModelUnavailableError
 from ..params import Params, param
 from .base import Retriever
@@ -32,13 +33,14 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     return _hub["ok"]
 
 
-def load_sentence_transformer(name_or_path: str, pooling: str = "auto") -> Any:
-    """Load (once per process) a SentenceTransformer; a clear error if it is not available.
+def load_sentence_transformer(name_or_path: str, pooling: str = "auto", device: str = "cpu") -> Any:
+    """Load (once per process and device) a SentenceTransformer; a clear error if it is not available.
 
     ``pooling`` = ``cls`` or ``mean`` builds the model from a plain transformer checkpoint with
-    that pooling (MedCPT uses [CLS]); ``auto`` uses the checkpoint's own configuration.
+    that pooling (MedCPT uses [CLS]); ``auto`` uses the checkpoint's own configuration. ``device`` is a
+    resolved torch device (:func:`engine.devices.resolve_device`).
     """
-    key = (name_or_path, pooling)
+    key = (name_or_path, pooling, device)
     with _models_lock:
         if key in _models:
             return _models[key]
@@ -52,12 +54,12 @@ def load_sentence_transformer(name_or_path: str, pooling: str = "auto") -> Any:
         try:
             from sentence_transformers import SentenceTransformer
             if pooling == "auto":
-                model = SentenceTransformer(name_or_path, device="cpu")
+                model = SentenceTransformer(name_or_path, device=device)
             else:
                 from sentence_transformers.sentence_transformer import modules as models
                 word = models.Transformer(name_or_path)
                 pool = models.Pooling(word.get_word_embedding_dimension(), pooling_mode=pooling)
-                model = SentenceTransformer(modules=[word, pool], device="cpu")
+                model = SentenceTransformer(modules=[word, pool], device=device)
         except Exception as e:  # OSError / HF errors when offline or the name is wrong
             raise ModelUnavailableError(
                 f"model {name_or_path!r} could not be loaded ({type(e).__name__}): it is not a local "
@@ -93,20 +95,25 @@ class SentenceTransformerRetriever(Retriever):
                                 help="Native geometry; auto = the model's configured similarity")
         pooling: str = param("auto", choices=("auto", "cls", "mean"), help="Pooling for plain transformer checkpoints")
         batch_size: int = param(64, min=1, max=1024, help="Encoding batch size")
+        device: str = param("auto", help=f"Where the encoder runs: {DEVICE_HELP}")
 
         def validate(self) -> None:
             if not self.model.strip():
                 raise ConfigError("model: give a sentence-transformers model name or a local path")
+            check_device(self.device)
 
     def _model_path(self) -> str:
         return self.params.model
 
+    def _device(self) -> str:
+        return resolve_device(getattr(self.params, "device", "auto"))
+
     def _doc_model(self) -> Any:
-        return load_sentence_transformer(self._model_path(), self.params.pooling)
+        return load_sentence_transformer(self._model_path(), self.params.pooling, self._device())
 
     def _query_model(self) -> Any:
         if self.params.query_model:
-            return load_sentence_transformer(self.params.query_model, self.params.pooling)
+            return load_sentence_transformer(self.params.query_model, self.params.pooling, self._device())
         return self._doc_model()
 
     @property

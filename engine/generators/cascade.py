@@ -267,7 +267,7 @@ class CascadeDecoder:
 
     def __init__(self, draft: str = "qwen2.5-0.5b", verifier: str = "qwen2.5-1.5b", gamma: int = 4,
                  alpha: float = 0.3, eta: float = 0.5, min_match: int = 3, n_ctx: int = 4096,
-                 n_threads: int = 2, copy_window: int = 0) -> None:
+                 n_threads: int = 2, copy_window: int = 0, n_gpu_layers: int = 0) -> None:
         if gamma < 1:
             raise ConfigError("gamma (draft tokens per block) must be ≥ 1")
         if min_match < 1:
@@ -281,8 +281,8 @@ class CascadeDecoder:
         if dpath == vpath:
             raise ConfigError("the draft and the verifier must be different model files")
         self.draft_name, self.verifier_name = draft, verifier
-        self.draft = load_llama(dpath, self.n_ctx, n_threads)
-        self.verifier = load_llama(vpath, self.n_ctx, n_threads)
+        self.draft = load_llama(dpath, self.n_ctx, n_threads, n_gpu_layers=n_gpu_layers)
+        self.verifier = load_llama(vpath, self.n_ctx, n_threads, n_gpu_layers=n_gpu_layers)
         self._check_shared_vocab()
         self.draft_params = n_params(self.draft)
         self.verifier_params = n_params(self.verifier)

@@ -19,9 +19,25 @@ _decoders: dict[int, LlamaDecoder] = {}
 DECODINGS = ("lookup", "llama.cpp")
 
 
-def load_llama(path: str, n_ctx: int, n_threads: int, logits_all: bool = False) -> Any:
-    """One llama.cpp model per (file, context, threads) per process; loading is the slow part."""
-    key = (path, n_ctx, n_threads, logits_all)
+def gpu_offload_supported() -> bool:
+    """Whether this llama.cpp build can offload layers to a GPU (CUDA, Metal, Vulkan, ...)."""
+    try:
+        import llama_cpp
+        return bool(llama_cpp.llama_supports_gpu_offload())
+    except (ImportError, AttributeError):
+        return False
+
+
+def load_llama(path: str, n_ctx: int, n_threads: int, logits_all: bool = False, n_gpu_layers: int = 0) -> Any:
+    """One llama.cpp model per (file, context, threads, offloaded layers) per process; loading is the slow
+    part. ``n_gpu_layers`` (-1: all) is offloaded when llama.cpp was built with GPU support; on a CPU-only
+    build it is ignored, with a warning."""
+    if n_gpu_layers and not gpu_offload_supported():
+        import warnings
+        warnings.warn("n_gpu_layers is ignored: this llama-cpp-python build has no GPU support (rebuild it with "
+                      "CMAKE_ARGS=-DGGML_CUDA=on, or serve the model from a GPU server through litellm)", stacklevel=2)
+        n_gpu_layers = 0
+    key = (path, n_ctx, n_threads, logits_all, n_gpu_layers)
     with _llms_lock:
         if key not in _llms:
             try:
@@ -31,7 +47,7 @@ def load_llama(path: str, n_ctx: int, n_threads: int, logits_all: bool = False) 
                                             "(scripts/install.sh builds it)") from None
             try:
                 llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, logits_all=logits_all,
-                            verbose=False, seed=0)
+                            n_gpu_layers=n_gpu_layers, verbose=False, seed=0)
             except (ValueError, RuntimeError) as e:
                 raise ModelUnavailableError(f"llama.cpp could not load {path} ({e})") from None
             _model_locks[id(llm)] = threading.RLock()
@@ -81,13 +97,16 @@ class LlamaCppGenerator(Generator):
                               help="Greedy decoding: lookup (guesses copied text from the prompt and verifies it "
                                    "in one pass: same tokens, faster) or llama.cpp (one token per pass)")
         draft_max: int = param(16, min=0, max=64, help="Tokens guessed per step by lookup decoding (0 = none)")
+        n_gpu_layers: int = param(0, min=-1, max=1000, help="Layers offloaded to a GPU (-1: all); used when "
+                                                            "llama.cpp was built with GPU support")
 
     def load(self) -> None:
         """Resolve and verify the GGUF file and load it now (a no-op when it is already loaded)."""
         self._llm()
 
     def _llm(self) -> Any:
-        return load_llama(str(resolve_model(self.params.model)), self.params.n_ctx, self.params.n_threads)
+        p = self.params
+        return load_llama(str(resolve_model(p.model)), p.n_ctx, p.n_threads, n_gpu_layers=p.n_gpu_layers)
 
     def _lookup(self) -> bool:
         return self.params.decoding == "lookup" and self.params.temperature == 0.0
