@@ -154,6 +154,10 @@ class SweepConfig(Params):
     chunk_overlap: int = param(32, min=0, help="Chunk overlap in tokens")
     seed: int = param(0, help="Seed")
     data_dir: str = param("", help="Benchmark data dir")
+    store: str = param("persistent", choices=("persistent", "http"),
+                       help="Embedded Chroma, or a Chroma server shared by every worker (base collections built once)")
+    chroma_host: str = param("127.0.0.1", help="Chroma server host (store = http)")
+    chroma_port: int = param(8000, min=1, max=65535, help="Chroma server port (store = http)")
 
 
 class ExtractionConfig(Params):

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import shutil
 import sqlite3
 import threading
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -37,6 +39,7 @@ from .progress import Progress
 from .types import Document, Hit
 
 _TIE_TOL = 1e-5
+SCORE_BLOCK_BYTES = 256 * 2**20   # exact scoring holds at most this much of a queries × documents score matrix
 
 
 class StoreSettings(Params):
@@ -167,19 +170,71 @@ class BaseIndex:
         return cls(corpus, retriever, vectors, collection=col, id_to_row={d: i for i, d in enumerate(corpus.ids)})
 
 
+BUILD_LOCK_STALE_S = 1800.0     # a server build lock older than this is taken to be left by a dead builder
+fills = 0                       # base collections this process filled (tests read it)
+
+
+def _complete(col: Any, n: int) -> bool:
+    return bool((col.metadata or {}).get("complete")) and col.count() == n
+
+
+@contextlib.contextmanager
+def _server_build_lock(client: Any, name: str, ready: Callable[[], bool], poll: float = 0.5) -> Iterator[bool]:
+    """Many processes (Ray workers on several machines) sharing one Chroma server: the first to create the
+    collection ``lock-<name>`` builds (yields True) and deletes it after; the others wait until it is gone
+    (yield False once the base is ready, else they try to take the lock themselves). Creating a collection is
+    atomic on the server, so exactly one process holds the lock; a lock older than BUILD_LOCK_STALE_S (its
+    builder died) is removed."""
+    lock = "lock-" + name[5:] if name.startswith("base-") else "lock-" + name
+    while True:
+        if ready():
+            yield False
+            return
+        try:
+            client.create_collection(lock, embedding_function=None, metadata={"since": time.time(),
+                                                                              "pid": os.getpid()})
+        except Exception:  # noqa: BLE001 - it exists: someone else is building (chromadb's error types vary)
+            try:
+                since = float((client.get_collection(lock).metadata or {}).get("since", time.time()))
+                if time.time() - since > BUILD_LOCK_STALE_S:
+                    client.delete_collection(lock)
+            except Exception:  # noqa: BLE001 - gone meanwhile: look again
+                pass
+            time.sleep(poll)
+            continue
+        try:
+            yield True
+        finally:
+            try:
+                client.delete_collection(lock)
+            except Exception:  # noqa: BLE001 - already removed as stale: nothing to release
+                pass
+        return
+
+
 def _filled_collection(name: str, corpus: Corpus, vecs: np.ndarray, retriever: Retriever,
                        settings: StoreSettings | None, progress: Progress | None) -> Any:
-    """The Chroma collection ``name`` holding ``vecs`` for the corpus ids; filled once, then reused."""
+    """The Chroma collection ``name`` holding ``vecs`` for the corpus ids; filled once, then reused. On a
+    Chroma server many processes may ask at once: one fills it (under a lock held on the server), the others
+    wait and reuse it."""
+    global fills
     client = chroma_client(settings)
     space = _space(retriever.similarity)
     ids = corpus.ids
     with _clients_lock:
         lock = _build_locks.setdefault(name, threading.Lock())
-    with lock:
+    remote = (settings or StoreSettings()).mode == "http"
+
+    def ready() -> bool:
+        try:
+            return _complete(client.get_collection(name), len(corpus))
+        except Exception:  # noqa: BLE001 - no such collection yet
+            return False
+    with lock, (_server_build_lock(client, name, ready) if remote else contextlib.nullcontext(True)) as mine:
         col = client.get_or_create_collection(name, embedding_function=None,
                                               configuration={"hnsw": {"space": space}})
-        meta = col.metadata or {}
-        if not meta.get("complete") or col.count() != len(corpus):
+        if mine and not _complete(col, len(corpus)):
+            fills += 1
             if col.count():  # an interrupted build: start over
                 client.delete_collection(name)
                 col = client.create_collection(name, embedding_function=None,
@@ -345,6 +400,15 @@ class RunStore:
         ``rank_ids``: per query, injected ids whose exact rank among all visible documents to report.
         """
         queries = list(queries)
+        block = max(1, SCORE_BLOCK_BYTES // (4 * max(1, len(self.base.corpus) + len(self.injected))))
+        if len(queries) > block:   # a large corpus: score the queries in blocks, memory stays bounded
+            out: list[SearchResult] = []
+            for a in range(0, len(queries), block):
+                out += self.search(queries[a:a + block], k,
+                                   None if query_vecs is None else query_vecs[a:a + block],
+                                   groups=None if groups is None else groups[a:a + block],
+                                   rank_ids=None if rank_ids is None else rank_ids[a:a + block])
+            return out
         inj_ids, V, inj_groups, col_of, group_size = self._overlay_arrays()
         n_docs = len(self.base.corpus) + (len(self.injected) if groups is None else
                                           min((group_size.get(g, 0) for g in groups), default=0))

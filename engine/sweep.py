@@ -51,7 +51,8 @@ CELL_KEYS = ("corpus", "retriever", "query_set", "target")
 
 
 def _same_sweep(a: dict, b: dict) -> bool:
-    strip = lambda d: {k: v for k, v in d.items() if k != "data_dir"}  # noqa: E731
+    where = ("data_dir", "store", "chroma_host", "chroma_port")      # where things are, not what is measured
+    strip = lambda d: {k: v for k, v in d.items() if k not in where}  # noqa: E731
     return json.dumps(strip(a), sort_keys=True, default=str) == json.dumps(strip(b), sort_keys=True, default=str)
 
 
@@ -106,7 +107,8 @@ def sweep_cell(item: tuple[dict, dict], reporter=None, corpora: dict | None = No
                           if cfg.attack != "poisonedrag" else None,
                           injection=cfg.injection, limit=cfg.limit, top_k=max(5, cfg.k), detectors=cfg.detectors,
                           chunk_size=cfg.chunk_size, chunk_overlap=cfg.chunk_overlap, seed=cfg.seed,
-                          data_dir=cfg.data_dir)
+                          data_dir=cfg.data_dir, store=cfg.store, chroma_host=cfg.chroma_host,
+                          chroma_port=cfg.chroma_port)
         run = PoisoningRun(pc, corpus=corpora[key])
         run.run()
         s = run.summary()

@@ -177,6 +177,9 @@ def cmd_sweep(args) -> int:
         cfg = cfg.replace(data_dir=args.data_dir)
     if args.limit is not None:
         cfg = cfg.replace(limit=args.limit)
+    where = {k: getattr(args, k) for k in ("store", "chroma_host", "chroma_port") if getattr(args, k) is not None}
+    if where:
+        cfg = cfg.replace(**where)
     return _sweep(cfg, args, meta)
 
 
@@ -248,6 +251,10 @@ def add_parsers(sub, common) -> None:
     pw.add_argument("--k", type=int)
     pw.add_argument("--variants", type=int)
     pw.add_argument("--seed", type=int)
+    pw.add_argument("--store", choices=("persistent", "http"), help="http: every cell (every Ray worker) shares the "
+                                                                   "base collections of one Chroma server")
+    pw.add_argument("--chroma-host")
+    pw.add_argument("--chroma-port", type=int)
     add_executor_args(pw)
     common(pw)
     pw.set_defaults(func=cmd_sweep)

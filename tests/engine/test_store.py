@@ -205,3 +205,74 @@ def test_a_closed_run_leaves_no_hnsw_folder_behind(minilm, handbook, tmp_path):
         s.search(["blood pressure"], 5)
         assert len(folders()) > len(base), "the overlay's segment is on disk while the run is open"
     assert folders() == base
+
+
+def test_a_server_build_waits_for_the_lock_another_builder_holds(chroma_server, minilm):
+    """A base collection on a shared server is filled under a lock held on the server: while another process
+    holds it, a build waits; a lock left by a dead builder (older than the stale limit) is removed."""
+    import threading
+    import time
+
+    from engine.corpora import load_corpus
+    from engine.store import chroma_client
+    import engine.store as store_mod
+    corpus = load_corpus("clinic_handbook", chunk_size=96)          # a base no other test built
+    name = "base-" + __import__("hashlib").sha256(f"{minilm.model_id}|cosine|{corpus.fingerprint}".encode()).hexdigest()[:40]
+    client = chroma_client(chroma_server)
+    minilm.encode_documents(corpus.texts)                             # cached: the build itself is quick
+    client.create_collection("lock-" + name[5:], metadata={"since": time.time(), "pid": 1})
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (BaseIndex.build(corpus, minilm, settings=chroma_server), done.set()))
+    t.start()
+    time.sleep(3)
+    assert not done.is_set()                                          # waiting for the holder
+    client.delete_collection("lock-" + name[5:])
+    t.join(120)
+    assert done.is_set() and client.get_collection(name).count() == len(corpus)
+    assert not [c for c in client.list_collections() if getattr(c, "name", c).startswith("lock-")]
+    # a stale lock (its builder died long ago) does not block
+    other = load_corpus("clinic_handbook", chunk_size=80)
+    oname = "base-" + __import__("hashlib").sha256(f"{minilm.model_id}|cosine|{other.fingerprint}".encode()).hexdigest()[:40]
+    client.create_collection("lock-" + oname[5:], metadata={"since": time.time() - store_mod.BUILD_LOCK_STALE_S - 60})
+    BaseIndex.build(other, minilm, settings=chroma_server)
+    assert client.get_collection(oname).count() == len(other)
+
+
+def test_ray_workers_share_the_servers_base_collection_built_once(chroma_server):
+    """Two Ray workers build the same base on one Chroma server at the same moment: one fills it, both use it;
+    and a sweep with store = http runs its cells on the shared base."""
+    pytest.importorskip("ray")
+    from engine.executors import ExecutorConfig, run_cells
+    settings = chroma_server.to_dict()
+
+    def build(item, reporter):
+        import engine.store as s
+        from engine.corpora import load_corpus
+        from engine.embedders import make_retriever
+        corpus = load_corpus("clinic_handbook", chunk_size=72)
+        index = s.BaseIndex.build(corpus, make_retriever("minilm"), settings=s.StoreSettings(**settings))
+        return s.fills, index.collection.count(), len(corpus)
+    got = run_cells(build, [(0, None), (1, None)], executor=ExecutorConfig(executor="ray", workers=2))
+    assert all(o.error is None for o in got), [o.error for o in got]
+    assert sum(o.result[0] for o in got) == 1                        # filled once, by one of the two
+    assert all(o.result[1] == o.result[2] for o in got)
+    from engine.config import SweepConfig
+    from engine.sweep import run_sweep
+    cfg = SweepConfig(targets=("pii", "diagnosis"), limit=4, chunk_size=72, store="http",
+                      chroma_host=chroma_server.host, chroma_port=chroma_server.port)
+    result = run_sweep(cfg, executor=ExecutorConfig(executor="ray", workers=2))
+    assert result.complete and result.cells.equals(run_sweep(cfg.replace(store="persistent")).cells)
+
+
+def test_exact_scoring_in_query_blocks_gives_the_same_ranks(minilm, handbook, monkeypatch):
+    """A large corpus is scored a block of queries at a time (memory bounded); the answer does not change."""
+    import engine.store as store_mod
+    index = BaseIndex.build(handbook, minilm)
+    qs = ["What is the normal range of TSH?", "When should I fast before a blood test?", "How is asthma treated?"]
+    with RunStore(index) as s:
+        s.inject([Document("blk-poison", qs[1] + " Call 555-0100.", {})])
+        whole = s.search(qs, 5, rank_ids=[["blk-poison"]] * 3)
+        monkeypatch.setattr(store_mod, "SCORE_BLOCK_BYTES", 4 * (len(handbook) + 1))   # one query per block
+        blocked = s.search(qs, 5, rank_ids=[["blk-poison"]] * 3)
+    assert [r.hits for r in blocked] == [r.hits for r in whole]
+    assert [r.ranks for r in blocked] == [r.ranks for r in whole] and whole[1].ranks["blk-poison"] == 1
