@@ -278,6 +278,26 @@ def test_sweep_runs_its_cells_on_ray_when_asked():
     assert at.session_state["sweep_executor"]["executor"] == "ray"
 
 
+def test_sweeps_page_shows_a_saved_sweep_beside_the_papers_table1(tmp_path):
+    import pandas as pd
+    pd.DataFrame([{"corpus": "bioasq", "retriever": "minilm", "query_set": "mirage:pubmedqa", "target": "pii",
+                   "asr@1": 0.9, "asr@2": 0.97, "asr@5": 1.0, "n_queries": 300, "variants": 3,
+                   "poisons_over_window": 0},
+                  {"corpus": "bioasq", "retriever": "bm25", "query_set": "mirage:pubmedqa", "target": "pii",
+                   "asr@1": 1.0, "asr@2": 1.0, "asr@5": 1.0, "n_queries": 300, "variants": 3,
+                   "poisons_over_window": 0}]).to_csv(tmp_path / "sweep_cells.csv", index=False)
+    at = app()
+    at.switch_page("pages/sweeps.py").run()
+    at.text_input(key="t1_folder").set_value(str(tmp_path)).run()
+    assert not at.exception
+    table = at.dataframe[-1].value
+    row = table[(table["query_set"] == "PubMedQA") & (table["target"] == "PPI")].iloc[0]
+    assert row["ours · minilm"] == 0.97 and row["ours · bm25"] == 1.0 and row["paper · MedCPT"] == 0.93
+    assert row["paper · Contriever"] == 0.78
+    at.text_input(key="t1_folder").set_value(str(tmp_path / "nothing")).run()
+    assert not at.exception and any("nothing: no sweep" in i.value for i in at.info)
+
+
 def test_sweep_can_be_stopped():
     from engine.config import SweepConfig
     from engine.jobs import Job

@@ -1,0 +1,99 @@
+"""The universal-poisoning paper's Table 1 (top-2 success rates, PubMed corpus rows) and a side-by-side view of a
+saved sweep against it.
+
+The paper's numbers are transcribed from its Table 1 (``shared/papers/universal-poisoning-medical-rag.txt``):
+corpus PubMed, retrievers MedCPT, Specter and Contriever (none of which ships offline), five MIRAGE query sets
+(all questions of each) and five kinds of target information, three target documents each, mean (sd < 0.07).
+Ours runs the offline retrievers on the 20,767 BioASQ PubMed snippets (a much smaller corpus than the paper's
+23.9M-article PubMed) and the first N questions of each set, so the comparison is of the shape: is every
+(query set, target) cell high for every retriever, and where is it lowest.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+TARGETS = ("pii", "msmarco", "nq", "hotpotqa", "diagnosis")
+QUERY_SETS = ("mirage:mmlu", "mirage:medqa", "mirage:medmcqa", "mirage:pubmedqa", "mirage:bioasq")
+TARGET_LABELS = {"pii": "PPI", "msmarco": "MS-MARCO", "nq": "NQ", "hotpotqa": "HotpotQA", "diagnosis": "Diagnostic"}
+QUERY_LABELS = {"mirage:mmlu": "MMLU", "mirage:medqa": "MedQA", "mirage:medmcqa": "MedMCQA",
+                "mirage:pubmedqa": "PubMedQA", "mirage:bioasq": "BioASQ"}
+
+# Table 1, corpus PubMed: retriever -> query set -> (PPI, MS-MARCO, NQ, HotpotQA, Diagnostic)
+PAPER_TABLE1_PUBMED: dict[str, dict[str, tuple[float, ...]]] = {
+    "MedCPT": {"mirage:mmlu": (0.74, 0.75, 0.71, 0.73, 0.73), "mirage:medqa": (0.99, 0.99, 0.98, 0.99, 0.99),
+               "mirage:medmcqa": (0.72, 0.75, 0.68, 0.72, 0.71), "mirage:pubmedqa": (0.93, 0.95, 0.91, 0.89, 0.91),
+               "mirage:bioasq": (0.87, 0.92, 0.87, 0.81, 0.86)},
+    "Specter": {"mirage:mmlu": (0.93, 0.78, 0.82, 0.95, 0.90), "mirage:medqa": (0.99, 0.99, 0.98, 0.97, 0.95),
+                "mirage:medmcqa": (0.81, 0.83, 0.72, 0.81, 0.91), "mirage:pubmedqa": (0.78, 0.84, 0.86, 0.93, 0.96),
+                "mirage:bioasq": (0.95, 0.86, 0.82, 0.91, 0.92)},
+    "Contriever": {"mirage:mmlu": (0.80, 0.82, 0.81, 0.83, 0.81), "mirage:medqa": (1.0, 1.0, 1.0, 1.0, 1.0),
+                   "mirage:medmcqa": (0.62, 0.65, 0.63, 0.66, 0.61),
+                   "mirage:pubmedqa": (0.78, 0.79, 0.74, 0.78, 0.71),
+                   "mirage:bioasq": (0.59, 0.58, 0.60, 0.59, 0.60)},
+}
+
+
+def paper_table1() -> pd.DataFrame:
+    """The paper's PubMed rows, long form: retriever, query_set, target, asr@2."""
+    rows = [{"retriever": r, "query_set": q, "target": t, "asr@2": v}
+            for r, sets in PAPER_TABLE1_PUBMED.items() for q, vals in sets.items() for t, v in zip(TARGETS, vals)]
+    return pd.DataFrame(rows)
+
+
+def read_sweep(folder: str | Path) -> pd.DataFrame:
+    """The cells a sweep wrote into ``folder`` (``sweep_cells.csv``); a clear error when there are none."""
+    from ..errors import ConfigError
+    path = Path(folder) / "sweep_cells.csv"
+    if not path.is_file():
+        raise ConfigError(f"{folder}: no sweep_cells.csv (run a sweep with --out {folder})")
+    try:
+        return pd.read_csv(path)
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise ConfigError(f"{path}: not a sweep's cells ({type(e).__name__})") from None
+
+
+def side_by_side(cells: pd.DataFrame, k: int = 2) -> pd.DataFrame:
+    """One row per (query set, target): ASR@k of each of our retrievers, then the paper's three PubMed
+    retrievers, and our ``poisons_over_window`` (poisons longer than the retriever reads). Query sets and targets
+    outside the paper's five are left out."""
+    col = f"asr@{k}"
+    mine = cells[cells["query_set"].isin(QUERY_SETS) & cells["target"].isin(TARGETS)]
+    if mine.empty:
+        return pd.DataFrame()
+    ours = mine.pivot_table(index=["query_set", "target"], columns="retriever", values=col, aggfunc="mean")
+    ours.columns = [f"ours · {c}" for c in ours.columns]
+    over = mine.pivot_table(index=["query_set", "target"], columns="retriever", values="poisons_over_window",
+                            aggfunc="max") if "poisons_over_window" in mine else None
+    paper = paper_table1().pivot_table(index=["query_set", "target"], columns="retriever", values="asr@2")
+    paper = paper[list(PAPER_TABLE1_PUBMED)]
+    paper.columns = [f"paper · {c}" for c in paper.columns]
+    out = ours.join(paper if k == 2 else paper.iloc[:, :0], how="left")
+    if over is not None:
+        out["poisons over window (max)"] = over.max(axis=1)
+    order = {q: i for i, q in enumerate(QUERY_SETS)}
+    torder = {t: i for i, t in enumerate(TARGETS)}
+    out = out.reset_index()
+    out = out.sort_values(by=["query_set", "target"], key=lambda s: s.map(order if s.name == "query_set" else torder))
+    out["query_set"] = out["query_set"].map(QUERY_LABELS)
+    out["target"] = out["target"].map(TARGET_LABELS)
+    return out.reset_index(drop=True)
+
+
+def summary(cells: pd.DataFrame, k: int = 2) -> dict[str, Any]:
+    """Per retriever (ours) and per paper retriever: mean, min and the (query set, target) of the min."""
+    col = f"asr@{k}"
+    out: dict[str, Any] = {"ours": {}, "paper": {}}
+    for r, g in cells.groupby("retriever"):
+        i = g[col].idxmin()
+        out["ours"][r] = {"mean": float(g[col].mean()), "min": float(g[col].min()), "cells": int(len(g)),
+                          "lowest": f"{QUERY_LABELS.get(g.loc[i, 'query_set'], g.loc[i, 'query_set'])} × "
+                                    f"{TARGET_LABELS.get(g.loc[i, 'target'], g.loc[i, 'target'])}"}
+    paper = paper_table1()
+    for r, g in paper.groupby("retriever"):
+        i = g["asr@2"].idxmin()
+        out["paper"][r] = {"mean": float(g["asr@2"].mean()), "min": float(g["asr@2"].min()),
+                           "lowest": f"{QUERY_LABELS[g.loc[i, 'query_set']]} × {TARGET_LABELS[g.loc[i, 'target']]}"}
+    return out
