@@ -84,13 +84,15 @@ def cmd_poison(args) -> int:
         values["detector_params"] = {"mahalanobis": {"beta": args.beta}}
     if args.defenses:
         values["defenses"] = tuple(d.strip() for d in args.defenses.split(",") if d.strip())
-    if args.defense_params:
-        try:
-            values["defense_params"] = json.loads(args.defense_params)
-        except json.JSONDecodeError as e:
-            from ..errors import ConfigError
-            raise ConfigError(f"--defense-params is not valid JSON ({e.msg}); e.g. "
-                              '\'{"perplexity": {"quantile": 0.9}}\'') from None
+    for name, example in (("defense_params", '\'{"perplexity": {"quantile": 0.9}}\''),
+                          ("attack_params", '\'{"order": "target-first"}\'')):
+        raw = getattr(args, name, None)
+        if raw:
+            try:
+                values[name] = json.loads(raw)
+            except json.JSONDecodeError as e:
+                from ..errors import ConfigError
+                raise ConfigError(f"--{name.replace('_', '-')} is not valid JSON ({e.msg}); e.g. {example}") from None
     if args.generate:
         from ..generators.spec import parse_generator
         gname, gparams = parse_generator(args.generator, api_base=args.api_base)
@@ -234,6 +236,7 @@ def add_parsers(sub, common) -> None:
     ps.add_argument("--defenses", default="", help="comma-separated defenses between retrieval and the answer "
                                                    "(perplexity, trustrag-cluster, threshold, intent-block …; "
                                                    "isolate-aggregate and other answer-stage ones need --generate)")
+    ps.add_argument("--attack-params", help='the attack\'s parameters as JSON, e.g. \'{"order": "target-first"}\'')
     ps.add_argument("--defense-params", help='per-defense parameters as JSON, e.g. \'{"perplexity": {"quantile": 0.9}}\'')
     ps.add_argument("--judge", help="with --generate: an LLM judge (same forms as --generator) that also decides "
                                     "whether each answer states the target (asr_judge)")

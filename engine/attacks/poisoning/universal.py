@@ -23,6 +23,9 @@ class UniversalPoisoning(PoisoningAttack):
         target_text: str = param("", help="Your own target text (target = custom)")
         variant: int = param(0, min=0, max=99, help="Which generated target document of this kind")
         separator: str = param(" ", help="Text between the query and the target information")
+        order: str = param("query-first", choices=("query-first", "target-first"),
+                           help="query-first: q ⊕ target (the paper); target-first: target ⊕ q, so the target is "
+                                "always inside what the retriever reads, however long the question")
         goal: str = param("", help="Comma-separated strings whose appearance in an answer counts as the attack "
                                    "working at generation (default: the target's own items: name, e-mail, "
                                    "phone, MRN …, or PoisonedRAG's wrong answer)")
@@ -46,11 +49,15 @@ class UniversalPoisoning(PoisoningAttack):
         return q.text
 
     def craft(self, queries: Sequence[Query]) -> list[Poison]:
-        """One poison per query: the attacker's query text, ``separator``, then the target information."""
+        """One poison per query: the attacker's query text, ``separator``, then the target information (or the
+        target first, with ``order = target-first``: a variant of ours, not the paper's, for retrievers whose
+        window a long question fills, e.g. MedQA's vignettes under MiniLM's 256 word pieces)."""
         info, goal = self.target(), self.goal()
+        sep = self.params.separator
         out = []
         for i, q in enumerate(queries):
-            text = f"{self.attacker_query(q)}{self.params.separator}{info}"
+            aq = self.attacker_query(q)
+            text = f"{info}{sep}{aq}" if self.params.order == "target-first" else f"{aq}{sep}{info}"
             out.append(Poison(Document(f"poison-{i:05d}", text, {"poison": True, "query_id": q.id,
                                                                 "attack": self.name}), q.id, self.params.target, goal))
         return out
