@@ -6,7 +6,7 @@ from typing import Any
 import streamlit as st
 
 from components.params_form import params_form
-from engine.executors import ExecutorConfig, import_ray
+from engine.executors import ExecutorConfig, check_reachable, import_ray
 
 
 def executor_section(key: str) -> dict[str, Any]:
@@ -24,5 +24,7 @@ def executor_config(key: str, values: dict[str, Any]) -> ExecutorConfig:
     cfg = ExecutorConfig.from_dict(values, where="executor")
     if cfg.executor == "ray":
         import_ray()
+        if cfg.ray_address:
+            check_reachable(cfg.ray_address)
     st.session_state[f"{key}_executor"] = cfg.to_dict()
     return cfg

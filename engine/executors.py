@@ -144,11 +144,31 @@ def connect(cfg: ExecutorConfig) -> bool:
                                   logging_level=logging.WARNING, include_dashboard=False)
     if not cfg.ray_address:       # a private local Ray, sized to this machine, with a small object store
         kwargs.update(object_store_memory=256 * 1024 * 1024)
+    else:
+        check_reachable(cfg.ray_address)
     try:
         ray.init(address=cfg.ray_address or None, **kwargs)
-    except (ConnectionError, RuntimeError, ValueError) as e:
+    except Exception as e:  # noqa: BLE001 - Ray raises many kinds here (no client extras, a version mismatch...)
         raise ConfigError(f"cannot reach the Ray cluster {cfg.ray_address or '(local)'}: {scrub(e)}") from None
     return True
+
+
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """A cluster address (``host:port`` or ``ray://host:port``; ``auto`` is left to Ray) whose port does not
+    answer is one clear error at once (Ray itself waits minutes for an absent head node)."""
+    if address == "auto":
+        return
+    hostport = address.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"--ray-address {address!r}: give host:port, ray://host:port or auto")
+    import socket
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except OSError as e:
+        raise ConfigError(f"cannot reach the Ray cluster {address}: {e.strerror or e} (is 'ray start --head' "
+                          f"running there?)") from None
 
 
 def _board_class(ray: Any) -> Any:

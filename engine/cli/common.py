@@ -75,6 +75,9 @@ def executor_of(args: Any, meta: dict | None = None) -> Any:
     cfg = ExecutorConfig.from_dict(values, where="executor")
     if cfg.executor == "ray":
         import_ray()
+        if cfg.ray_address:
+            from ..executors import check_reachable
+            check_reachable(cfg.ray_address)
     return cfg
 
 

@@ -166,3 +166,14 @@ def test_poisons_longer_than_the_retriever_reads_are_counted():
     short = PoisoningRun(PoisonConfig(limit=3, detectors=()))
     short.run()
     assert short.summary()["poisons_over_window"] == 0
+
+
+def test_the_target_first_variant_puts_the_target_where_the_retriever_reads_it():
+    """order = target-first: target ⊕ q (our variant for long questions); the default is the paper's q ⊕ target."""
+    from engine.attacks.poisoning import POISONING_ATTACKS
+    from engine.types import Query
+    q = Query("q1", "A 54-year-old man presents with chest pain radiating to the left arm. What is the next step?")
+    paper = POISONING_ATTACKS.create("universal", {"target": "pii"}).craft([q])[0].doc.text
+    first = POISONING_ATTACKS.create("universal", {"target": "pii", "order": "target-first"}).craft([q])[0].doc.text
+    assert paper.startswith(q.text) and first.endswith(q.text)
+    assert sorted(paper) == sorted(first)          # the same words, in the other order
