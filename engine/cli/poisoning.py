@@ -162,17 +162,18 @@ def cmd_sweep(args) -> int:
     from .common import load_kind_preset
 
     meta: dict = {}
+    values: dict[str, Any] = {}          # the options given: the grid itself, or overrides of a preset's
+    for key in ("corpora", "retrievers", "query_sets", "targets", "detectors"):
+        v = getattr(args, key)
+        if v:
+            values[key] = tuple(x.strip() for x in v.split(",") if x.strip())
+    for key in ("limit", "k", "variants", "seed"):
+        if getattr(args, key) is not None:
+            values[key] = getattr(args, key)
     if args.preset:
         cfg, meta = load_kind_preset(args.preset, "sweep", True)
+        cfg = SweepConfig.from_dict({**cfg.to_dict(), **values})
     else:
-        values: dict[str, Any] = {}
-        for key in ("corpora", "retrievers", "query_sets", "targets", "detectors"):
-            v = getattr(args, key)
-            if v:
-                values[key] = tuple(x.strip() for x in v.split(",") if x.strip())
-        for key in ("limit", "k", "variants", "seed"):
-            if getattr(args, key) is not None:
-                values[key] = getattr(args, key)
         values["data_dir"] = args.data_dir or ""
         cfg = SweepConfig.from_dict(values)
     if args.data_dir:

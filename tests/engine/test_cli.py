@@ -65,6 +65,21 @@ def test_sweep_writes_table_and_heatmap(tmp_path):
     assert "sweep cells" in p.stderr  # progress bar
 
 
+def test_the_table1_command_smoke_two_cells(tmp_path, data_dir):
+    """The README's Table-1 command (the universal-poisoning-table1 preset), cut to 2 cells: BM25 × PubMedQA ×
+    {PII, NQ} on the 20,767 BioASQ snippets, 5 questions, 3 target documents each; then the side-by-side view
+    reads the folder."""
+    p = run_cli("sweep", "--preset", "universal-poisoning-table1", "--retrievers", "bm25", "--query-sets",
+                "mirage:pubmedqa", "--targets", "pii,nq", "--limit", "5", "--data-dir", data_dir,
+                "--out", str(tmp_path), "--json", "-q")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert len(out["cells"]) == 2 and all(c["variants"] == 3 and c["corpus"] == "bioasq" for c in out["cells"])
+    from engine.analysis.paper_tables import read_sweep, side_by_side
+    table = side_by_side(read_sweep(tmp_path))
+    assert list(table["target"]) == ["PPI", "NQ"] and "paper · MedCPT" in table and "ours · bm25" in table
+
+
 def _run_folder(tmp_path, name, lines):
     d = tmp_path / name
     d.mkdir()
