@@ -107,7 +107,7 @@ def load_kind_preset(name: str, kind: str, quiet: bool) -> tuple[Any, dict]:
     return cfg, meta
 
 
-def finish_run(run: Any, args: Any, show: Any, warn: Any = None) -> int:
+def finish_run(run: Any, args: Any, show: Any, warn: Any = None, extra: Any = None) -> int:
     """Run to the end and close; then the summary (with ``run_id`` and ``out_dir``): ``warn(summary)`` for
     warnings on stderr, ``show(summary)`` unless quiet with ``--json``, and the JSON line with ``--json``."""
     import json
@@ -116,7 +116,7 @@ def finish_run(run: Any, args: Any, show: Any, warn: Any = None) -> int:
         run.run()
     finally:
         run.close()
-    s = {"run_id": run.run_id, **run.summary()}
+    s = {"run_id": run.run_id, **run.summary(), **(extra(run) if extra is not None else {})}
     if run.out_dir:
         s["out_dir"] = str(run.out_dir)
     if warn is not None:

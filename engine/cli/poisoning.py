@@ -64,8 +64,29 @@ def _run_poison(cfg, args) -> int:
                   f"({cs['retriever_max_tokens']} tokens); their tails are never embedded (chunk the corpus: "
                   f"--chunk-size)", file=sys.stderr)
 
+    def betas(run) -> dict:
+        raw = getattr(args, "beta_sweep", None)
+        if not raw:
+            return {}
+        from ..analysis.beta_sweep import PAPER_BETAS, beta_table
+        rows = beta_table(run, PAPER_BETAS if raw.strip() == "paper" else [float(x) for x in raw.split(",") if x.strip()])
+        if not args.quiet:
+            print("Mahalanobis detection by shrinkage β (same anchors, out-of-fold threshold):", file=sys.stderr)
+            for r in rows:
+                print(f"  β = {r['beta']:<6g} TPR {r['tpr']:.3f}  FPR {r['fpr']:.3f}  AUROC {r['auroc']:.3f}", file=sys.stderr)
+        return {"beta_sweep": rows}
+
+    if getattr(args, "beta_sweep", None):
+        from ..errors import ConfigError
+        raw = args.beta_sweep.strip()
+        try:
+            vals = [] if raw == "paper" else [float(x) for x in raw.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(f"--beta-sweep: give comma-separated numbers in [0, 1] or 'paper' (got {raw!r})") from None
+        if raw != "paper" and (not vals or any(not 0 <= v <= 1 for v in vals)):
+            raise ConfigError(f"--beta-sweep: give comma-separated numbers in [0, 1] or 'paper' (got {raw!r})")
     run = PoisoningRun(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet))
-    return finish_run(run, args, _print_summary, warn)
+    return finish_run(run, args, _print_summary, warn, extra=betas)
 
 
 def cmd_poison(args) -> int:
@@ -218,6 +239,8 @@ def add_parsers(sub, common) -> None:
     ps.add_argument("--top-k", type=int, default=5)
     ps.add_argument("--detectors", default="l2,mahalanobis", help="comma-separated; empty for none")
     ps.add_argument("--beta", type=float, help="fix the Mahalanobis shrinkage β (default: cross-validated)")
+    ps.add_argument("--beta-sweep", help="after the run, refit Mahalanobis for each β (comma-separated, or 'paper' "
+                                         "for 0.001,0.005,0.01,0.05,0.1,0.2: the paper's Table 8) on the same anchors")
     ps.add_argument("--anchor-k", type=int, default=10)
     ps.add_argument("--chunk-size", type=int, default=512, help="0 = no chunking")
     ps.add_argument("--chunk-overlap", type=int, default=32)

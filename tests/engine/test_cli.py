@@ -65,6 +65,20 @@ def test_sweep_writes_table_and_heatmap(tmp_path):
     assert "sweep cells" in p.stderr  # progress bar
 
 
+def test_a_beta_sweep_refits_the_detector_on_the_same_anchors():
+    """The paper's Table 8 shape: one row per β, the same anchors and poisons; at the run's own β the row
+    equals the run's detector."""
+    p = run_cli("poison", "--limit", "8", "--detectors", "mahalanobis", "--beta", "0.2", "--beta-sweep", "0.01,0.2",
+                "--json", "-q")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout.strip().splitlines()[-1])
+    rows = {r["beta"]: r for r in s["beta_sweep"]}
+    assert set(rows) == {0.01, 0.2} and all(r["n_anchors"] == s["detectors"]["mahalanobis"]["n_anchors"]
+                                             for r in rows.values())
+    assert rows[0.2]["tpr"] == s["detectors"]["mahalanobis"]["tpr"]
+    assert rows[0.2]["fpr"] == s["detectors"]["mahalanobis"]["fpr"]
+
+
 def test_the_table1_command_smoke_two_cells(tmp_path, data_dir):
     """The README's Table-1 command (the universal-poisoning-table1 preset), cut to 2 cells: BM25 × PubMedQA ×
     {PII, NQ} on the 20,767 BioASQ snippets, 5 questions, 3 target documents each; then the side-by-side view
@@ -133,6 +147,7 @@ def _bad(tmp_path):
         "K larger than corpus": (["poison", "--top-k", "999"], "larger than the corpus"),
         "zero rounds": (["compare", *zeng, "--rounds", "0"], "rounds: 0 is below the minimum 1"),
         "zero repeats": (["compare", *zeng, "--repeats", "0"], "repeats: 0 is below the minimum 1"),
+        "beta sweep out of range": (["poison", "--beta-sweep", "0.1,2"], "--beta-sweep: give comma-separated numbers"),
         "attack params not JSON": (["poison", "--attack-params", "{order"], "--attack-params is not valid JSON"),
         "unknown poison order": (["poison", "--attack-params", '{"order": "sideways"}'], "not one of query-first"),
         "negative workers": (["sweep", "--workers", "-1"], "workers: -1 is below the minimum 0"),
