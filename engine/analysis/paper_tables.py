@@ -97,3 +97,36 @@ def summary(cells: pd.DataFrame, k: int = 2) -> dict[str, Any]:
         out["paper"][r] = {"mean": float(g["asr@2"].mean()), "min": float(g["asr@2"].min()),
                            "lowest": f"{QUERY_LABELS[g.loc[i, 'query_set']]} × {TARGET_LABELS[g.loc[i, 'target']]}"}
     return out
+
+
+# Table 3 (orthogonal augmentation, MedQA documents; P_1..P_3 of decreasing similarity to q) and Table 4 (clean
+# top-5 similarity, corpus Textbook), as printed; Table 4's header lists "MMLU MedQA BioASQ MedQA MCQA" (sic).
+PAPER_TABLE3 = {
+    "Contriever": {"f(q)ᵀf(p)": ("2.75 ± 0.47", "1.53 ± 0.12", "0.43 ± 0.07"),
+                   "f(q)ᵀ(f(q⊕p)−f(q))": ("0.13 ± 0.10", "0.07 ± 0.06", "0.05 ± 0.07"),
+                   "∠(f(q⊕p)−f(q), f(q)) [°]": ("99.1 ± 5.3", "96.8 ± 4.6", "92.5 ± 4.0"),
+                   "f(q)ᵀf(q)": ("2.95 ± 0.40",) * 3},
+    "MedCPT": {"f(q)ᵀf(p)": ("84.4 ± 10", "72.8 ± 8", "62.5 ± 4"),
+               "f(q)ᵀ(f(q⊕p)−f(q))": ("1.64 ± 1.6", "1.21 ± 1.2", "0.42 ± 0.6"),
+               "∠(f(q⊕p)−f(q), f(q)) [°]": ("97.2 ± 6", "98.9 ± 6", "95.9 ± 6"),
+               "f(q)ᵀf(q)": ("88.8 ± 9.7",) * 3},
+}
+PAPER_TABLE4_SETS = ("MMLU", "MedQA", "BioASQ", "MedQA (2nd column, sic)", "MCQA")
+PAPER_TABLE4 = {
+    "Contriever": {"∠(f(q), f(R)) [°]": ("71 ± 4.0", "72 ± 2.1", "72 ± 3.6", "69 ± 5.1", "71 ± 4.9"),
+                   "f(q)ᵀf(R)": ("0.98 ± .15", "1.72 ± .41", "1.02 ± .17", "1.06 ± .14", "1.13 ± .16"),
+                   "f(q)ᵀf(q)": ("3.49 ± 1.2", "11.6 ± 7.6", "4.4 ± 1.5", "3.85 ± 1.6", "4.6 ± 1.6")},
+    "MedCPT": {"∠(f(q), f(R)) [°]": ("48 ± 3.5", "41 ± 2.9", "49 ± 3.9", "52 ± 2.6", "53 ± 4.4"),
+               "f(q)ᵀf(R)": ("66.2 ± 2.3", "63.7 ± 1.3", "64.3 ± 2.1", "62.8 ± 2.4", "62.5 ± 2.5"),
+               "f(q)ᵀf(q)": ("125 ± 16", "92.6 ± 9.3", "124 ± 17", "141 ± 13", "137 ± 20")},
+}
+
+
+def paper_table3() -> dict[str, pd.DataFrame]:
+    """The paper's Table 3, one frame per retriever (rows: measurements; columns: P_1, P_2, P_3)."""
+    return {r: pd.DataFrame(rows, index=["P_1", "P_2", "P_3"]).T for r, rows in PAPER_TABLE3.items()}
+
+
+def paper_table4() -> dict[str, pd.DataFrame]:
+    """The paper's Table 4, one frame per retriever (rows: measurements; columns: its query sets)."""
+    return {r: pd.DataFrame(rows, index=list(PAPER_TABLE4_SETS)).T for r, rows in PAPER_TABLE4.items()}

@@ -1,7 +1,7 @@
 """"Why does it work?" for a configuration: Tables 3 and 4 of the paper (§4) side by side."""
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -16,11 +16,12 @@ from ..store import StoreSettings, shared_base_index
 from .orthogonal import (clean_retrieval_similarity, clean_similarity_table, orthogonal_augmentation_table)
 
 
-def why_it_works(cfg: PoisonConfig, *, progress: Optional[Callable[[str, int, int], None]] = None
-                 ) -> dict[str, pd.DataFrame]:
+def why_it_works(cfg: PoisonConfig, *, progress: Optional[Callable[[str, int, int], None]] = None,
+                 table4_sets: Sequence[str] = ()) -> dict[str, pd.DataFrame]:
     """Table 3 for three document sets P_j — the run's target information, the top-1 clean
     document of each query (semantically related), another query of the set (same domain) —
-    and Table 4 (clean top-5 similarity) for the configured query set."""
+    and Table 4 (clean top-5 similarity) for the configured query set and any ``table4_sets`` (one column
+    each, the first ``cfg.limit`` questions of each, as the paper's Table 4 has one column per query set)."""
     retriever = make_retriever(cfg.retriever, dict(cfg.retriever_params or {}))
     if not retriever.dense:
         raise ConfigError(f"'why does it work' needs a dense retriever; {cfg.retriever} is sparse")
@@ -40,6 +41,11 @@ def why_it_works(cfg: PoisonConfig, *, progress: Optional[Callable[[str, int, in
     doc_sets = {f"target: {attack.params.target}": [attack.target()], "top-1 clean doc": top1,
                 "another query": other}
     table3 = orthogonal_augmentation_table(retriever, texts, doc_sets)
-    per_query = clean_retrieval_similarity(retriever, qv, base.vectors, k=5)
-    table4 = clean_similarity_table({cfg.queries: per_query})
+    per_set = {cfg.queries: clean_retrieval_similarity(retriever, qv, base.vectors, k=5)}
+    for name in table4_sets:
+        if name not in per_set:
+            qs = load_queries(name, data_dir=cfg.data_dir or None, limit=cfg.limit)
+            per_set[name] = clean_retrieval_similarity(retriever, retriever.encode_queries([q.text for q in qs]),
+                                                       base.vectors, k=5)
+    table4 = clean_similarity_table(per_set)
     return {"table3_orthogonal_augmentation": table3, "table4_clean_retrieval": table4}

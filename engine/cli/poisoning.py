@@ -208,19 +208,44 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_analyze(args) -> int:
-    """``analyze``: why poisons win (Tables 3 and 4) for one corpus, query set, retriever and target."""
+    """``analyze``: why poisons win (Tables 3 and 4) for one corpus and target, for each retriever of
+    ``--retrievers`` (dense ones), Table 3 on the first query set and Table 4 on every one of ``--queries``; then
+    the paper's Contriever and MedCPT rows."""
+    from ..analysis.paper_tables import paper_table3, paper_table4
     from ..analysis.why import why_it_works
     from ..config import PoisonConfig
+    from ..errors import ConfigError
 
-    cfg = PoisonConfig.from_dict(dict(corpus=args.corpus, queries=args.queries, retriever=args.retriever,
-                                      target=args.target, limit=args.limit or 50, data_dir=args.data_dir or "",
-                                      detectors=(), chunk_size=args.chunk_size or None))
-    tables = why_it_works(cfg, progress=_progress_printer(not args.quiet))
-    if not args.quiet or not args.json:
-        for name, df in tables.items():
-            print(f"\n{name}\n{df.to_string()}")
+    retrievers = [r.strip() for r in (args.retrievers or args.retriever).split(",") if r.strip()]
+    sets = [q.strip() for q in args.queries.split(",") if q.strip()]
+    if not retrievers or not sets:
+        raise ConfigError("analyze: give at least one retriever and one query set")
+    out: dict = {}
+    for name in retrievers:
+        cfg = PoisonConfig.from_dict(dict(corpus=args.corpus, queries=sets[0], retriever=name,
+                                          target=args.target, limit=args.limit or 50, data_dir=args.data_dir or "",
+                                          detectors=(), chunk_size=args.chunk_size or None))
+        try:
+            tables = why_it_works(cfg, progress=_progress_printer(not args.quiet), table4_sets=sets[1:])
+        except ConfigError as e:
+            if len(retrievers) == 1:
+                raise
+            print(f"{name}: skipped ({e})", file=sys.stderr)
+            continue
+        out[name] = tables
+        if not args.quiet or not args.json:
+            for t, df in tables.items():
+                print(f"\n{t} — {name}\n{df.to_string()}")
+    paper = {"table3_orthogonal_augmentation": paper_table3(), "table4_clean_retrieval": paper_table4()}
+    if len(retrievers) > 1 and (not args.quiet or not args.json):
+        for t, frames in paper.items():
+            for r, df in frames.items():
+                print(f"\n{t} — paper, {r}\n{df.to_string()}")
     if args.json:
-        print(json.dumps({k: v.to_dict() for k, v in tables.items()}))
+        first = out.get(retrievers[0], {})      # the first retriever's tables also at the top level, as before
+        print(json.dumps({**{k: v.to_dict() for k, v in first.items()},
+                          "retrievers": {r: {k: v.to_dict() for k, v in t.items()} for r, t in out.items()},
+                          "paper": {t: {r: df.to_dict() for r, df in frames.items()} for t, frames in paper.items()}}))
     return 0
 
 
@@ -288,8 +313,11 @@ def add_parsers(sub, common) -> None:
 
     pa = sub.add_parser("analyze", help="why poisons win: Table 3 (orthogonal augmentation) and Table 4")
     pa.add_argument("--corpus", default="clinic_handbook")
-    pa.add_argument("--queries", default="clinic_handbook")
+    pa.add_argument("--queries", default="clinic_handbook", help="query set(s), comma-separated: Table 3 uses the "
+                                                                 "first, Table 4 has a column for each")
     pa.add_argument("--retriever", default="minilm")
+    pa.add_argument("--retrievers", help="comma-separated retrievers, e.g. minilm,mpnet,e5-small: every table for "
+                                         "each, then the paper's Contriever and MedCPT rows")
     pa.add_argument("--target", default="pii")
     pa.add_argument("--limit", type=int, default=50)
     pa.add_argument("--chunk-size", type=int, default=512)

@@ -79,6 +79,16 @@ def test_a_beta_sweep_refits_the_detector_on_the_same_anchors():
     assert rows[0.2]["fpr"] == s["detectors"]["mahalanobis"]["fpr"]
 
 
+def test_analyze_prints_tables_3_and_4_for_each_retriever_beside_the_paper():
+    p = run_cli("analyze", "--retrievers", "minilm,bm25", "--queries", "clinic_handbook", "--limit", "6", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert list(out["retrievers"]) == ["minilm"] and "bm25: skipped" in p.stderr      # sparse: no embedding
+    assert "table3_orthogonal_augmentation" in out                                   # the first one, as before
+    assert set(out["paper"]["table4_clean_retrieval"]) == {"Contriever", "MedCPT"}
+    assert "table3_orthogonal_augmentation — paper, MedCPT" in p.stdout
+
+
 def test_the_table1_command_smoke_two_cells(tmp_path, data_dir):
     """The README's Table-1 command (the universal-poisoning-table1 preset), cut to 2 cells: BM25 × PubMedQA ×
     {PII, NQ} on the 20,767 BioASQ snippets, 5 questions, 3 target documents each; then the side-by-side view
