@@ -6,7 +6,7 @@ from typing import Any
 import streamlit as st
 
 from components.params_form import params_form
-from engine.executors import ExecutorConfig, check_reachable, import_ray
+from engine.executors import ExecutorConfig, checked
 
 
 def executor_section(key: str) -> dict[str, Any]:
@@ -21,10 +21,6 @@ def executor_section(key: str) -> dict[str, Any]:
 
 def executor_config(key: str, values: dict[str, Any]) -> ExecutorConfig:
     """Validated executor settings (remembered for the next form); Ray missing is one clear error."""
-    cfg = ExecutorConfig.from_dict(values, where="executor")
-    if cfg.executor == "ray":
-        import_ray()
-        if cfg.ray_address:
-            check_reachable(cfg.ray_address)
+    cfg = checked(ExecutorConfig.from_dict(values, where="executor"))
     st.session_state[f"{key}_executor"] = cfg.to_dict()
     return cfg

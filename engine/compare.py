@@ -224,9 +224,9 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
             if u is not None:
                 utility[conf] = {k: u[k] for k in ("acc", "faithfulness", "n", "n_graded", "blocked")}
             runs.append(row)
-        save()
-        if o.result is not None and on_row:
-            on_row(runs[[r["run_id"] for r in runs].index(o.result["run_id"])])
+        save()                  # also gives the row its configuration's utility
+        if o.error is None and o.result is not None and on_row:
+            on_row(row)
 
     run_cells(compare_cell, todo, executor=executor, on_done=on_done, progress=cell_progress,
               should_stop=(lambda: stop is not None and stop.is_set()))

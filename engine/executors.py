@@ -112,6 +112,15 @@ def run_cells(fn: CellFn, items: Iterable[tuple[int, Any]], *, executor: Executo
 
 # ---- Ray ---------------------------------------------------------------------------------------------------
 
+def checked(cfg: ExecutorConfig) -> ExecutorConfig:
+    """``cfg`` after the checks that must come before any work: Ray importable, the cluster's port answering."""
+    if cfg.executor == "ray":
+        import_ray()
+        if cfg.ray_address:
+            check_reachable(cfg.ray_address)
+    return cfg
+
+
 def import_ray() -> Any:
     """The ``ray`` module, or one clear error naming the requirements file that installs it."""
     try:

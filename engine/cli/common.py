@@ -65,20 +65,14 @@ def executor_of(args: Any, meta: dict | None = None) -> Any:
     """The :class:`~engine.executors.ExecutorConfig` of a sweep or comparison: the preset's ``executor:``
     section, with ``--executor``, ``--ray-address``, ``--workers`` and ``--cpus-per-cell`` on top. Asking for
     Ray without Ray installed is one clear error, before any work."""
-    from ..executors import ExecutorConfig, import_ray
+    from ..executors import ExecutorConfig, checked
 
     values = (meta or {}).get("executor", ExecutorConfig()).to_dict()
     for key in ("executor", "ray_address", "workers", "cpus_per_cell"):
         v = getattr(args, key, None)
         if v is not None:
             values[key] = v
-    cfg = ExecutorConfig.from_dict(values, where="executor")
-    if cfg.executor == "ray":
-        import_ray()
-        if cfg.ray_address:
-            from ..executors import check_reachable
-            check_reachable(cfg.ray_address)
-    return cfg
+    return checked(ExecutorConfig.from_dict(values, where="executor"))
 
 
 def add_executor_args(sp: Any) -> None:

@@ -82,8 +82,13 @@ def export_onnx(model_dir: Path, out_dir: Path, quantize: bool) -> Path:
 
         from onnxruntime.quantization import QuantType, quantize_dynamic
         tmp = out_dir / f"model.int8.onnx.{os.getpid()}.tmp"
-        logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))  # its pre-processing hint
-        quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(max(level, logging.ERROR))      # quiet its pre-processing hint, for this call only
+        try:
+            quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+        finally:
+            root.setLevel(level)
         os.replace(tmp, int8)
     return int8
 
