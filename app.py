@@ -7,7 +7,7 @@ from components.sidebar import render_sidebar
 from components.state import init_state
 
 st.set_page_config(page_title="RAG Attack & Defense Playground", page_icon="🛡️", layout="wide")
-init_state()
+init_state(entrypoint=True)
 page = st.navigation([
     st.Page("pages/home.py", title="Home", icon="🏠", default=True),
     st.Page("pages/teaching.py", title="Teaching mode", icon="🎓"),

@@ -30,7 +30,28 @@ def default_extract() -> dict[str, Any]:
     return settings_from_config(load_preset(EXTRACT_PRESET)[1])
 
 
-def init_state() -> None:
+def _through_app_navigation() -> None:
+    """Make sure a page runs inside app.py's ``st.navigation``, never on its own.
+
+    Streamlit keeps its older pages-folder mode until some run has called ``st.navigation``: when the first
+    request after the server starts is a deep link (``/sweeps``), it runs ``pages/sweeps.py`` alone — without
+    app.py's page config, navigation (titles, icons) and sidebar, with the folder's file names as the menu.
+    Here the server is switched to the navigation mode and the run restarted, so the same address comes back
+    through app.py. (Streamlit's own ``st.navigation`` makes the same switch; it lives on ``PagesManager``.)"""
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:          # pragma: no cover - a Streamlit without it has no pages-folder mode to leave
+        return
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def init_state(entrypoint: bool = False) -> None:
+    """Session defaults. A page (``entrypoint`` False) opened in a fresh session first makes sure it runs inside
+    app.py's navigation (a deep link as the server's first request); never later, so no rerun can drop a click."""
+    if not entrypoint and "pipeline" not in st.session_state:
+        _through_app_navigation()
     ss = st.session_state
     ss.setdefault("pipeline", dict(DEFAULT_PIPELINE))
     ss.setdefault("lab", dict(DEFAULT_LAB))

@@ -5,9 +5,9 @@ import streamlit as st
 
 from components.executor import executor_config, executor_section
 from components.job_panel import job_panel
+from components.reproduce import reproduce_section
 from components.state import data_dir, init_state
 from components.text import md_escape
-from engine.analysis.paper_tables import QUERY_SETS, read_sweep, side_by_side, summary
 from engine.attacks.poisoning import TARGET_KINDS
 from engine.config import SweepConfig
 from engine.corpora import available_corpora
@@ -15,10 +15,7 @@ from engine.errors import EngineError
 from engine.jobs import Job
 from engine.plots import table1_heatmap
 from engine.queries import available_query_sets
-from engine.paths import REPO_ROOT
 from engine.sweep import grid, run_sweep
-
-REPO_TABLE1 = REPO_ROOT / "results" / "table1-bioasq"      # the grid committed with the repository
 
 init_state()
 st.title("Sweeps")
@@ -83,23 +80,4 @@ if job is not None and not job.running and job.result is not None:
                          mime="text/html", on_click="ignore")
 
 st.divider()
-st.subheader("Reproduce: the paper's Table 1 beside a saved sweep")
-st.caption("Reads the cells a sweep wrote to a folder (`python -m engine run universal-poisoning-table1 --out DIR`) "
-           "and shows top-2 success per query set × target for each of our retrievers beside the paper's PubMed "
-           "rows (MedCPT, Specter, Contriever, which do not ship offline). Our corpus is the 20,767 BioASQ PubMed "
-           "snippets and the first 300 questions of each set; the paper's is PubMed with all questions.")
-folder = st.text_input("Sweep folder", value=str(REPO_TABLE1), key="t1_folder")
-try:
-    cells = read_sweep(folder)
-    table = side_by_side(cells, 2)
-    if table.empty:
-        st.info("This sweep has no cell on the paper's query sets (MIRAGE) and targets.")
-    else:
-        st.dataframe(table.round(3), hide_index=True, width="stretch")
-        s = summary(cells[cells["query_set"].isin(QUERY_SETS)], 2)
-        st.caption(" · ".join(f"ours {md_escape(r)}: mean {v['mean']:.2f}, lowest {v['min']:.2f} "
-                              f"({md_escape(v['lowest'])}, {v['cells']} cells)" for r, v in s["ours"].items())
-                   + " — paper: " + " · ".join(f"{r} mean {v['mean']:.2f}, lowest {v['min']:.2f} ({v['lowest']})"
-                                               for r, v in s["paper"].items()))
-except EngineError as e:
-    st.info(md_escape(e))
+reproduce_section()

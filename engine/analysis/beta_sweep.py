@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-PAPER_BETAS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.2)
+from .paper_tables import PAPER_BETAS
 
 
 def beta_table(run: Any, betas: Sequence[float] = PAPER_BETAS) -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
-"""The universal-poisoning paper's Table 1 (top-2 success rates, PubMed corpus rows) and a side-by-side view of a
-saved sweep against it.
+"""The universal-poisoning paper's numbers — Table 1 / Table 7 (top-2 / top-1 success rates), Table 8 (detection
+rate vs β), Tables 3–4, PubMed corpus rows — and a side-by-side view of a saved sweep against Tables 1 / 7.
 
 The paper's numbers are transcribed from its Table 1 (``shared/papers/universal-poisoning-medical-rag.txt``):
 corpus PubMed, retrievers MedCPT, Specter and Contriever (none of which ships offline), five MIRAGE query sets
@@ -36,11 +36,45 @@ PAPER_TABLE1_PUBMED: dict[str, dict[str, tuple[float, ...]]] = {
 }
 
 
-def paper_table1() -> pd.DataFrame:
-    """The paper's PubMed rows, long form: retriever, query_set, target, asr@2."""
-    rows = [{"retriever": r, "query_set": q, "target": t, "asr@2": v}
-            for r, sets in PAPER_TABLE1_PUBMED.items() for q, vals in sets.items() for t, v in zip(TARGETS, vals)]
+# Table 7 (top-1 success, appendix C.1), corpus PubMed, same layout (sd < 0.1)
+PAPER_TABLE7_PUBMED: dict[str, dict[str, tuple[float, ...]]] = {
+    "MedCPT": {"mirage:mmlu": (0.72, 0.74, 0.71, 0.73, 0.71), "mirage:medqa": (0.99, 0.99, 0.98, 0.99, 0.99),
+               "mirage:medmcqa": (0.70, 0.71, 0.68, 0.71, 0.71), "mirage:pubmedqa": (0.91, 0.94, 0.91, 0.88, 0.91),
+               "mirage:bioasq": (0.85, 0.91, 0.86, 0.81, 0.85)},
+    "Specter": {"mirage:mmlu": (0.91, 0.75, 0.81, 0.94, 0.90), "mirage:medqa": (0.99, 0.98, 0.98, 0.96, 0.95),
+                "mirage:medmcqa": (0.81, 0.82, 0.70, 0.81, 0.91), "mirage:pubmedqa": (0.76, 0.82, 0.85, 0.91, 0.96),
+                "mirage:bioasq": (0.93, 0.86, 0.82, 0.91, 0.92)},
+    "Contriever": {"mirage:mmlu": (0.80, 0.82, 0.81, 0.81, 0.81), "mirage:medqa": (1.0, 1.0, 1.0, 1.0, 1.0),
+                   "mirage:medmcqa": (0.62, 0.63, 0.61, 0.64, 0.61),
+                   "mirage:pubmedqa": (0.76, 0.77, 0.74, 0.76, 0.71),
+                   "mirage:bioasq": (0.57, 0.56, 0.60, 0.57, 0.60)},
+}
+
+# Table 8 (appendix C.2), corpus PubMed: detection rate per β for its three rows (the query sets of the rows are
+# not named in the text we have; standard errors within 0.08)
+PAPER_BETAS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.2)
+PAPER_TABLE8_PUBMED: tuple[tuple[float, ...], ...] = (
+    (0.99, 0.99, 0.99, 0.98, 0.96, 0.96),
+    (0.99, 0.99, 0.99, 0.97, 0.96, 0.95),
+    (0.99, 0.99, 0.99, 0.97, 0.97, 0.96),
+)
+
+
+def paper_table1(k: int = 2) -> pd.DataFrame:
+    """The paper's PubMed rows, long form: retriever, query_set, target, asr@k — Table 1 for top-2, Table 7 for
+    top-1; an empty frame for any other k (the paper reports only these two)."""
+    table = {2: PAPER_TABLE1_PUBMED, 1: PAPER_TABLE7_PUBMED}.get(k)
+    if table is None:
+        return pd.DataFrame(columns=["retriever", "query_set", "target", f"asr@{k}"])
+    rows = [{"retriever": r, "query_set": q, "target": t, f"asr@{k}": v}
+            for r, sets in table.items() for q, vals in sets.items() for t, v in zip(TARGETS, vals)]
     return pd.DataFrame(rows)
+
+
+def paper_table8() -> pd.DataFrame:
+    """The paper's Table 8 PubMed rows: one row per (unnamed) query set, one column per β."""
+    return pd.DataFrame(PAPER_TABLE8_PUBMED, columns=[f"β = {b:g}" for b in PAPER_BETAS],
+                        index=[f"paper, PubMed row {i + 1}" for i in range(len(PAPER_TABLE8_PUBMED))])
 
 
 def read_sweep(folder: str | Path) -> pd.DataFrame:
@@ -57,7 +91,7 @@ def read_sweep(folder: str | Path) -> pd.DataFrame:
 
 def side_by_side(cells: pd.DataFrame, k: int = 2) -> pd.DataFrame:
     """One row per (query set, target): ASR@k of each of our retrievers, then the paper's three PubMed
-    retrievers, and our ``poisons_over_window`` (poisons longer than the retriever reads). Query sets and targets
+    retrievers (Table 1 for k = 2, Table 7 for k = 1; none for other k), and our ``poisons_over_window`` (poisons longer than the retriever reads). Query sets and targets
     outside the paper's five are left out."""
     col = f"asr@{k}"
     mine = cells[cells["query_set"].isin(QUERY_SETS) & cells["target"].isin(TARGETS)]
@@ -67,10 +101,14 @@ def side_by_side(cells: pd.DataFrame, k: int = 2) -> pd.DataFrame:
     ours.columns = [f"ours · {c}" for c in ours.columns]
     over = mine.pivot_table(index=["query_set", "target"], columns="retriever", values="poisons_over_window",
                             aggfunc="max") if "poisons_over_window" in mine else None
-    paper = paper_table1().pivot_table(index=["query_set", "target"], columns="retriever", values="asr@2")
-    paper = paper[list(PAPER_TABLE1_PUBMED)]
-    paper.columns = [f"paper · {c}" for c in paper.columns]
-    out = ours.join(paper if k == 2 else paper.iloc[:, :0], how="left")
+    paper_long = paper_table1(k)
+    if paper_long.empty:
+        out = ours
+    else:
+        paper = paper_long.pivot_table(index=["query_set", "target"], columns="retriever", values=col)
+        paper = paper[list(PAPER_TABLE1_PUBMED)]
+        paper.columns = [f"paper · {c}" for c in paper.columns]
+        out = ours.join(paper, how="left")
     if over is not None:
         out["poisons over window (max)"] = over.max(axis=1)
     order = {q: i for i, q in enumerate(QUERY_SETS)}
@@ -91,10 +129,10 @@ def summary(cells: pd.DataFrame, k: int = 2) -> dict[str, Any]:
         out["ours"][r] = {"mean": float(g[col].mean()), "min": float(g[col].min()), "cells": int(len(g)),
                           "lowest": f"{QUERY_LABELS.get(g.loc[i, 'query_set'], g.loc[i, 'query_set'])} × "
                                     f"{TARGET_LABELS.get(g.loc[i, 'target'], g.loc[i, 'target'])}"}
-    paper = paper_table1()
+    paper = paper_table1(k)
     for r, g in paper.groupby("retriever"):
-        i = g["asr@2"].idxmin()
-        out["paper"][r] = {"mean": float(g["asr@2"].mean()), "min": float(g["asr@2"].min()),
+        i = g[col].idxmin()
+        out["paper"][r] = {"mean": float(g[col].mean()), "min": float(g[col].min()),
                            "lowest": f"{QUERY_LABELS[g.loc[i, 'query_set']]} × {TARGET_LABELS[g.loc[i, 'target']]}"}
     return out
 

@@ -241,11 +241,21 @@ def cmd_analyze(args) -> int:
         for t, frames in paper.items():
             for r, df in frames.items():
                 print(f"\n{t} — paper, {r}\n{df.to_string()}")
+    first = out.get(retrievers[0], {})      # the first retriever's tables also at the top level, as before
+    payload = {**{k: v.to_dict() for k, v in first.items()},
+               "retrievers": {r: {k: v.to_dict() for k, v in t.items()} for r, t in out.items()},
+               "paper": {t: {r: df.to_dict() for r, df in frames.items()} for t, frames in paper.items()},
+               "setup": {"corpus": args.corpus, "queries": sets, "target": args.target, "limit": args.limit,
+                         "chunk_size": args.chunk_size}}
+    if args.save:
+        from pathlib import Path
+        dest = Path(args.save)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(json.dumps(payload, ensure_ascii=False, indent=1), encoding="utf-8")
+        if not args.quiet:
+            print(f"tables: {dest}", file=sys.stderr)
     if args.json:
-        first = out.get(retrievers[0], {})      # the first retriever's tables also at the top level, as before
-        print(json.dumps({**{k: v.to_dict() for k, v in first.items()},
-                          "retrievers": {r: {k: v.to_dict() for k, v in t.items()} for r, t in out.items()},
-                          "paper": {t: {r: df.to_dict() for r, df in frames.items()} for t, frames in paper.items()}}))
+        print(json.dumps(payload))
     return 0
 
 
@@ -321,6 +331,8 @@ def add_parsers(sub, common) -> None:
     pa.add_argument("--target", default="pii")
     pa.add_argument("--limit", type=int, default=50)
     pa.add_argument("--chunk-size", type=int, default=512)
+    pa.add_argument("--save", metavar="FILE.json", help="also write the tables (every retriever's and the paper's) "
+                                                        "to this JSON file: the Sweeps page's Reproduce section reads it")
     common(pa, out=False)
     pa.set_defaults(func=cmd_analyze)
 

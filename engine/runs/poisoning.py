@@ -379,6 +379,8 @@ def summarize(events: list[Event]) -> dict[str, Any]:
         "asr_top_k": asr(events, cfg["top_k"]).value,
         "mean_poison_rank": mean_poison_rank(events).value,
         "n_queries": sum(1 for e in events if isinstance(e, Retrieved)),
+        "corpus": cfg["corpus"],
+        "queries": cfg["queries"],
         "corpus_size": built.n_docs if built else None,
         "corpus_stats": dict(built.corpus_stats) if built else {},
         "top_k": cfg["top_k"],

@@ -290,12 +290,64 @@ def test_sweeps_page_shows_a_saved_sweep_beside_the_papers_table1(tmp_path):
     at.switch_page("pages/sweeps.py").run()
     at.text_input(key="t1_folder").set_value(str(tmp_path)).run()
     assert not at.exception
-    table = at.dataframe[-1].value
+    table = _frame_with(at, "ours · minilm")
     row = table[(table["query_set"] == "PubMedQA") & (table["target"] == "PPI")].iloc[0]
     assert row["ours · minilm"] == 0.97 and row["ours · bm25"] == 1.0 and row["paper · MedCPT"] == 0.93
     assert row["paper · Contriever"] == 0.78
+    at.radio(key="t1_k").set_value(1).run()                    # top-1: the paper's Table 7
+    row = _frame_with(at, "ours · minilm").iloc[0]
+    assert row["ours · minilm"] == 0.9 and row["paper · Contriever"] == 0.76 and row["paper · MedCPT"] == 0.91
     at.text_input(key="t1_folder").set_value(str(tmp_path / "nothing")).run()
     assert not at.exception and any("nothing: no sweep" in i.value for i in at.info)
+
+
+def _frame_with(at, column):
+    """The one dataframe on the page that has ``column``."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(found) == 1, [list(d.value.columns) for d in at.dataframe]
+    return found[0]
+
+
+def test_sweeps_page_reproduces_table8_detection_and_tables34_from_saved_files(tmp_path):
+    """The other Reproduce tabs read what the commands save: β-sweep summaries (Table 8), a detection sweep
+    (Figures 3-9), analyze's tables (Tables 3-4); a folder without them is one clear line, not a crash."""
+    import json
+    import pandas as pd
+    (tmp_path / "t8" / "mpnet").mkdir(parents=True)
+    (tmp_path / "t8" / "mpnet" / "pubmedqa.json").write_text(json.dumps({
+        "retriever": "mpnet", "queries": "mirage:pubmedqa", "target": "pii",
+        "detectors": {"mahalanobis": {"beta": 0.05}},
+        "beta_sweep": [{"beta": b, "tpr": t, "fpr": 0.05, "auroc": 0.9, "n_anchors": 900}
+                       for b, t in ((0.001, 0.7), (0.05, 0.9), (0.2, 0.8))]}))
+    det = tmp_path / "results" / "detection-bioasq-mpnet"
+    det.mkdir(parents=True)
+    pd.DataFrame([{"corpus": "bioasq", "retriever": "mpnet", "query_set": "mirage:mmlu", "target": t,
+                   "asr@1": 0.8, "asr@2": 0.9, "asr@5": 1.0, "n_queries": 200, "variants": 1,
+                   "poisons_over_window": 0, "l2_tpr": 0.05, "l2_fpr": 0.05, "l2_auroc": 0.5,
+                   "mahalanobis_tpr": v, "mahalanobis_fpr": 0.06, "mahalanobis_auroc": 0.95}
+                  for t, v in (("pii", 0.97), ("hotpotqa", 1.0))]).to_csv(det / "sweep_cells.csv", index=False)
+    t3 = {"target: pii": {"f(q)ᵀf(p)": "0.1 ± 0.05", "∠(f(q⊕p)−f(q), f(q)) [°]": "98 ± 4"}}   # DataFrame.to_dict()
+    (tmp_path / "t34").mkdir()
+    (tmp_path / "t34" / "bioasq.json").write_text(json.dumps(
+        {"retrievers": {"mpnet": {"table3_orthogonal_augmentation": t3}}}, ensure_ascii=False))
+    at = app()
+    at.switch_page("pages/sweeps.py").run()
+    at.text_input(key="t8_folder").set_value(str(tmp_path / "t8")).run()
+    at.text_input(key="det_folder").set_value(str(tmp_path / "results")).run()
+    at.text_input(key="t34_path").set_value(str(tmp_path / "t34")).run()
+    assert not at.exception
+    t8 = _frame_with(at, "best β (TPR)").iloc[0]
+    assert t8["retriever"] == "mpnet" and t8["query set"] == "PubMedQA" and t8["β = 0.05"] == "0.90 / 0.05"
+    assert t8["best β (TPR)"] == "0.05 (0.90)" and t8["β by CV"] == "0.05" and t8["anchors"] == 900
+    fig = _frame_with(at, "HotpotQA").iloc[0]
+    assert fig["PPI"] == "0.97 (0.90)" and fig["HotpotQA"] == "1.00 (0.90)" and fig["FPR"] == 0.06
+    assert any("mpnet" in m.value for m in at.markdown)
+    assert any(list(d.value.index) == ["f(q)ᵀf(p)", "∠(f(q⊕p)−f(q), f(q)) [°]"] for d in at.dataframe)
+    at.radio(key="det_detector").set_value("l2").run()
+    assert _frame_with(at, "HotpotQA").iloc[0]["PPI"] == "0.05 (0.90)"
+    for key in ("t8_folder", "det_folder", "t34_path"):
+        at.text_input(key=key).set_value(str(tmp_path / "empty")).run()
+    assert not at.exception and sum("empty" in i.value for i in at.info) >= 3
 
 
 def test_sweep_can_be_stopped():

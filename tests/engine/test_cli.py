@@ -65,9 +65,9 @@ def test_sweep_writes_table_and_heatmap(tmp_path):
     assert "sweep cells" in p.stderr  # progress bar
 
 
-def test_a_beta_sweep_refits_the_detector_on_the_same_anchors():
+def test_a_beta_sweep_refits_the_detector_on_the_same_anchors(tmp_path):
     """The paper's Table 8 shape: one row per β, the same anchors and poisons; at the run's own β the row
-    equals the run's detector."""
+    equals the run's detector. The saved summary reads back into Table 8 (the Reproduce section's reader)."""
     p = run_cli("poison", "--limit", "8", "--detectors", "mahalanobis", "--beta", "0.2", "--beta-sweep", "0.01,0.2",
                 "--json", "-q")
     assert p.returncode == 0, p.stderr
@@ -77,16 +77,33 @@ def test_a_beta_sweep_refits_the_detector_on_the_same_anchors():
                                              for r in rows.values())
     assert rows[0.2]["tpr"] == s["detectors"]["mahalanobis"]["tpr"]
     assert rows[0.2]["fpr"] == s["detectors"]["mahalanobis"]["fpr"]
+    assert s["queries"] == "clinic_handbook" and s["corpus"] == "clinic_handbook"
+
+    from engine.analysis.reproduce import read_beta_sweeps, table8
+    (tmp_path / "minilm").mkdir()
+    (tmp_path / "minilm" / "handbook.json").write_text(p.stdout.strip().splitlines()[-1])
+    (tmp_path / "notes.json").write_text('{"something": "else"}')       # other files are skipped
+    t = table8(read_beta_sweeps(tmp_path))
+    assert len(t) == 1 and t.iloc[0]["query set"] == "clinic_handbook" and t.iloc[0]["β by CV"] == "0.2"
+    assert t.iloc[0]["β = 0.2"] == f"{rows[0.2]['tpr']:.2f} / {rows[0.2]['fpr']:.2f}"
+    assert t.iloc[0]["anchors"] == s["detectors"]["mahalanobis"]["n_anchors"]
 
 
-def test_analyze_prints_tables_3_and_4_for_each_retriever_beside_the_paper():
-    p = run_cli("analyze", "--retrievers", "minilm,bm25", "--queries", "clinic_handbook", "--limit", "6", "--json")
+def test_analyze_prints_tables_3_and_4_for_each_retriever_beside_the_paper(tmp_path):
+    dest = tmp_path / "tables34" / "handbook.json"
+    p = run_cli("analyze", "--retrievers", "minilm,bm25", "--queries", "clinic_handbook", "--limit", "6", "--json",
+                "--save", str(dest))
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert list(out["retrievers"]) == ["minilm"] and "bm25: skipped" in p.stderr      # sparse: no embedding
     assert "table3_orthogonal_augmentation" in out                                   # the first one, as before
     assert set(out["paper"]["table4_clean_retrieval"]) == {"Contriever", "MedCPT"}
     assert "table3_orthogonal_augmentation — paper, MedCPT" in p.stdout
+    from engine.analysis.reproduce import read_tables34
+    saved = read_tables34(dest.parent)                  # the folder the Reproduce section reads
+    t3 = saved["minilm"]["table3_orthogonal_augmentation"]
+    assert t3.to_dict() == out["retrievers"]["minilm"]["table3_orthogonal_augmentation"]
+    assert "∠(f(q⊕p)−f(q), f(q)) [°]" in t3.index
 
 
 def test_the_table1_command_smoke_two_cells(tmp_path, data_dir):
@@ -102,6 +119,9 @@ def test_the_table1_command_smoke_two_cells(tmp_path, data_dir):
     from engine.analysis.paper_tables import read_sweep, side_by_side
     table = side_by_side(read_sweep(tmp_path))
     assert list(table["target"]) == ["PPI", "NQ"] and "paper · MedCPT" in table and "ours · bm25" in table
+    top1 = side_by_side(read_sweep(tmp_path), 1)              # Table 7: the paper's top-1 rows
+    assert list(top1["paper · Contriever"]) == [0.76, 0.74]
+    assert list(top1["ours · bm25"]) == [c["asr@1"] for c in out["cells"]]
 
 
 def _run_folder(tmp_path, name, lines):
