@@ -133,7 +133,12 @@ def render_live_metrics(run) -> None:
         st.warning(f"{crafted.over_window} of {crafted.n} poisons are longer than {md_escape(run.config.retriever)} "
                    f"reads ({crafted.retriever_max_tokens} tokens; the longest has {crafted.longest_tokens}): what "
                    "follows the cut, often the target information, never reaches the embedding, so ASR here says "
-                   "less about the target than it seems.")
+                   "less about the target than it seems."
+                   + (f" {crafted.attacker_text_cut} poisons lose part of their attacker text; on average the "
+                      f"embedding reads {crafted.attacker_text_embedded:.0%} of it (questions: median "
+                      f"{crafted.median_question_tokens:.0f} tokens)."
+                      if crafted.attacker_text_embedded is not None and crafted.median_question_tokens is not None
+                      else ""))
     if intervals:
         st.caption(f"95% Wilson intervals after {n} question{'s' if n != 1 else ''}: " + " · ".join(intervals))
     if n:

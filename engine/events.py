@@ -163,6 +163,11 @@ class PoisonsCrafted(Event):
     over_window: int = 0
     median_tokens: float = 0.0
     longest_tokens: int = 0
+    # the poisons that contain their question verbatim (q ⊕ target, target ⊕ q, ...): the question's length and
+    # how much of the rest — the attacker's text, the target — lies inside the window (None: none contain it)
+    median_question_tokens: float | None = None
+    attacker_text_embedded: float | None = None   # mean share of the attacker's tokens inside the window
+    attacker_text_cut: int = 0                     # poisons that lose part or all of it
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,8 @@ def sweep_cell(item: tuple[dict, dict], reporter=None, corpora: dict | None = No
     accum: dict[int, list[float]] = {1: [], 2: [], 5: [], cfg.k: []}
     det: dict[str, list] = {}
     n = over = 0
+    qtok: list[float] = []
+    embedded: list[float] = []
     for v in range(cfg.variants):
         if reporter is not None:
             if reporter.should_stop():
@@ -114,6 +116,11 @@ def sweep_cell(item: tuple[dict, dict], reporter=None, corpora: dict | None = No
         s = run.summary()
         n = s["n_queries"]
         over = max(over, int(s.get("poisons_over_window") or 0))
+        pt = s.get("poison_tokens") or {}
+        if pt.get("median_question") is not None:
+            qtok.append(pt["median_question"])
+        if pt.get("attacker_text_embedded") is not None:
+            embedded.append(pt["attacker_text_embedded"])
         for k in accum:
             accum[k].append(asr(run.events, k).value)
         for name, d in s["detectors"].items():
@@ -121,6 +128,10 @@ def sweep_cell(item: tuple[dict, dict], reporter=None, corpora: dict | None = No
                 det.setdefault(name, []).append((d["tpr"], d["fpr"], d["auroc"]))
     row = {**cell, **{f"asr@{k}": sum(v) / len(v) for k, v in accum.items()}, "n_queries": n,
            "variants": cfg.variants, "poisons_over_window": over}
+    if qtok:      # dense retrievers: the questions' length and how much of the target the embedding reads
+        row["question_tokens"] = sum(qtok) / len(qtok)
+    if embedded:
+        row["target_embedded"] = round(sum(embedded) / len(embedded), 4)
     for name, vals in det.items():
         row[f"{name}_tpr"] = sum(v[0] for v in vals) / len(vals)
         row[f"{name}_fpr"] = sum(v[1] for v in vals) / len(vals)

@@ -103,8 +103,9 @@ def read_detection(folder: str | Path) -> pd.DataFrame:
 
 
 def detection_table(cells: pd.DataFrame, detector: str = "mahalanobis", k: int = 2) -> pd.DataFrame:
-    """Figures 3–9 as a table: one row per (retriever, query set — with that detector's FPR), one column per
-    target holding "TPR (ASR@k)"."""
+    """Figures 3–9 as a table: one row per (retriever, query set — with that detector's FPR, and, for sweeps
+    that measured them, the questions' median length in the retriever's tokens and the mean share of the target
+    the embedding reads), one column per target holding "TPR (ASR@k)"."""
     tpr, fpr, asr = f"{detector}_tpr", f"{detector}_fpr", f"asr@{k}"
     if tpr not in cells.columns:
         raise ConfigError(f"these sweeps did not run the {detector!r} detector "
@@ -115,6 +116,10 @@ def detection_table(cells: pd.DataFrame, detector: str = "mahalanobis", k: int =
                                key=lambda kv: (kv[0][0], order.get(kv[0][1], 99))):
         row: dict[str, Any] = {"retriever": ret, "query set": QUERY_LABELS.get(qs, qs),
                                "FPR": round(float(g[fpr].mean()), 3) if fpr in g else None}
+        if "question_tokens" in g and g["question_tokens"].notna().any():
+            row["question tokens (median)"] = round(float(g["question_tokens"].mean()))
+        if "target_embedded" in g and g["target_embedded"].notna().any():
+            row["target read (mean share)"] = round(float(g["target_embedded"].mean()), 2)
         for t in TARGETS:
             c = g[g["target"] == t]
             if not c.empty:

@@ -56,7 +56,10 @@ def _run_poison(cfg, args) -> int:
             pt = s["poison_tokens"]
             print(f"warning: {s['poisons_over_window']} of {pt['n']} poisons are longer than {cfg.retriever} reads "
                   f"({pt['retriever_max_tokens']} tokens; median poison {pt['median']:.0f}, longest "
-                  f"{pt['longest']}): what follows the cut, often the target, never reaches the embedding",
+                  f"{pt['longest']}): what follows the cut, often the target, never reaches the embedding"
+                  + (f"; {pt['attacker_text_cut']} lose part of the attacker's text, of which the embedding reads "
+                     f"{pt['attacker_text_embedded']:.0%} on average (questions: median {pt['median_question']:.0f} "
+                     f"tokens)" if pt.get("attacker_text_embedded") is not None else ""),
                   file=sys.stderr)
         cs = s.get("corpus_stats") or {}
         if cs.get("over_window"):

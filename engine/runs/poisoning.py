@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -123,7 +123,8 @@ class PoisoningRun(EventRunner):
             lengths = sorted(window.count([p.doc.text for p in self.poisons]))
             self._emit(PoisonsCrafted, n=len(lengths), retriever_max_tokens=int(window.limit),
                        over_window=sum(n > window.limit for n in lengths),
-                       median_tokens=float(lengths[len(lengths) // 2]), longest_tokens=int(lengths[-1]))
+                       median_tokens=float(lengths[len(lengths) // 2]), longest_tokens=int(lengths[-1]),
+                       **attacker_text_in_window(self.poisons, {q.id: q.text for q in self.queries}, window))
         self._tick("embedding queries and poisons", 0, 2)
         self._qvecs = retriever.encode_queries([q.text for q in self.queries]) if base.dense else None
         self._pvecs = retriever.encode_documents([p.doc.text for p in self.poisons])[0] if base.dense else None
@@ -359,6 +360,38 @@ class PoisoningRun(EventRunner):
         return summarize(self.events)
 
 
+def attacker_text_in_window(poisons: Sequence[Any], questions: Mapping[str, str], window: Any) -> dict[str, Any]:
+    """How much of each poison's attacker text — everything but its question, e.g. the target of q ⊕ target —
+    the retriever reads. A poison holding its question verbatim splits into (before, question, after); the
+    window covers its first ``window.limit`` tokens, so the attacker's tokens read are ``min(before, L)`` plus
+    what of ``after`` fits behind the question. Counts are the retriever's tokens of each piece (±1 at the seams,
+    where a word piece may straddle). Poisons without their question (PoisonedRAG's rewrites) are left out."""
+    parts = []
+    for p in poisons:
+        q = questions.get(p.query_id, "")
+        i = p.doc.text.find(q) if q else -1
+        if i >= 0:
+            parts.append((p.doc.text[:i].strip(), q, p.doc.text[i + len(q):].strip()))
+    if not parts:
+        return {}
+    limit = int(window.limit)
+    before = window.count([b for b, _, _ in parts]) if any(b for b, _, _ in parts) else [0] * len(parts)
+    qlen = window.count([q for _, q, _ in parts])
+    after = window.count([a for _, _, a in parts]) if any(a for _, _, a in parts) else [0] * len(parts)
+    shares, cut = [], 0
+    for (b_txt, _, a_txt), b, n, a in zip(parts, before, qlen, after):
+        b, a = (b if b_txt else 0), (a if a_txt else 0)
+        if b + a == 0:
+            continue
+        read = min(b, limit) + max(0, min(a, limit - b - n))
+        shares.append(read / (b + a))
+        cut += read < b + a
+    qsorted = sorted(qlen)
+    return {"median_question_tokens": float(qsorted[len(qsorted) // 2]),
+            "attacker_text_embedded": round(sum(shares) / len(shares), 4) if shares else None,
+            "attacker_text_cut": int(cut)}
+
+
 def trigger_of(cfg: Any) -> str:
     """The trigger phrase of a run whose attack waits for one (its ``trigger`` parameter), else ''."""
     cls = POISONING_ATTACKS.get(cfg["attack"])
@@ -395,7 +428,10 @@ def summarize(events: list[Event]) -> dict[str, Any]:
     if crafted is not None:
         out["poisons_over_window"] = crafted.over_window
         out["poison_tokens"] = {"n": crafted.n, "median": crafted.median_tokens, "longest": crafted.longest_tokens,
-                                "retriever_max_tokens": crafted.retriever_max_tokens}
+                                "retriever_max_tokens": crafted.retriever_max_tokens,
+                                "median_question": crafted.median_question_tokens,
+                                "attacker_text_embedded": crafted.attacker_text_embedded,
+                                "attacker_text_cut": crafted.attacker_text_cut}
     trigger = trigger_of(cfg)
     if trigger:
         on = triggered_rounds(events, trigger)

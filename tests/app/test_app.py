@@ -324,7 +324,8 @@ def test_sweeps_page_reproduces_table8_detection_and_tables34_from_saved_files(t
     pd.DataFrame([{"corpus": "bioasq", "retriever": "mpnet", "query_set": "mirage:mmlu", "target": t,
                    "asr@1": 0.8, "asr@2": 0.9, "asr@5": 1.0, "n_queries": 200, "variants": 1,
                    "poisons_over_window": 0, "l2_tpr": 0.05, "l2_fpr": 0.05, "l2_auroc": 0.5,
-                   "mahalanobis_tpr": v, "mahalanobis_fpr": 0.06, "mahalanobis_auroc": 0.95}
+                   "mahalanobis_tpr": v, "mahalanobis_fpr": 0.06, "mahalanobis_auroc": 0.95,
+                   "question_tokens": 30, "target_embedded": 0.8}
                   for t, v in (("pii", 0.97), ("hotpotqa", 1.0))]).to_csv(det / "sweep_cells.csv", index=False)
     t3 = {"target: pii": {"f(q)ᵀf(p)": "0.1 ± 0.05", "∠(f(q⊕p)−f(q), f(q)) [°]": "98 ± 4"}}   # DataFrame.to_dict()
     (tmp_path / "t34").mkdir()
@@ -341,6 +342,7 @@ def test_sweeps_page_reproduces_table8_detection_and_tables34_from_saved_files(t
     assert t8["best β (TPR)"] == "0.05 (0.90)" and t8["β by CV"] == "0.05" and t8["anchors"] == 900
     fig = _frame_with(at, "HotpotQA").iloc[0]
     assert fig["PPI"] == "0.97 (0.90)" and fig["HotpotQA"] == "1.00 (0.90)" and fig["FPR"] == 0.06
+    assert fig["question tokens (median)"] == 30 and fig["target read (mean share)"] == 0.8
     assert any("mpnet" in m.value for m in at.markdown)
     assert any(list(d.value.index) == ["f(q)ᵀf(p)", "∠(f(q⊕p)−f(q), f(q)) [°]"] for d in at.dataframe)
     at.radio(key="det_detector").set_value("l2").run()

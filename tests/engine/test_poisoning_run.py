@@ -163,9 +163,34 @@ def test_poisons_longer_than_the_retriever_reads_are_counted():
     s = run.summary()
     assert s["poisons_over_window"] == 3 and s["poison_tokens"]["retriever_max_tokens"] == 254
     assert s["poison_tokens"]["longest"] > 254
-    short = PoisoningRun(PoisonConfig(limit=3, detectors=()))
+    pt = s["poison_tokens"]          # the question fits; most of the long target does not
+    assert pt["attacker_text_cut"] == 3 and 0 < pt["attacker_text_embedded"] < 0.5
+    assert 5 < pt["median_question"] < 60
+    short = PoisonConfig(limit=3, detectors=())
+    short = PoisoningRun(short)
     short.run()
-    assert short.summary()["poisons_over_window"] == 0
+    s = short.summary()
+    assert s["poisons_over_window"] == 0
+    assert s["poison_tokens"]["attacker_text_cut"] == 0 and s["poison_tokens"]["attacker_text_embedded"] == 1.0
+
+
+def test_the_share_of_the_attackers_text_the_retriever_reads():
+    """(before, question, after) pieces against a window of L tokens (here: words): the attacker's tokens read
+    are min(before, L) plus what of `after` fits behind the question."""
+    from engine.attacks.poisoning.base import Poison
+    from engine.corpora import TokenWindow
+    from engine.runs.poisoning import attacker_text_in_window
+    from engine.types import Document
+    window = TokenWindow(10, lambda texts: [len(t.split()) for t in texts])
+    q = {"a": "one two three four", "b": "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12"}
+    poisons = [Poison(Document("p1", "one two three four t1 t2 t3 t4 t5 t6 t7 t8"), "a", "pii"),   # q ⊕ 8: reads 6
+               Poison(Document("p2", "t1 t2 t3 one two three four"), "a", "pii"),                  # 3 ⊕ q: reads all
+               Poison(Document("p3", "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 t1 t2"), "b", "pii"),  # reads none
+               Poison(Document("p4", "rewritten, no question"), "a", "pii")]                       # left out
+    out = attacker_text_in_window(poisons, q, window)
+    assert out["median_question_tokens"] == 4.0 and out["attacker_text_cut"] == 2
+    assert out["attacker_text_embedded"] == round((6 / 8 + 1 + 0) / 3, 4)
+    assert attacker_text_in_window(poisons[3:], q, window) == {}
 
 
 def test_the_target_first_variant_puts_the_target_where_the_retriever_reads_it():
