@@ -101,6 +101,11 @@ def my_runs_dir() -> Path:
     return runs_dir(owner())
 
 
+def my_sweeps_dir() -> Path:
+    from engine.saved import sweeps_dir
+    return sweeps_dir(owner())
+
+
 def my_comparisons_dir() -> Path:
     from engine.saved import comparisons_dir
     return comparisons_dir(owner())

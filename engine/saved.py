@@ -19,6 +19,12 @@ def runs_dir(owner: str | None = None) -> Path:
     return owner_dir("runs", owner)
 
 
+def sweeps_dir(owner: str | None = None) -> Path:
+    """The app's sweeps, one folder per grid (:func:`engine.sweep.sweep_key`): ``<cache>/sweeps``, or one
+    owner's folder on a shared deployment."""
+    return owner_dir("sweeps", owner)
+
+
 def comparisons_dir(owner: str | None = None) -> Path:
     """Saved comparisons: ``<cache>/comparisons``, or one owner's folder on a shared deployment."""
     return owner_dir("comparisons", owner)

@@ -50,10 +50,21 @@ def grid(cfg: SweepConfig) -> list[dict]:
 CELL_KEYS = ("corpus", "retriever", "query_set", "target")
 
 
+def _measured(d: dict) -> str:
+    """The sweep's identity: its config without where things are (data dir, store), as sorted JSON."""
+    where = ("data_dir", "store", "chroma_host", "chroma_port")
+    return json.dumps({k: v for k, v in d.items() if k not in where}, sort_keys=True, default=str)
+
+
 def _same_sweep(a: dict, b: dict) -> bool:
-    where = ("data_dir", "store", "chroma_host", "chroma_port")      # where things are, not what is measured
-    strip = lambda d: {k: v for k, v in d.items() if k not in where}  # noqa: E731
-    return json.dumps(strip(a), sort_keys=True, default=str) == json.dumps(strip(b), sort_keys=True, default=str)
+    return _measured(a) == _measured(b)
+
+
+def sweep_key(cfg: SweepConfig) -> str:
+    """16 hex digits naming what a sweep measures: the same grid gets the same key (and folder, so running it
+    again resumes), wherever its data and store are."""
+    import hashlib
+    return hashlib.sha256(_measured(cfg.to_dict()).encode()).hexdigest()[:16]
 
 
 def finished_cells(cfg: SweepConfig, out_dir: str | Path | None) -> list[dict]:

@@ -6,7 +6,7 @@ import streamlit as st
 from components.executor import executor_config, executor_section
 from components.job_panel import job_panel
 from components.reproduce import reproduce_section
-from components.state import data_dir, init_state
+from components.state import data_dir, init_state, my_sweeps_dir
 from components.text import md_escape
 from engine.attacks.poisoning import TARGET_KINDS
 from engine.config import SweepConfig
@@ -15,7 +15,7 @@ from engine.errors import EngineError
 from engine.jobs import Job
 from engine.plots import table1_heatmap
 from engine.queries import available_query_sets
-from engine.sweep import grid, run_sweep
+from engine.sweep import finished_cells, grid, run_sweep, sweep_key
 
 init_state()
 st.title("Sweeps")
@@ -44,9 +44,12 @@ if start:
         if not grid(cfg):
             raise EngineError("choose at least one corpus, retriever, query set and target")
         executor = executor_config("sweep", executor_values)
+        folder = my_sweeps_dir() / sweep_key(cfg)      # every finished cell lands here; the same grid resumes
         st.session_state["sweep_cfg"] = cfg
+        st.session_state["sweep_folder"] = str(folder)
+        st.session_state["sweep_already"] = len(finished_cells(cfg, folder))
         st.session_state["sweep_job"] = job = Job("sweep", lambda progress, stop: run_sweep(
-            cfg, progress=progress, should_stop=stop, executor=executor)).start()
+            cfg, progress=progress, should_stop=stop, executor=executor, out_dir=folder)).start()
         st.rerun()
     except EngineError as e:
         st.error(md_escape(e))
@@ -54,7 +57,8 @@ if start:
 
 def sweep_progress(j: Job) -> tuple[float, str]:
     n = len(grid(st.session_state["sweep_cfg"]))
-    return j.done_count / max(n, 1), f"{j.done_count}/{n} cells · running"
+    done = j.done_count + st.session_state.get("sweep_already", 0)     # cells a previous run of this grid saved
+    return done / max(n, 1), f"{done}/{n} cells · running"
 
 
 job_panel("sweep_job", what="sweep", progress=sweep_progress, stop_label="Stop after this cell", stop_key="sweep_stop",
@@ -78,6 +82,13 @@ if job is not None and not job.running and job.result is not None:
                          on_click="ignore")
     c[1].download_button("Heat map (HTML)", lambda: fig.to_html(include_plotlyjs=True), file_name="sweep_heatmap.html",
                          mime="text/html", on_click="ignore")
+    folder = st.session_state.get("sweep_folder")
+    if folder:
+        st.caption("Every finished cell is saved in this folder; starting the same grid again (after a refresh or "
+                   "a restart) resumes from there:")
+        st.code(folder, language=None)
+        st.button("Show beside the paper's tables (below)", key="sweep_to_reproduce",
+                  on_click=lambda: st.session_state.update(t1_folder=folder))
 
 st.divider()
 reproduce_section()

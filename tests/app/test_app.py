@@ -245,7 +245,11 @@ def test_analysis_page_correlates_features_with_poison_rank():
     assert (table["n"] == 12).all()
 
 
-def test_sweep_runs_in_the_background_and_draws_the_heat_map():
+def test_sweep_runs_in_the_background_and_draws_the_heat_map(tmp_path, monkeypatch):
+    """The grid runs in the background, draws its heat map, and saves every finished cell in a folder named
+    after the grid: a refresh loses nothing (the same grid resumes), and the folder opens beside the paper."""
+    import pandas as pd
+    monkeypatch.setenv("RAG_PLAYGROUND_CACHE", str(tmp_path))
     at = app()
     at.switch_page("pages/sweeps.py").run()
     next(n for n in at.number_input if n.label.startswith("Questions per set")).set_value(5)
@@ -258,11 +262,26 @@ def test_sweep_runs_in_the_background_and_draws_the_heat_map():
     cells = at.dataframe[0].value
     assert len(cells) == 4 and {"asr@2", "retriever", "target"} <= set(cells.columns)
     assert any("heat map" in b.label.lower() for b in at.get("download_button"))
+    folder = Path(at.session_state["sweep_folder"])
+    assert folder.parent == tmp_path / "sweeps" and len(pd.read_csv(folder / "sweep_cells.csv")) == 4
+    next(b for b in at.button if b.label.startswith("Show beside")).click().run()
+    assert at.text_input(key="t1_folder").value == str(folder) and not at.exception
+
+    fresh = app()                                   # a refresh: a new session, the same grid
+    fresh.switch_page("pages/sweeps.py").run()
+    next(n for n in fresh.number_input if n.label.startswith("Questions per set")).set_value(5)
+    next(b for b in fresh.button if b.label == "Start sweep").click().run()
+    assert fresh.session_state["sweep_already"] == 4 and fresh.session_state["sweep_folder"] == str(folder)
+    job = fresh.session_state["sweep_job"]
+    job.wait(300)
+    assert job.result.complete and len(job.result.cells) == 4 and job.done_count == 0     # nothing re-run
 
 
-def test_sweep_runs_its_cells_on_ray_when_asked():
+def test_sweep_runs_its_cells_on_ray_when_asked(tmp_path, monkeypatch):
     """The executor section of the form: the same grid as Ray tasks (a local Ray started for the run)."""
     pytest.importorskip("ray")
+    import components.state                       # no saved cells to resume from: every cell runs on Ray
+    monkeypatch.setattr(components.state, "my_sweeps_dir", lambda: tmp_path)
     at = app()
     at.switch_page("pages/sweeps.py").run()
     next(n for n in at.number_input if n.label.startswith("Questions per set")).set_value(5)
@@ -275,7 +294,7 @@ def test_sweep_runs_its_cells_on_ray_when_asked():
     assert job.error is None and job.result.complete and not job.result.failed
     at.run()
     assert not at.exception and len(at.dataframe[0].value) == 4
-    assert at.session_state["sweep_executor"]["executor"] == "ray"
+    assert at.session_state["sweep_executor"]["executor"] == "ray" and job.done_count == 4
 
 
 def test_sweeps_page_shows_a_saved_sweep_beside_the_papers_table1(tmp_path):
