@@ -142,5 +142,5 @@ def read_tables34(path: str | Path) -> dict[str, dict[str, pd.DataFrame]]:
             out[ret] = {name: pd.DataFrame(t) for name, t in tables.items()}
     if not out:
         raise ConfigError(f"{path}: no Tables 3–4 saved there (run `python -m engine analyze --corpus bioasq "
-                          f"--queries mirage:medqa,mirage:mmlu --retrievers minilm --out {p if p.suffix else p / 'tables34.json'}`)")
+                          f"--queries mirage:medqa,mirage:mmlu --retrievers minilm --save {p if p.suffix else p / 'tables34.json'}`)")
     return out
