@@ -179,7 +179,7 @@ def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
         (out / "sweep.json").write_text(json.dumps({"config": cfg.to_dict(), "cells": len(cells)}, indent=2,
                                                    default=str))
     failed: list[dict] = []
-    placement: list[dict] = []
+    placement: list[dict] = _earlier_placement(out, done)     # a resumed sweep keeps where its earlier cells ran
     corpora: dict[tuple, object] = {}
     cfg_dict = cfg.to_dict()
     todo = [(i, (cfg_dict, c)) for i, c in enumerate(cells) if _cell_key(c) not in done]
@@ -207,6 +207,19 @@ def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
     run_cells(fn, todo, executor=executor, on_done=on_done, progress=inner, should_stop=should_stop)
     complete = len(rows) == len(cells)
     return SweepResult(pd.DataFrame(rows), complete, failed)
+
+
+def _earlier_placement(out: Path | None, done: set) -> list[dict]:
+    """The placement records of the cells an earlier run of this sweep finished (read from ``placement.json``;
+    empty when there is none or it cannot be read)."""
+    path = out / "placement.json" if out else None
+    if path is None or not path.is_file():
+        return []
+    try:
+        earlier = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    return [p for p in earlier if isinstance(p, dict) and all(k in p for k in CELL_KEYS) and _cell_key(p) in done]
 
 
 def write_sweep(result: SweepResult, out_dir: str | Path, k: int) -> dict[str, str]:

@@ -129,8 +129,8 @@ def detection_table(cells: pd.DataFrame, detector: str = "mahalanobis", k: int =
 
 
 def read_tables34(path: str | Path) -> dict[str, dict[str, pd.DataFrame]]:
-    """``analyze --out FILE`` read back: retriever -> {"table3_orthogonal_augmentation": frame,
-    "table4_clean_retrieval": frame}. ``path`` may be the JSON file or a folder of them (all merged)."""
+    """``analyze --save FILE`` read back: "<retriever> · target <target>" -> {"table3_orthogonal_augmentation":
+    frame, "table4_clean_retrieval": frame}. ``path`` may be the JSON file or a folder of them (all merged)."""
     p = Path(path)
     files = [p] if p.is_file() else (_json_files(p) if p.is_dir() else [])
     out: dict[str, dict[str, pd.DataFrame]] = {}
@@ -138,8 +138,9 @@ def read_tables34(path: str | Path) -> dict[str, dict[str, pd.DataFrame]]:
         d = _load(f)
         if not isinstance(d, dict) or not isinstance(d.get("retrievers"), dict):
             continue
-        for ret, tables in d["retrievers"].items():
-            out[ret] = {name: pd.DataFrame(t) for name, t in tables.items()}
+        target = (d.get("setup") or {}).get("target")
+        for ret, tables in d["retrievers"].items():     # one file per target: keep each apart
+            out[f"{ret} · target {target}" if target else ret] = {name: pd.DataFrame(t) for name, t in tables.items()}
     if not out:
         raise ConfigError(f"{path}: no Tables 3–4 saved there (run `python -m engine analyze --corpus bioasq "
                           f"--queries mirage:medqa,mirage:mmlu --retrievers minilm --save {p if p.suffix else p / 'tables34.json'}`)")

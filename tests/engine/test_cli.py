@@ -101,7 +101,7 @@ def test_analyze_prints_tables_3_and_4_for_each_retriever_beside_the_paper(tmp_p
     assert "table3_orthogonal_augmentation — paper, MedCPT" in p.stdout
     from engine.analysis.reproduce import read_tables34
     saved = read_tables34(dest.parent)                  # the folder the Reproduce section reads
-    t3 = saved["minilm"]["table3_orthogonal_augmentation"]
+    t3 = saved["minilm · target pii"]["table3_orthogonal_augmentation"]
     assert t3.to_dict() == out["retrievers"]["minilm"]["table3_orthogonal_augmentation"]
     assert "∠(f(q⊕p)−f(q), f(q)) [°]" in t3.index
 
@@ -296,6 +296,9 @@ def test_a_killed_sweep_resumes_and_loses_at_most_the_cell_in_flight(tmp_path):
     assert out["complete"] and len(out["cells"]) == 4
     assert {(c["retriever"], c["target"]) for c in out["cells"]} == {(r, t) for r in ("minilm", "bm25")
                                                                      for t in ("pii", "diagnosis")}
+    placed = json.loads((tmp_path / "placement.json").read_text())      # the earlier run's cells are kept
+    assert sorted((p["retriever"], p["target"]) for p in placed) == sorted((c["retriever"], c["target"])
+                                                                           for c in out["cells"])
 
 
 def test_a_torn_last_line_is_dropped_on_resume(tmp_path):
