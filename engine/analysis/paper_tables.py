@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 TARGETS = ("pii", "msmarco", "nq", "hotpotqa", "diagnosis")
+RETRIEVER_ORDER = ("minilm", "mpnet", "e5-small", "bm25")     # the preset's: dense ones first, the sparse contrast last
 QUERY_SETS = ("mirage:mmlu", "mirage:medqa", "mirage:medmcqa", "mirage:pubmedqa", "mirage:bioasq")
 TARGET_LABELS = {"pii": "PPI", "msmarco": "MS-MARCO", "nq": "NQ", "hotpotqa": "HotpotQA", "diagnosis": "Diagnostic"}
 QUERY_LABELS = {"mirage:mmlu": "MMLU", "mirage:medqa": "MedQA", "mirage:medmcqa": "MedMCQA",
@@ -98,6 +99,7 @@ def side_by_side(cells: pd.DataFrame, k: int = 2) -> pd.DataFrame:
     if mine.empty:
         return pd.DataFrame()
     ours = mine.pivot_table(index=["query_set", "target"], columns="retriever", values=col, aggfunc="mean")
+    ours = ours[sorted(ours.columns, key=lambda r: (RETRIEVER_ORDER.index(r) if r in RETRIEVER_ORDER else 99, r))]
     ours.columns = [f"ours · {c}" for c in ours.columns]
     over = mine.pivot_table(index=["query_set", "target"], columns="retriever", values="poisons_over_window",
                             aggfunc="max") if "poisons_over_window" in mine else None

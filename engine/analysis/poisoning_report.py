@@ -16,11 +16,10 @@ from typing import Sequence
 import pandas as pd
 
 from ..errors import ConfigError
-from .paper_tables import (PAPER_TABLE1_PUBMED, QUERY_LABELS, QUERY_SETS, TARGET_LABELS, TARGETS, paper_table1,
-                           paper_table8, read_sweep, summary)
+from .paper_tables import (PAPER_TABLE1_PUBMED, QUERY_LABELS, QUERY_SETS, RETRIEVER_ORDER, TARGET_LABELS, TARGETS,
+                           paper_table1, paper_table8, read_sweep, summary)
 from .reproduce import detection_table, read_beta_sweeps, read_detection, read_tables34, table8
 
-RETRIEVER_ORDER = ("minilm", "mpnet", "e5-small", "bm25")
 RETRIEVER_LABELS = {"minilm": "MiniLM", "mpnet": "MPNet", "e5-small": "E5-small", "bm25": "BM25"}
 
 
