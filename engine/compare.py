@@ -153,6 +153,19 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
     ``failed`` in ``comparison.json`` (and appended to the ``failed`` list, when given) and retried by the
     next call.
     """
+    if out_dir is None:
+        return _run_comparison(cfg, out_dir=None, progress=progress, stop=stop, on_row=on_row, resume=resume,
+                               executor=executor, failed=failed)
+    from .folder_lock import exclusive_folder
+    with exclusive_folder(out_dir, "this comparison"):     # one writer per folder: a second one would overwrite
+        return _run_comparison(cfg, out_dir=out_dir, progress=progress, stop=stop, on_row=on_row, resume=resume,
+                               executor=executor, failed=failed)
+
+
+def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progress: Progress | None,
+                    stop: Optional[threading.Event], on_row: Callable[[dict], None] | None, resume: bool,
+                    executor: ExecutorConfig | None, failed: list[dict[str, Any]] | None) -> list[ComparisonRow]:
+    """:func:`run_comparison`'s body, with its output folder held."""
     from .executors import run_cells
 
     runs: list[dict[str, Any]] = []

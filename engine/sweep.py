@@ -164,6 +164,17 @@ def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
     same rows either way); ``cell_progress(cell, stage, done, total)`` reports work inside a cell. A cell that
     failed on Ray is listed in ``result.failed`` (and ``sweep_failed.json``), not in the rows; running the
     sweep again retries it."""
+    if out_dir is None:
+        return _run_sweep(cfg, progress, should_stop, None, executor, cell_progress)
+    from .folder_lock import exclusive_folder
+    with exclusive_folder(out_dir, "this sweep"):     # one writer per folder: a second one would overwrite
+        return _run_sweep(cfg, progress, should_stop, out_dir, executor, cell_progress)
+
+
+def _run_sweep(cfg: SweepConfig, progress: Optional[CellProgress], should_stop: Callable[[], bool],
+               out_dir: str | Path | None, executor: ExecutorConfig | None,
+               cell_progress: Callable[[dict, str, int, int], None] | None) -> SweepResult:
+    """:func:`run_sweep`'s body, with its output folder held."""
     from .executors import run_cells
 
     cells = grid(cfg)

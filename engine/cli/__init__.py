@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     def common(sp, out=True):
         sp.add_argument("--data-dir", help="benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
         sp.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-        sp.add_argument("--quiet", "-q", action="store_true", help="no progress or tables")
+        sp.add_argument("--quiet", "-q", action="store_true", help="no progress; with --json also no tables (only the JSON line)")
         if out:
             sp.add_argument("--out", help="write events.jsonl, manifest.json, summary.json (or sweep files) here")
 

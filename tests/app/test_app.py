@@ -276,6 +276,18 @@ def test_sweep_runs_in_the_background_and_draws_the_heat_map(tmp_path, monkeypat
     job.wait(300)
     assert job.result.complete and len(job.result.cells) == 4 and job.done_count == 0     # nothing re-run
 
+    from engine.folder_lock import exclusive_folder
+    saved = (folder / "sweep_cells.csv").read_bytes()
+    with exclusive_folder(folder, "a sweep"):       # another session is running the same grid right now
+        third = app()
+        third.switch_page("pages/sweeps.py").run()
+        next(n for n in third.number_input if n.label.startswith("Questions per set")).set_value(5)
+        next(b for b in third.button if b.label == "Start sweep").click().run()
+        third.session_state["sweep_job"].wait(60)
+        third.run()
+    assert any("already running" in e.value for e in third.error) and not third.exception
+    assert (folder / "sweep_cells.csv").read_bytes() == saved                            # the other run's cells kept
+
 
 def test_sweep_runs_its_cells_on_ray_when_asked(tmp_path, monkeypatch):
     """The executor section of the form: the same grid as Ray tasks (a local Ray started for the run)."""
