@@ -229,6 +229,20 @@ def test_bad_input_is_one_clear_line(tmp_path, case):
     assert message in lines[0], lines[0]
 
 
+def test_a_folder_another_run_is_writing_is_one_clear_line(tmp_path):
+    """The CLI on an --out another sweep or comparison holds (here: this test process) refuses at once."""
+    from engine.folder_lock import exclusive_folder
+    (tmp_path / "comparison.json").write_text("{}")
+    with exclusive_folder(tmp_path, "a comparison"):
+        for args in (("compare", "--preset", "ragfort-paper-scale", "--rounds", "1"),
+                     ("sweep", "--corpora", "clinic_handbook", "--limit", "2")):
+            p = run_cli(*args, "--out", str(tmp_path), timeout=300)
+            assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-2000:]
+            assert [ln for ln in p.stderr.splitlines() if ln.startswith("error:")][0].endswith(
+                "it resumes from the cells that one saved"), p.stderr
+    assert (tmp_path / "comparison.json").read_text() == "{}"
+
+
 def test_poison_and_extract_report_corpus_stats(tmp_path):
     p = run_cli("poison", "--corpus", "clinic_handbook", "--queries", "clinic_handbook", "--limit", "5",
                 "--detectors", "", "--json", "-q")
