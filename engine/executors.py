@@ -155,10 +155,17 @@ def connect(cfg: ExecutorConfig) -> bool:
         kwargs.update(object_store_memory=256 * 1024 * 1024)
     else:
         check_reachable(cfg.ray_address)
+    # a new local cluster gets token authentication, as Ray chooses by default; its warning about that choice
+    # on every start ("Token authentication is enabled ... RAY_AUTH_MODE=disabled to opt out") is silenced
+    auth_log = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    level = auth_log.level
+    auth_log.setLevel(logging.ERROR)
     try:
         ray.init(address=cfg.ray_address or None, **kwargs)
     except Exception as e:  # noqa: BLE001 - Ray raises many kinds here (no client extras, a version mismatch...)
         raise ConfigError(f"cannot reach the Ray cluster {cfg.ray_address or '(local)'}: {scrub(e)}") from None
+    finally:
+        auth_log.setLevel(level)
     return True
 
 

@@ -131,6 +131,9 @@ def test_a_preset_can_name_its_executor(tmp_path):
     p.write_text("kind: sweep\nretrievers: [bm25]\ntargets: [pii]\nlimit: 3\nexecutor: {executor: ray, workers: 2}\n")
     kind, cfg, meta = load_preset(str(p))
     assert kind == "sweep" and meta["executor"] == ExecutorConfig(executor="ray", workers=2)
+    r = run_cli("run", str(p), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0 and (tmp_path / "out" / "sweep_cells.csv").is_file(), r.stderr[-2000:]
+    assert "Token authentication" not in r.stderr        # Ray's warning on every local start is not the user's
     p.write_text("kind: sweep\nexecutor: {executor: spark}\n")
     with pytest.raises(ConfigError, match="executor"):
         load_preset(str(p))
