@@ -32,6 +32,9 @@ LEAK_KEYS = LEAKAGE
 STAGE_KEYS = STAGE   # leakage by stage (see metrics.leakage)
 
 
+UTILITY_KEYS = ("acc", "faithfulness", "n", "n_graded", "blocked")     # what a comparison row keeps of utility_of
+
+
 def utility_of(cfg: ComparisonConfig, configuration: str, *, progress: Progress | None = None) -> dict[str, Any]:
     """ACC and faithfulness of the system defended by ``configuration`` on the utility question set."""
     base = cfg.extraction_config("zeng", configuration)
@@ -149,7 +152,8 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
 
     ``executor`` says where cells run (:mod:`engine.executors`: here one after another, or as Ray tasks, the
     same numbers either way; on Ray the output folder must be on storage every node sees). Utility is
-    evaluated once per configuration, by its first cell. A cell that failed on Ray is listed under
+    evaluated once per configuration, by its first cell (or, when that cell failed on Ray, here after the
+    others). A cell that failed on Ray is listed under
     ``failed`` in ``comparison.json`` (and appended to the ``failed`` list, when given) and retried by the
     next call.
     """
@@ -235,14 +239,23 @@ def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progre
             row = dict(o.result)
             u = row.pop("utility", None)
             if u is not None:
-                utility[conf] = {k: u[k] for k in ("acc", "faithfulness", "n", "n_graded", "blocked")}
+                utility[conf] = {k: u[k] for k in UTILITY_KEYS}
             runs.append(row)
         save()                  # also gives the row its configuration's utility
         if o.error is None and o.result is not None and on_row:
             on_row(row)
 
-    run_cells(compare_cell, todo, executor=executor, on_done=on_done, progress=cell_progress,
-              should_stop=(lambda: stop is not None and stop.is_set()))
+    stopping = lambda: stop is not None and stop.is_set()      # noqa: E731
+    run_cells(compare_cell, todo, executor=executor, on_done=on_done, progress=cell_progress, should_stop=stopping)
+    if cfg.utility_limit != 0 and not stopping():
+        # a configuration whose utility cell failed (on Ray, after its retries) while its other cells finished:
+        # nothing left would evaluate it, so it is evaluated here, once
+        for conf in dict.fromkeys(r["configuration"] for r in runs):
+            if conf not in utility:
+                u = utility_of(cfg, conf, progress=(lambda s, d, t, c=conf: progress(f"utility of {c}: {s}", d, t))
+                               if progress else None)
+                utility[conf] = {k: u[k] for k in UTILITY_KEYS}
+                save()
     rows = aggregate_runs(runs)
     add_ratios(rows)
     return [ComparisonRow.from_dict(r) for r in rows]

@@ -370,6 +370,35 @@ def test_rag_thief_skips_anchors_it_already_sent(records):
             assert q3 == q2
 
 
+def test_a_configuration_whose_utility_cell_failed_still_gets_its_utility(tmp_path, monkeypatch):
+    """On Ray a cell that fails (after its retries) is recorded and the others finish; when the failed cell was
+    the one that evaluates its configuration's utility, the comparison evaluates it once afterwards, so every
+    finished run of that configuration shows it (it was missing until a rerun)."""
+    import engine.executors
+    from engine.compare import run_comparison
+    from engine.config import ComparisonConfig
+    from engine.executors import CellOutcome
+    real = engine.executors.run_cells
+
+    def first_cell_fails(fn, items, **kw):    # what Ray reports for a cell whose retries all failed
+        items = list(items)
+        on_done = kw.pop("on_done")
+        on_done(CellOutcome(items[0][0], None, "RuntimeError: the node died", "node-a", 0.1))
+        return real(fn, items[1:], on_done=on_done, **kw)
+    monkeypatch.setattr(engine.executors, "run_cells", first_cell_fails)
+    cfg = ComparisonConfig.from_dict({"base": {**SMALL, "attack": "zeng", "attacker_llm": "", "rounds": 1,
+                                               "top_k": 2, "data_dir": ""},
+                                      "attacks": ["zeng"], "configurations": ["none"], "repeats": 2,
+                                      "utility_limit": 1})
+    stages: list[str] = []
+    failed: list[dict] = []
+    rows = run_comparison(cfg, out_dir=tmp_path, failed=failed, progress=lambda s, d, t: stages.append(s))
+    assert len(failed) == 1 and rows[0]["n_runs"] == 1                     # one seed failed, one finished
+    saved = json.loads((tmp_path / "comparison.json").read_text())
+    assert saved["runs"][0]["utility_acc"] is not None and rows[0]["utility_acc"] == saved["runs"][0]["utility_acc"]
+    assert any(s.startswith("utility of none") for s in stages)
+
+
 def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     """Stopped after one round of its first cell, a comparison continues that run from round 1 and then
     runs the rest; a third call finds everything finished and runs nothing."""
