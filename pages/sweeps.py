@@ -17,6 +17,16 @@ from engine.plots import table1_heatmap
 from engine.queries import available_query_sets
 from engine.sweep import finished_cells, grid, run_sweep, sweep_key
 
+CHUNKING = {"auto": "auto", "whole": "whole documents", "128": "128 tokens", "256": "256 tokens", "512": "512 tokens"}
+
+
+def chunk_size(choice: str, corpora: list[str]) -> int | None:
+    """The sweep's ``chunk_size`` for a Chunking choice: None keeps documents whole."""
+    if choice == "auto":
+        return None if corpora == ["bioasq"] else 512
+    return None if choice == "whole" else int(choice)
+
+
 init_state()
 st.title("Sweeps")
 st.caption("Universal poisoning over a grid of configurations (paper Table 1). Each cell attacks the first N "
@@ -30,17 +40,21 @@ with st.form("sweep_setup"):
     retrievers = c1.multiselect("Retrievers", ["minilm", "mpnet", "e5-small", "bm25"], default=["minilm", "bm25"])
     query_sets = c2.multiselect("Query sets", available_query_sets(), default=["clinic_handbook"])
     targets = c2.multiselect("Targets", [t for t in TARGET_KINDS if t != "custom"], default=["pii", "diagnosis"])
-    c3, c4, c5 = st.columns(3)
+    c3, c4, c5, c6 = st.columns(4)
     limit = c3.number_input("Questions per set (first N)", 1, 5000, 20)
     variants = c4.number_input("Target documents per kind (averaged)", 1, 5, 1)
     k = c5.number_input("K of ASR@K", 1, 20, 2)
+    chunking = c6.selectbox("Chunking", list(CHUNKING), format_func=CHUNKING.get,
+                            help="How the corpora are cut into the retriever's documents, in the retriever's own "
+                                 "tokens (never past what it reads). Auto keeps BioASQ's snippets whole, as the "
+                                 "Table-1 preset does, and cuts other corpora at 512 tokens.")
     executor_values = executor_section("sweep")
     start = st.form_submit_button("Start sweep", type="primary", disabled=bool(job and job.running))
 if start:
     try:
         cfg = SweepConfig(corpora=tuple(corpora), retrievers=tuple(retrievers), query_sets=tuple(query_sets),
                           targets=tuple(targets), limit=int(limit), variants=int(variants), k=int(k),
-                          chunk_size=None if corpora == ["bioasq"] else 512, data_dir=data_dir())
+                          chunk_size=chunk_size(chunking, corpora), data_dir=data_dir())
         if not grid(cfg):
             raise EngineError("choose at least one corpus, retriever, query set and target")
         executor = executor_config("sweep", executor_values)
@@ -75,7 +89,8 @@ if job is not None and not job.running and job.result is not None:
     table = res.table1(cfg.k)
     fig = table1_heatmap(table, cfg.k)
     st.plotly_chart(fig, width="stretch", key="sweep_heatmap")
-    st.caption("Darker = the poison reaches the top K for more of the attacked questions.")
+    st.caption("Darker = the poison reaches the top K for more of the attacked questions. Chunking: "
+               + (f"{cfg.chunk_size} retriever tokens." if cfg.chunk_size else "whole documents."))
     st.dataframe(res.cells.round(3), hide_index=True, width="stretch")
     c = st.columns(2)
     c[0].download_button("Cells (CSV)", res.cells.to_csv(index=False), file_name="sweep_cells.csv", mime="text/csv",

@@ -289,6 +289,23 @@ def test_sweep_runs_in_the_background_and_draws_the_heat_map(tmp_path, monkeypat
     assert (folder / "sweep_cells.csv").read_bytes() == saved                            # the other run's cells kept
 
 
+def test_the_sweep_form_says_how_corpora_are_chunked(tmp_path, monkeypatch):
+    """Chunking is a field of the form (auto: BioASQ whole, as the Table-1 preset; other corpora 512 tokens)."""
+    monkeypatch.setenv("RAG_PLAYGROUND_CACHE", str(tmp_path))
+    at = app()
+    at.switch_page("pages/sweeps.py").run()
+    chunking = next(s for s in at.selectbox if s.label == "Chunking")
+    assert chunking.value == "auto"
+    next(n for n in at.number_input if n.label.startswith("Questions per set")).set_value(2)
+    next(s for s in at.multiselect if s.label == "Retrievers").set_value(["bm25"])
+    chunking.set_value("128")
+    next(b for b in at.button if b.label == "Start sweep").click().run()
+    assert at.session_state["sweep_cfg"].chunk_size == 128
+    at.session_state["sweep_job"].wait(300)
+    at.run()
+    assert not at.exception and any("Chunking: 128 retriever tokens" in c.value for c in at.caption)
+
+
 def test_sweep_runs_its_cells_on_ray_when_asked(tmp_path, monkeypatch):
     """The executor section of the form: the same grid as Ray tasks (a local Ray started for the run)."""
     pytest.importorskip("ray")
