@@ -139,6 +139,9 @@ def sweep_cell(item: tuple[dict, dict], reporter=None, corpora: dict | None = No
                 det.setdefault(name, []).append((d["tpr"], d["fpr"], d["auroc"]))
     row = {**cell, **{f"asr@{k}": sum(v) / len(v) for k, v in accum.items()}, "n_queries": n,
            "variants": cfg.variants, "poisons_over_window": over}
+    if cfg.variants > 1:      # which target document carries the mean (space-separated, in variant order)
+        for k in sorted({1, cfg.k}):
+            row[f"asr@{k}_by_variant"] = " ".join(f"{x:.3f}" for x in accum[k])
     if qtok:      # dense retrievers: the questions' length and how much of the target the embedding reads
         row["question_tokens"] = sum(qtok) / len(qtok)
     if embedded:

@@ -122,6 +122,10 @@ def test_the_table1_command_smoke_two_cells(tmp_path, data_dir):
     top1 = side_by_side(read_sweep(tmp_path), 1)              # Table 7: the paper's top-1 rows
     assert list(top1["paper · Contriever"]) == [0.76, 0.74]
     assert list(top1["ours · bm25"]) == [c["asr@1"] for c in out["cells"]]
+    for c in out["cells"]:      # each target document's own success, beside the mean of the three
+        for k in (1, 2):
+            each = [float(x) for x in c[f"asr@{k}_by_variant"].split()]
+            assert len(each) == 3 and sum(each) / 3 == pytest.approx(c[f"asr@{k}"], abs=2e-3)
 
 
 def _run_folder(tmp_path, name, lines):
