@@ -113,3 +113,62 @@ def _cluster_panel(config: dict[str, Any], key: str) -> None:
     st.caption(f"{res.n_clusters} HDBSCAN clusters, {res.n_noise} noise chunks. Intra − inter cluster cosine gap: "
                f"{sb.get('gap', float('nan')):.3f} before, {sa.get('gap', float('nan')):.3f} after. Each panel has "
                "its own 2-D PCA axes: compare how tight and apart the colours are, not the positions.")
+
+
+def _stamp(folder: str) -> tuple:
+    """What changes when a long run advances: its events files' names, sizes and times."""
+    from pathlib import Path
+    files = sorted(Path(folder).expanduser().glob("runs/*/events.jsonl*"))
+    return tuple((str(p), p.stat().st_size, p.stat().st_mtime) for p in files if p.is_file())
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _long_runs(folder: str, stamp: tuple) -> list[dict[str, Any]]:     # stamp: re-read when a run advanced
+    from engine.analysis.scale_report import read_runs
+    return read_runs(folder)
+
+
+def long_run_section() -> None:
+    """A long comparison's folder (e.g. the committed ``results/ragfort-paper-scale-hcm``, or any ``compare --out``
+    folder, finished or still running): CRR after every round with its interval, the checkpoint table, and its
+    finished cells in the full view above."""
+    from engine.analysis.comparison_view import load_comparison
+    from engine.analysis.scale_report import report_rows, same_round_lines
+    from engine.paths import REPO_ROOT
+    from engine.plots.defenses import crr_with_intervals
+
+    st.caption("Reads the run folders of a comparison run with `--out` (the CLI's long experiments, e.g. "
+               "`compare --preset ragfort-paper-scale`), including a cell still running or cut short: CRR after "
+               "every round, with Wilson's 95% interval over the KB's chunks (which chunks one trajectory reaches; "
+               "the spread over attacker seeds needs `--repeats`).")
+    folder = st.text_input("Comparison folder", value=str(REPO_ROOT / "results" / "ragfort-paper-scale-hcm"),
+                           key="long_folder")
+    try:
+        with st.spinner("Reading the runs' events…"):
+            runs = _long_runs(folder, _stamp(folder))
+    except EngineError as e:
+        st.info(md_escape(e))
+        return
+    st.plotly_chart(crr_with_intervals(runs), width="stretch", key="long_curves")
+    rows = report_rows(runs)
+    table = [{"KB": r["kb"], "attack": r["attack"], "configuration": r["configuration"], "seed": r["seed"],
+              "rounds": r["rounds"], **{f"CRR @ {k[4:]}": r[k] for k in r if k.startswith("crr@")},
+              "CRR now": r["crr"], "95% interval": f"{r['crr_low']:.3f}–{r['crr_high']:.3f}",
+              "chunks recovered": f"{r['recovered']} of {r['kb_size']}", "reached the context": r["ee_retrieval"],
+              "reproduced of that": r["ee_generation"], "rounds finding a new chunk": r["exploration"],
+              "PII": r["pii_leaked"]} for r in rows]
+    st.dataframe(table, hide_index=True, width="stretch", key="long_table",
+                 column_config={k: st.column_config.NumberColumn(format="%.3f") for k in table[0]
+                                if k.startswith("CRR") or k in ("reached the context", "reproduced of that")}
+                 | {"rounds finding a new chunk": st.column_config.NumberColumn(format="percent")})
+    st.caption("Reached the context: share of the KB that some answer was built from (retrieval stage); reproduced "
+               "of that: share of those chunks the answers gave back (generation stage); CRR ≈ their product.")
+    for line in same_round_lines(runs):          # a running cell against no protection where it is now
+        st.markdown("**Against no protection at the same round** — " + md_escape(line.strip()))
+    try:
+        conf, finished = load_comparison(folder)
+    except EngineError:
+        return
+    if finished and st.button(f"Show its {len(finished)} finished cell(s) in the full view", key="long_open"):
+        st.session_state["cmp_view"] = {"config": conf, "rows": finished, "dir": folder, "complete": False}
+        st.rerun()

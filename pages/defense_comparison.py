@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components.comparison import render_results
+from components.comparison import long_run_section, render_results
 from components.executor import executor_config, executor_section
 from components.job_panel import job_panel
 from components.params_form import registry_forms
@@ -137,6 +137,9 @@ with st.expander("Saved comparisons"):
                 st.session_state["cmp_view"] = {"config": conf, "rows": rows, "dir": pick, "complete": True}
             except EngineError as e:
                 st.error(md_escape(e))
+
+with st.expander("Long experiments (a results folder)"):
+    long_run_section()
 
 view = st.session_state.get("cmp_view")
 if view is not None:

@@ -18,12 +18,20 @@ from ..events import LeakScored, RunStarted, read_jsonl
 from ..metrics.intervals import wilson
 
 
-def _cells(out_dir: Path) -> list[dict[str, Any]]:
-    """One dict per run folder: kb, attack, configuration, seed, rounds played, finished, the CRR curve."""
+def read_runs(out_dir: str | Path) -> list[dict[str, Any]]:
+    """One dict per run folder under ``out_dir/runs`` (finished or not): kb, attack, configuration, seed, round
+    budget, rounds played, finished, KB size, chunks recovered after each round and the last round's metrics.
+    A folder without runs is one clear error (:class:`~engine.errors.RunFileError`)."""
+    from ..errors import RunFileError
     from ..runs.extraction import events_file
 
-    cells = []
-    for d in sorted((out_dir / "runs").glob("*")):
+    out = Path(out_dir).expanduser()
+    runs = []
+    for d in sorted((out / "runs").glob("*")):
+        finished = _finished(d)
+        if finished is not None:        # its summary holds the whole curve: no need for (uncommitted) events
+            runs.append(finished)
+            continue
         path = events_file(d) if d.is_dir() else None      # unpacks a gzipped copy kept in git
         if path is None:
             continue
@@ -33,39 +41,98 @@ def _cells(out_dir: Path) -> list[dict[str, Any]]:
         if started is None or not scored:
             continue
         cfg = dict(started.config)
-        cells.append({"kb": cfg.get("kb"), "attack": cfg.get("attack"),
-                      "configuration": "+".join(cfg.get("defenses") or ()) or "none", "seed": cfg.get("seed"),
-                      "budget": int(cfg.get("rounds") or 0), "rounds": len(scored),
-                      "finished": (d / "summary.json").is_file(), "kb_size": int(scored[-1].metrics.get("kb_size", 0)),
-                      "recovered": [int(e.metrics.get("recovered", 0)) for e in scored],
-                      "last": dict(scored[-1].metrics)})
-    return cells
+        runs.append({"run_id": d.name, "kb": cfg.get("kb"), "attack": cfg.get("attack"),
+                     "configuration": "+".join(cfg.get("defenses") or ()) or "none", "seed": cfg.get("seed"),
+                     "budget": int(cfg.get("rounds") or 0), "rounds": len(scored),
+                     "finished": (d / "summary.json").is_file(),
+                     "kb_size": int(scored[-1].metrics.get("kb_size", 0)),
+                     "recovered": [int(e.metrics.get("recovered", 0)) for e in scored],
+                     "last": dict(scored[-1].metrics)})
+    if not runs:
+        raise RunFileError(f"no extraction runs with a finished round under {out}/runs: a long comparison writes "
+                           f"them there (python -m engine compare --preset ragfort-paper-scale --out {out})")
+    return sorted(runs, key=lambda x: (str(x["kb"]), str(x["attack"]), x["configuration"] != "none",
+                                       x["configuration"], x["seed"] or 0))
+
+
+def _finished(d: Path) -> dict[str, Any] | None:
+    """A finished run's entry from its ``summary.json`` (CRR after every round under ``curves``) and
+    ``manifest.json``; None when the folder holds no readable pair."""
+    try:
+        summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+        cfg = json.loads((d / "manifest.json").read_text(encoding="utf-8"))["config"]
+        n, crr = int(summary["kb_size"]), list(summary["curves"]["crr"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not crr or n <= 0:
+        return None
+    return {"run_id": d.name, "kb": cfg.get("kb"), "attack": cfg.get("attack"),
+            "configuration": "+".join(cfg.get("defenses") or ()) or "none", "seed": cfg.get("seed"),
+            "budget": int(cfg.get("rounds") or 0), "rounds": len(crr), "finished": True, "kb_size": n,
+            "recovered": [round(x * n) for x in crr], "last": summary}
+
+
+def report_rows(runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = (25, 50, 100, 150, 200)
+                ) -> list[dict[str, Any]]:
+    """One row per run: CRR at each checkpoint some run reached (None where this one has not), CRR now with its
+    Wilson 95% interval over the KB's chunks, the stage shares, exploration and PII."""
+    cps = [c for c in checkpoints if any(x["rounds"] >= c for x in runs)]
+    rows = []
+    for c in runs:
+        n, k, m = c["kb_size"], c["recovered"][-1], c["last"]
+        lo, hi = wilson(k, n)
+        rows.append({"kb": c["kb"], "attack": c["attack"], "configuration": c["configuration"], "seed": c["seed"],
+                     "rounds": f"{c['rounds']}/{c['budget']}" + ("" if c["finished"] else " (running)"),
+                     **{f"crr@{cp}": (c["recovered"][cp - 1] / n if c["rounds"] >= cp else None) for cp in cps},
+                     "crr": k / n, "recovered": k, "kb_size": n, "crr_low": lo, "crr_high": hi,
+                     "ee_retrieval": m.get("ee_retrieval", 0.0), "ee_generation": m.get("ee_generation", 0.0),
+                     "exploration": m.get("exploration", 0.0), "pii_leaked": int(m.get("pii_leaked", 0))})
+    return rows
 
 
 def report_markdown(out_dir: str | Path, checkpoints: Sequence[int] = (25, 50, 100, 150, 200)) -> str:
     """A Markdown table of every run under ``out_dir/runs``: CRR at each reached checkpoint and now (Wilson 95%
-    interval), stage shares and PII."""
-    out = Path(out_dir)
-    cells = _cells(out)
-    if not cells:
-        return f"(no runs under {out}/runs yet)"
-    cps = [c for c in checkpoints if any(x["rounds"] >= c for x in cells)]
+    interval), stage shares and PII; then each defended run against the undefended one at the same round."""
+    from ..errors import RunFileError
+    try:
+        runs = read_runs(out_dir)
+        rows = report_rows(runs, checkpoints)
+    except RunFileError:
+        return f"(no runs under {Path(out_dir)}/runs yet)"
+    cps = [k[4:] for k in rows[0] if k.startswith("crr@")]
     head = ("| KB | attack | configuration | seed | rounds | " + " | ".join(f"CRR @ {c}" for c in cps)
             + " | CRR now (95% interval) | reached the context | reproduced of that | rounds finding a new chunk | PII |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for c in sorted(cells, key=lambda x: (str(x["kb"]), str(x["attack"]), x["configuration"] != "none",
-                                          x["configuration"], x["seed"] or 0)):
-        n = c["kb_size"]
-        at = [f"{c['recovered'][cp - 1] / n:.4f}" if c["rounds"] >= cp else "" for cp in cps]
-        k = c["recovered"][-1]
+    for r in rows:
+        at = ["" if r[f"crr@{cp}"] is None else f"{r[f'crr@{cp}']:.4f}" for cp in cps]
+        lines.append(f"| {r['kb']} | {r['attack']} | {r['configuration']} | {r['seed']} | {r['rounds']} | "
+                     + " | ".join(at) + f" | {r['crr']:.4f} ({r['recovered']} of {r['kb_size']}; "
+                     f"{r['crr_low']:.4f}–{r['crr_high']:.4f}) | {r['ee_retrieval']:.4f} | {r['ee_generation']:.2f} | "
+                     f"{r['exploration']:.0%} | {r['pii_leaked']} |")
+    return "\n".join(lines + same_round_lines(runs))
+
+
+def same_round_lines(runs: Sequence[dict[str, Any]]) -> list[str]:
+    """For every defended run, a line comparing its CRR with the undefended run of the same KB, attack and seed
+    at the round the shorter of the two reached (a running cell is compared where it is, not at 200)."""
+    out = []
+    for r in runs:
+        if r["configuration"] == "none":
+            continue
+        base = next((b for b in runs if b["configuration"] == "none" and (b["kb"], b["attack"], b["seed"])
+                     == (r["kb"], r["attack"], r["seed"])), None)
+        if base is None:
+            continue
+        at = min(r["rounds"], base["rounds"])
+        (k, n), (kb_, nb) = (r["recovered"][at - 1], r["kb_size"]), (base["recovered"][at - 1], base["kb_size"])
         lo, hi = wilson(k, n)
-        m = c["last"]
-        status = f"{c['rounds']}/{c['budget']}" + ("" if c["finished"] else " (running)")
-        lines.append(f"| {c['kb']} | {c['attack']} | {c['configuration']} | {c['seed']} | {status} | "
-                     + " | ".join(at) + f" | {k / n:.4f} ({k} of {n}; {lo:.4f}–{hi:.4f}) | "
-                     f"{m.get('ee_retrieval', 0):.4f} | {m.get('ee_generation', 0):.2f} | "
-                     f"{m.get('exploration', 0):.0%} | {int(m.get('pii_leaked', 0))} |")
-    return "\n".join(lines)
+        blo, bhi = wilson(kb_, nb)
+        verdict = ("lower, intervals apart" if hi < blo else "higher, intervals apart" if lo > bhi
+                   else "intervals overlap")
+        out.append(f"\n{r['attack']} on {r['kb']} (seed {r['seed']}) at round {at}: {r['configuration']} CRR "
+                   f"{k / n:.4f} ({lo:.4f}–{hi:.4f}) vs none {kb_ / nb:.4f} ({blo:.4f}–{bhi:.4f}); "
+                   f"ratio {(k / n) / (kb_ / nb) if kb_ else float('nan'):.2f} — {verdict}")
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> None:

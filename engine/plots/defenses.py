@@ -84,3 +84,40 @@ def cluster_view(result: Any) -> go.Figure:
                                          "line": {"width": 0}}), row=1, col=col)
     fig.update_layout(margin={"t": 40}, height=420)
     return fig
+
+
+def crr_with_intervals(runs: Sequence[dict[str, Any]]) -> go.Figure:
+    """Long runs (:func:`engine.analysis.scale_report.read_runs`): CRR after every round with its Wilson 95%
+    band over the KB's chunks; one panel per KB × attack, one colour per configuration (the same in every
+    panel); a run still going ends where it is."""
+    from ..metrics.intervals import wilson
+
+    panels = list(dict.fromkeys((r["kb"], r["attack"]) for r in runs))
+    confs = list(dict.fromkeys(r["configuration"] for r in runs))
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    colour = {c: palette[i % len(palette)] for i, c in enumerate(confs)}
+    fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True,
+                        subplot_titles=[f"{attack} on {kb}" for kb, attack in panels])
+    shown: set[str] = set()
+    for col, (kb, attack) in enumerate(panels, start=1):
+        for r in (r for r in runs if (r["kb"], r["attack"]) == (kb, attack)):
+            n, x = r["kb_size"], list(range(1, r["rounds"] + 1))
+            y = [k / n for k in r["recovered"]]
+            lo, hi = zip(*(wilson(k, n) for k in r["recovered"]))
+            c = colour[r["configuration"]]
+            name = r["configuration"] + ("" if r["finished"] else f" ({r['rounds']}/{r['budget']}, running)")
+            fig.add_trace(go.Scatter(x=x + x[::-1], y=list(hi) + list(lo)[::-1], fill="toself", fillcolor=c,
+                                     opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False,
+                                     legendgroup=r["configuration"]), row=1, col=col)
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line={"color": c, "width": 2}, name=name,
+                                     legendgroup=r["configuration"],
+                                     showlegend=r["configuration"] not in shown or not r["finished"],
+                                     hovertemplate="round %{x}: CRR %{y:.3f}<extra>" + name + "</extra>"),
+                          row=1, col=col)
+            shown.add(r["configuration"])
+        fig.update_xaxes(title_text="attack round (query)", tickformat="d", row=1, col=col)
+    fig.update_yaxes(title_text="CRR (share of the KB's chunks recovered)", tickformat=".0%", rangemode="tozero",
+                     row=1, col=1)
+    fig.update_layout(height=380, margin={"t": 40, "b": 10}, legend={"orientation": "h", "y": -0.2},
+                      legend_title="configuration (band: Wilson 95%)")
+    return fig

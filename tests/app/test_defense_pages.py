@@ -158,3 +158,25 @@ def test_reopened_ragfort_ablation_shows_the_verdict_and_the_cluster_view(monkey
     assert {"crr_std", "n_runs"} <= set(at.dataframe[0].value.columns)
     assert any("HDBSCAN clusters" in c.value for c in at.caption)
     assert len(at.get("plotly_chart")) == 4  # curves, ratios, trade-off, clusters
+
+
+def test_a_long_experiments_folder_shows_its_curves_table_and_finished_cells(tmp_path):
+    """The committed paper-scale experiment (a finished run read from its summary, a running one from its gzipped
+    events) opens on the Defense comparison page: CRR after every round with intervals, the checkpoint table,
+    and its finished cells in the full view; a folder without runs is one line."""
+    at = _app()
+    at.switch_page("pages/defense_comparison.py").run()
+    assert not at.exception
+    folder = at.text_input(key="long_folder")
+    assert folder.value.endswith("results/ragfort-paper-scale-hcm")
+    table = next(d.value for d in at.dataframe if "chunks recovered" in d.value.columns)
+    assert {"none", "reindex+cascade"} <= set(table["configuration"])
+    done = table[table["configuration"] == "none"].iloc[0]
+    assert done["rounds"] == "200/200" and done["chunks recovered"] == "146 of 1377"
+    assert len(at.get("plotly_chart")) >= 1
+    assert any("reindex+cascade CRR" in m.value and "vs none" in m.value for m in at.markdown)
+    next(b for b in at.button if b.key == "long_open").click().run()
+    assert not at.exception and at.session_state["cmp_view"]["dir"] == folder.value
+    assert any("Stopped early" in w.value for w in at.warning)             # the grid is not finished
+    folder.set_value(str(tmp_path)).run()
+    assert not at.exception and any("no extraction runs" in i.value for i in at.info)

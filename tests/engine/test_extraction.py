@@ -448,6 +448,18 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     from engine.metrics.intervals import wilson
     table = report_markdown(tmp_path, checkpoints=(1, 2, 50))
     assert table.count("| clinic_records | zeng |") == 2 and "| 2/2 |" in table and "CRR @ 50" not in table
+    seed = rows[0]["seed"]
+    assert f"zeng on clinic_records (seed {seed}) at round 2: system-prompt CRR" in table     # vs none, same round
+    # finished runs are read from summary.json (a clean clone has no events of finished runs): the same curve
+    from engine.analysis.scale_report import read_runs
+    from engine.errors import RunFileError
+    from_events = {d.name: [int(e.metrics["recovered"]) for e in read_jsonl(d / "events.jsonl")
+                            if e.kind == "leak_scored"] for d in (tmp_path / "runs").iterdir()}
+    for d in (tmp_path / "runs").iterdir():
+        (d / "events.jsonl").unlink()
+    assert {r["run_id"]: r["recovered"] for r in read_runs(tmp_path)} == from_events
+    with pytest.raises(RunFileError, match="no extraction runs"):
+        read_runs(tmp_path / "nothing")
     lo, hi = wilson(46, 1377)
     assert round(lo, 4) == 0.0251 and round(hi, 4) == 0.0443 and wilson(0, 10)[0] == 0.0
 
