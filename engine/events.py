@@ -321,7 +321,8 @@ def write_jsonl(events: Iterable[Event], path) -> None:
 
 
 def read_events(path) -> tuple[list[Event], int]:
-    """The events of a run file and how many bytes of a torn last line were dropped.
+    """The events of a run file (``events.jsonl``, or a gzipped ``events.jsonl.gz``) and how many bytes of a
+    torn last line were dropped.
 
     A process killed while writing leaves a partial last line: it is dropped (every complete event is
     kept). Anything else — binary data, a damaged line before the end, an unknown event kind — raises
@@ -330,7 +331,12 @@ def read_events(path) -> tuple[list[Event], int]:
     from .errors import RunFileError
 
     try:
-        raw = open(path, "rb").read()
+        if str(path).endswith(".gz"):      # a run kept gzipped in git, read without unpacking it beside
+            import gzip
+            with gzip.open(path, "rb") as f:
+                raw = f.read()
+        else:
+            raw = open(path, "rb").read()
     except OSError as e:
         raise RunFileError(f"{path}: cannot read the events file ({e.strerror or e})") from None
     if b"\x00" in raw[:65536]:

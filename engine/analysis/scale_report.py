@@ -23,7 +23,6 @@ def read_runs(out_dir: str | Path) -> list[dict[str, Any]]:
     budget, rounds played, finished, KB size, chunks recovered after each round and the last round's metrics.
     A folder without runs is one clear error (:class:`~engine.errors.RunFileError`)."""
     from ..errors import RunFileError
-    from ..runs.extraction import events_file
 
     out = Path(out_dir).expanduser()
     runs = []
@@ -32,8 +31,10 @@ def read_runs(out_dir: str | Path) -> list[dict[str, Any]]:
         if finished is not None:        # its summary holds the whole curve: no need for (uncommitted) events
             runs.append(finished)
             continue
-        path = events_file(d) if d.is_dir() else None      # unpacks a gzipped copy kept in git
-        if path is None:
+        path = d / "events.jsonl"
+        if not path.is_file():
+            path = d / "events.jsonl.gz"     # a copy kept gzipped in git, read as it is (the folder may be read-only)
+        if not path.is_file():
             continue
         events = read_jsonl(path)
         started = next((e for e in events if isinstance(e, RunStarted)), None)

@@ -455,6 +455,16 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     from engine.errors import RunFileError
     from_events = {d.name: [int(e.metrics["recovered"]) for e in read_jsonl(d / "events.jsonl")
                             if e.kind == "leak_scored"] for d in (tmp_path / "runs").iterdir()}
+    some = next((tmp_path / "runs").iterdir())       # an unfinished run kept gzipped, in a read-only folder
+    ro = tmp_path / "ro" / "runs" / some.name
+    ro.mkdir(parents=True)
+    (ro / "events.jsonl.gz").write_bytes(gzip.compress((some / "events.jsonl").read_bytes()))
+    ro.chmod(0o555)
+    try:
+        assert [r["recovered"] for r in read_runs(tmp_path / "ro")] == [from_events[some.name]]
+        assert sorted(p.name for p in ro.iterdir()) == ["events.jsonl.gz"]          # nothing unpacked beside
+    finally:
+        ro.chmod(0o755)
     for d in (tmp_path / "runs").iterdir():
         (d / "events.jsonl").unlink()
     assert {r["run_id"]: r["recovered"] for r in read_runs(tmp_path)} == from_events
