@@ -87,6 +87,23 @@ def _unfinished_run(runs_dir: Path, ecfg: ExtractionConfig) -> Path | None:
     return None
 
 
+def _finished_run(runs_dir: Path, ecfg: ExtractionConfig) -> tuple[str, dict[str, Any]] | None:
+    """(run id, summary) of a run of exactly ``ecfg`` under ``runs_dir`` that played all its rounds but was
+    never recorded in ``comparison.json`` (the process ended during the utility evaluation that follows the
+    rounds); None when there is none. Its rounds are not played again."""
+    if not runs_dir.is_dir():
+        return None
+    for d in sorted(runs_dir.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+            config = json.loads((d / "manifest.json").read_text(encoding="utf-8"))["config"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if _same(config, ecfg.to_dict()) and summary.get("rounds") == ecfg.rounds:
+            return d.name, summary
+    return None
+
+
 def compare_cell(item: tuple, reporter=None) -> dict[str, Any] | None:
     """One cell of a comparison: ``item`` = (config dict, repeat, kb, attack, configuration, output folder or
     None, resume, with utility). Runs (or resumes) the extraction and, when asked, the configuration's utility
@@ -105,27 +122,31 @@ def compare_cell(item: tuple, reporter=None) -> dict[str, Any] | None:
     def stopping() -> bool:
         return reporter is not None and reporter.should_stop()
 
-    half = _unfinished_run(out / "runs", ecfg) if out and resume else None
-    if half is not None:
-        run = ExtractionRun.resume(half, progress=tick)
+    played = _finished_run(out / "runs", ecfg) if out and resume else None
+    if played is not None:       # all its rounds were played; only the comparison's record of it is missing
+        run_id, s = played
     else:
-        run = ExtractionRun(ecfg, out_dir=out / "runs" if out else None, progress=tick)
-    try:
-        if half is None:
-            run.prepare()
-        while not run.done:
-            if stopping():
-                break
-            run.step()
-            tick("attacking", run.rounds_done, ecfg.rounds)
-        if not run.done:
-            return None          # stopped mid-cell: its rounds are on disk, the next call resumes it
-        run.finish()
-    finally:
-        run.close()
-    s = run.summary()
+        half = _unfinished_run(out / "runs", ecfg) if out and resume else None
+        if half is not None:
+            run = ExtractionRun.resume(half, progress=tick)
+        else:
+            run = ExtractionRun(ecfg, out_dir=out / "runs" if out else None, progress=tick)
+        try:
+            if half is None:
+                run.prepare()
+            while not run.done:
+                if stopping():
+                    break
+                run.step()
+                tick("attacking", run.rounds_done, ecfg.rounds)
+            if not run.done:
+                return None          # stopped mid-cell: its rounds are on disk, the next call resumes it
+            run.finish()
+        finally:
+            run.close()
+        run_id, s = run.run_id, run.summary()
     row = {"kb": kb, "attack": attack, "configuration": conf, "defenses": list(defense_set(conf)),
-           "run_id": run.run_id, "seed": ecfg.seed, **{k: s[k] for k in LEAK_KEYS}, "rounds": s["rounds"],
+           "run_id": run_id, "seed": ecfg.seed, **{k: s[k] for k in LEAK_KEYS}, "rounds": s["rounds"],
            "kb_size": s["kb_size"], "blocked": s["blocked"], "curves": s["curves"], "seconds": s["seconds"],
            **{k: s.get(k) for k in STAGE_KEYS},
            **({"cascade": s["cascade"]} if "cascade" in s else {})}

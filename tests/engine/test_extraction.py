@@ -399,6 +399,27 @@ def test_a_configuration_whose_utility_cell_failed_still_gets_its_utility(tmp_pa
     assert any(s.startswith("utility of none") for s in stages)
 
 
+def test_a_cell_killed_after_its_rounds_is_not_played_again(tmp_path):
+    """A process that ends after a cell's last round but before the comparison recorded it (during the utility
+    evaluation: minutes after hours of rounds) loses nothing: the next call takes the finished run as it is."""
+    from engine.compare import run_comparison
+    from engine.config import ComparisonConfig
+    cfg = ComparisonConfig.from_dict({"base": {**SMALL, "attack": "zeng", "attacker_llm": "", "rounds": 2,
+                                               "top_k": 2, "data_dir": ""},
+                                      "attacks": ["zeng"], "configurations": ["none"], "utility_limit": 1})
+    first = run_comparison(cfg, out_dir=tmp_path)
+    (tmp_path / "comparison.json").unlink()          # as if killed before the record was written
+    (run_dir,) = list((tmp_path / "runs").iterdir())
+    events = (run_dir / "events.jsonl").read_bytes()
+    again = run_comparison(cfg, out_dir=tmp_path)
+    assert [r.name for r in (tmp_path / "runs").iterdir()] == [run_dir.name]    # no new run
+    assert (run_dir / "events.jsonl").read_bytes() == events                    # not a round more
+    assert again[0]["run_id"] == first[0]["run_id"] and again[0]["crr"] == first[0]["crr"]
+    assert again[0]["utility_acc"] == first[0]["utility_acc"]
+    saved = json.loads((tmp_path / "comparison.json").read_text())
+    assert saved["complete"] and saved["runs"][0]["run_id"] == run_dir.name
+
+
 def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     """Stopped after one round of its first cell, a comparison continues that run from round 1 and then
     runs the rest; a third call finds everything finished and runs nothing."""
