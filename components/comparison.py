@@ -130,9 +130,8 @@ def _long_runs(folder: str, stamp: tuple) -> list[dict[str, Any]]:     # stamp: 
 
 def long_run_section() -> None:
     """A long comparison's folder (e.g. the committed ``results/ragfort-paper-scale-hcm``, or any ``compare --out``
-    folder, finished or still running): CRR after every round with its interval, the checkpoint table, and its
-    finished cells in the full view above."""
-    from engine.analysis.comparison_view import load_comparison
+    folder, finished or still running): CRR after every round with its interval, the checkpoint table and the
+    defended runs against no protection at the same round."""
     from engine.analysis.scale_report import report_rows, same_round_lines
     from engine.paths import REPO_ROOT
     from engine.plots.defenses import crr_with_intervals
@@ -165,10 +164,3 @@ def long_run_section() -> None:
                "of that: share of those chunks the answers gave back (generation stage); CRR ≈ their product.")
     for line in same_round_lines(runs):          # a running cell against no protection where it is now
         st.markdown("**Against no protection at the same round** — " + md_escape(line.strip()))
-    try:
-        conf, finished = load_comparison(folder)
-    except EngineError:
-        return
-    if finished and st.button(f"Show its {len(finished)} finished cell(s) in the full view", key="long_open"):
-        st.session_state["cmp_view"] = {"config": conf, "rows": finished, "dir": folder, "complete": False}
-        st.rerun()

@@ -138,9 +138,6 @@ with st.expander("Saved comparisons"):
             except EngineError as e:
                 st.error(md_escape(e))
 
-with st.expander("Long experiments (a results folder)"):
-    long_run_section()
-
 view = st.session_state.get("cmp_view")
 if view is not None:
     st.caption(f"Results saved in {md_escape(view['dir'])}")
@@ -148,3 +145,6 @@ if view is not None:
 elif job is None:
     st.info("Choose the attacks and defense configurations and press **Start comparison**. A first try: "
             "clinic_records, zeng, 2 rounds, none vs system-prompt, 3 utility questions.")
+
+with st.expander("Long experiments (a results folder)"):     # below the page's own results
+    long_run_section()
