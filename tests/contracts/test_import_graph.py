@@ -6,7 +6,8 @@ from pathlib import Path
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
 # bottom to top; a package may import its own layer and the ones below
 LAYERS = [
-    {"errors", "params", "paths", "files", "secrets", "registry", "types", "events", "progress", "devices"},
+    {"errors", "params", "paths", "files", "secrets", "registry", "types", "events", "progress", "devices",
+     "folder_lock"},
     {"corpora", "queries", "embedders", "detectors", "generators", "metrics", "summaries"},
     {"store", "defenses", "attacks", "rag"},
     {"config", "runs", "pipeline", "jobs", "executors", "views", "saved"},
