@@ -116,9 +116,9 @@ def _cluster_panel(config: dict[str, Any], key: str) -> None:
 
 
 def _stamp(folder: str) -> tuple:
-    """What changes when a long run advances: its events files' names, sizes and times."""
+    """What changes when a long run advances or ends: its events and summary files' names, sizes and times."""
     from pathlib import Path
-    files = sorted(Path(folder).expanduser().glob("runs/*/events.jsonl*"))
+    files = sorted(Path(folder).expanduser().glob("runs/*/*.json*"))
     return tuple((str(p), p.stat().st_size, p.stat().st_mtime) for p in files if p.is_file())
 
 

@@ -178,11 +178,11 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
     ``failed`` in ``comparison.json`` (and appended to the ``failed`` list, when given) and retried by the
     next call.
     """
-    if out_dir is None:
-        return _run_comparison(cfg, out_dir=None, progress=progress, stop=stop, on_row=on_row, resume=resume,
-                               executor=executor, failed=failed)
+    from contextlib import nullcontext
+
     from .folder_lock import exclusive_folder
-    with exclusive_folder(out_dir, "this comparison"):     # one writer per folder: a second one would overwrite
+    # one writer per folder: a second comparison into it would overwrite this one's cells
+    with exclusive_folder(out_dir, "this comparison") if out_dir else nullcontext():
         return _run_comparison(cfg, out_dir=out_dir, progress=progress, stop=stop, on_row=on_row, resume=resume,
                                executor=executor, failed=failed)
 

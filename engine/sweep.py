@@ -167,10 +167,11 @@ def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
     same rows either way); ``cell_progress(cell, stage, done, total)`` reports work inside a cell. A cell that
     failed on Ray is listed in ``result.failed`` (and ``sweep_failed.json``), not in the rows; running the
     sweep again retries it."""
-    if out_dir is None:
-        return _run_sweep(cfg, progress, should_stop, None, executor, cell_progress)
+    from contextlib import nullcontext
+
     from .folder_lock import exclusive_folder
-    with exclusive_folder(out_dir, "this sweep"):     # one writer per folder: a second one would overwrite
+    # one writer per folder: a second sweep into it would overwrite this one's cells
+    with exclusive_folder(out_dir, "this sweep") if out_dir else nullcontext():
         return _run_sweep(cfg, progress, should_stop, out_dir, executor, cell_progress)
 
 

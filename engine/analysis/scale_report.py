@@ -14,16 +14,20 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..errors import RunFileError
 from ..events import LeakScored, RunStarted, read_jsonl
 from ..metrics.intervals import wilson
+
+
+class NoRunsError(RunFileError):
+    """The folder holds no extraction run with a finished round (yet)."""
 
 
 def read_runs(out_dir: str | Path) -> list[dict[str, Any]]:
     """One dict per run folder under ``out_dir/runs`` (finished or not): kb, attack, configuration, seed, round
     budget, rounds played, finished, KB size, chunks recovered after each round and the last round's metrics.
-    A folder without runs is one clear error (:class:`~engine.errors.RunFileError`)."""
-    from ..errors import RunFileError
-
+    A folder without runs is one clear error (:class:`NoRunsError`); a damaged events file is its own
+    (:class:`~engine.errors.RunFileError`)."""
     out = Path(out_dir).expanduser()
     runs = []
     for d in sorted((out / "runs").glob("*")):
@@ -41,16 +45,10 @@ def read_runs(out_dir: str | Path) -> list[dict[str, Any]]:
         scored = [e for e in events if isinstance(e, LeakScored)]
         if started is None or not scored:
             continue
-        cfg = dict(started.config)
-        runs.append({"run_id": d.name, "kb": cfg.get("kb"), "attack": cfg.get("attack"),
-                     "configuration": "+".join(cfg.get("defenses") or ()) or "none", "seed": cfg.get("seed"),
-                     "budget": int(cfg.get("rounds") or 0), "rounds": len(scored),
-                     "finished": (d / "summary.json").is_file(),
-                     "kb_size": int(scored[-1].metrics.get("kb_size", 0)),
-                     "recovered": [int(e.metrics.get("recovered", 0)) for e in scored],
-                     "last": dict(scored[-1].metrics)})
+        runs.append(_entry(d, dict(started.config), [int(e.metrics.get("recovered", 0)) for e in scored],
+                           int(scored[-1].metrics.get("kb_size", 0)), dict(scored[-1].metrics)))
     if not runs:
-        raise RunFileError(f"no extraction runs with a finished round under {out}/runs: a long comparison writes "
+        raise NoRunsError(f"no extraction runs with a finished round under {out}/runs: a long comparison writes "
                            f"them there (python -m engine compare --preset ragfort-paper-scale --out {out})")
     return sorted(runs, key=lambda x: (str(x["kb"]), str(x["attack"]), x["configuration"] != "none",
                                        x["configuration"], x["seed"] or 0))
@@ -67,10 +65,15 @@ def _finished(d: Path) -> dict[str, Any] | None:
         return None
     if not crr or n <= 0:
         return None
+    return _entry(d, cfg, [round(x * n) for x in crr], n, summary)
+
+
+def _entry(d: Path, cfg: dict[str, Any], recovered: list[int], kb_size: int, last: dict[str, Any]) -> dict[str, Any]:
+    """One run of :func:`read_runs`, from its config, chunks recovered after each round and last metrics."""
     return {"run_id": d.name, "kb": cfg.get("kb"), "attack": cfg.get("attack"),
             "configuration": "+".join(cfg.get("defenses") or ()) or "none", "seed": cfg.get("seed"),
-            "budget": int(cfg.get("rounds") or 0), "rounds": len(crr), "finished": True, "kb_size": n,
-            "recovered": [round(x * n) for x in crr], "last": summary}
+            "budget": int(cfg.get("rounds") or 0), "rounds": len(recovered),
+            "finished": (d / "summary.json").is_file(), "kb_size": kb_size, "recovered": recovered, "last": last}
 
 
 def report_rows(runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = (25, 50, 100, 150, 200)
@@ -94,12 +97,11 @@ def report_rows(runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = (25
 def report_markdown(out_dir: str | Path, checkpoints: Sequence[int] = (25, 50, 100, 150, 200)) -> str:
     """A Markdown table of every run under ``out_dir/runs``: CRR at each reached checkpoint and now (Wilson 95%
     interval), stage shares and PII; then each defended run against the undefended one at the same round."""
-    from ..errors import RunFileError
     try:
         runs = read_runs(out_dir)
-        rows = report_rows(runs, checkpoints)
-    except RunFileError:
+    except NoRunsError:
         return f"(no runs under {Path(out_dir)}/runs yet)"
+    rows = report_rows(runs, checkpoints)
     cps = [k[4:] for k in rows[0] if k.startswith("crr@")]
     head = ("| KB | attack | configuration | seed | rounds | " + " | ".join(f"CRR @ {c}" for c in cps)
             + " | CRR now (95% interval) | reached the context | reproduced of that | rounds finding a new chunk | PII |")

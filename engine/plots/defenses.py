@@ -105,7 +105,7 @@ def crr_with_intervals(runs: Sequence[dict[str, Any]]) -> go.Figure:
             y = [k / n for k in r["recovered"]]
             lo, hi = zip(*(wilson(k, n) for k in r["recovered"]))
             c = colour[r["configuration"]]
-            name = r["configuration"] + ("" if r["finished"] else f" ({r['rounds']}/{r['budget']}, running)")
+            name = r["configuration"] + ("" if r["finished"] else f" ({attack}: {r['rounds']}/{r['budget']}, running)")
             fig.add_trace(go.Scatter(x=x + x[::-1], y=list(hi) + list(lo)[::-1], fill="toself", fillcolor=c,
                                      opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False,
                                      legendgroup=r["configuration"]), row=1, col=col)
