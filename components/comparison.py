@@ -151,14 +151,15 @@ def long_run_section() -> None:
     st.plotly_chart(crr_with_intervals(runs), width="stretch", key="long_curves")
     rows = report_rows(runs)
     table = [{"KB": r["kb"], "attack": r["attack"], "configuration": r["configuration"], "seed": r["seed"],
-              "rounds": r["rounds"], **{f"CRR @ {k[4:]}": r[k] for k in r if k.startswith("crr@")},
+              "rounds": r["rounds"],     # a checkpoint this run has not reached yet reads "not yet", not a grey None
+              **{f"CRR @ {k[4:]}": "not yet" if r[k] is None else f"{r[k]:.3f}" for k in r if k.startswith("crr@")},
               "CRR now": r["crr"], "95% interval": f"{r['crr_low']:.3f}–{r['crr_high']:.3f}",
               "chunks recovered": f"{r['recovered']} of {r['kb_size']}", "reached the context": r["ee_retrieval"],
               "reproduced of that": r["ee_generation"], "rounds finding a new chunk": r["exploration"],
               "PII": r["pii_leaked"]} for r in rows]
     st.dataframe(table, hide_index=True, width="stretch", key="long_table",
                  column_config={k: st.column_config.NumberColumn(format="%.3f") for k in table[0]
-                                if k.startswith("CRR") or k in ("reached the context", "reproduced of that")}
+                                if k == "CRR now" or k in ("reached the context", "reproduced of that")}
                  | {"rounds finding a new chunk": st.column_config.NumberColumn(format="percent")})
     st.caption("Reached the context: share of the KB that some answer was built from (retrieval stage); reproduced "
                "of that: share of those chunks the answers gave back (generation stage); CRR ≈ their product.")

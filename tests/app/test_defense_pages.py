@@ -174,6 +174,11 @@ def test_a_long_experiments_folder_shows_its_curves_table_and_finished_cells(tmp
     assert {"none", "reindex+cascade"} <= set(table["configuration"])
     done = table[table["configuration"] == "none"].iloc[0]
     assert done["rounds"] == "200/200" and done["chunks recovered"] == "146 of 1377"
+    assert done["CRR @ 200"] == "0.106"
+    for _, row in table.iterrows():    # a checkpoint a running cell has not reached reads "not yet", not None
+        reached = int(row["rounds"].split("/")[0])
+        for col in (c for c in table.columns if c.startswith("CRR @ ")):
+            assert (row[col] == "not yet") == (reached < int(col[6:])), (row["rounds"], col, row[col])
     assert len(at.get("plotly_chart")) >= 1
     assert any("reindex+cascade CRR" in m.value and "vs none" in m.value for m in at.markdown)
     folder.set_value(str(tmp_path)).run()
