@@ -217,12 +217,15 @@ class LeakScored(Event):
 
 @dataclass(frozen=True)
 class AttackerState(Event):
-    """The extraction agent's internal state after proposing this round's query."""
+    """The extraction agent's internal state after proposing this round's query, as a delta: ``state`` holds
+    the values written whole, ``appended`` the new items of every list that only grew since the previous
+    round. The full state is the fold of the run's events (:func:`engine.attacker_states.full_states`)."""
 
     kind: ClassVar[str] = "attacker_state"
     round: int = 0
     agent: str = ""
     state: Mapping[str, Any] = field(default_factory=dict)
+    appended: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

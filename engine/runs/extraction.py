@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..attacker_states import full_states, state_delta
 from ..attacks.extraction import AttackContext, Exchange, ExtractionAgent, make_agent
 from ..config import ExtractionConfig
 from ..corpora import Corpus, load_corpus, retriever_window, stats_for
@@ -87,6 +88,7 @@ class ExtractionRun(EventRunner):
         self.window = None
         self.attacker_meter: Optional[MeteredGenerator] = None
         self._exhausted = False
+        self._agent_state: dict[str, Any] | None = None    # the last full state written (the next event's base)
 
     @property
     def rounds_done(self) -> int:
@@ -218,7 +220,10 @@ class ExtractionRun(EventRunner):
                    repeat_contexts=leak.repeat_contexts, rouge_contexts=leak.rouge_contexts, semantic=leak.semantic,
                    pii=leak.pii, metrics=leak.metrics)
         self.transcript.append(Exchange(query, ans.answer))
-        self._emit(AttackerState, round=r, agent=self.config.attack, state=jsonable(self.agent.state()))
+        state = jsonable(self.agent.state())
+        whole, appended = state_delta(self._agent_state, state)
+        self._emit(AttackerState, round=r, agent=self.config.attack, state=whole, appended=appended)
+        self._agent_state = state
         timings = {"attack": t_attack, **ans.timings, "metrics": t_metrics}
         used = self.attacker_meter.totals() if self.attacker_meter else {}
         usage = {k: round(used[k] - used0.get(k, 0), 6) for k in used}
@@ -295,12 +300,13 @@ class ExtractionRun(EventRunner):
         answers = {e.round: e for e in kept if isinstance(e, Generated)}
         context = {e.round: e.context_ids for e in kept if isinstance(e, Generated)}
         top_k = {e.round: e.doc_ids for e in kept if isinstance(e, Retrieved)}
-        states = {e.round: e.state for e in kept if isinstance(e, AttackerState)}
+        states = full_states(kept)
         for r in range(1, last_done + 1):
             run.tracker.update(answers[r].text, context.get(r, ()), top_k.get(r, ()))
             run.transcript.append(Exchange(queries[r], answers[r].text))
         if last_done:
             run.agent.load_state(dict(states[last_done]))
+            run._agent_state = states[last_done]
         run.events = []
         run._sink = open(path, "w", encoding="utf-8")
         for e in kept:

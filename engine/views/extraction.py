@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ..events import (AttackerState, DefenseApplied, Event, Generated, LeakScored, QueryIssued, Retrieved, RoundEnded,
+from ..attacker_states import last_state
+from ..events import (DefenseApplied, Event, Generated, LeakScored, QueryIssued, Retrieved, RoundEnded,
                       RunEnded, RunStarted)
 from ..metrics.overlap import shared_spans
 
@@ -158,9 +159,9 @@ def coverage_states(ids: Sequence[str], events: Sequence[Event], upto_round: int
 
 
 def attacker_state(events: Sequence[Event]) -> tuple[str, int, dict[str, Any]]:
-    """(agent, round, state) of the last ``attacker_state`` event; ("", 0, {}) before the first round."""
-    last = next((e for e in reversed(events) if isinstance(e, AttackerState)), None)
-    return (last.agent, last.round, dict(last.state)) if last else ("", 0, {})
+    """(agent, round, full state) after the last ``attacker_state`` event (the events store deltas:
+    :mod:`engine.attacker_states`); ("", 0, {}) before the first round."""
+    return last_state(events)
 
 
 def cascade_rows(events: Sequence[Event]) -> list[dict[str, Any]]:
