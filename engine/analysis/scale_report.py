@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import RunFileError
-from ..events import LeakScored, RunStarted, read_jsonl
+from ..events import LeakScored, RoundEnded, RunStarted, read_jsonl
 from ..metrics.intervals import wilson
 
 
@@ -45,8 +45,9 @@ def read_runs(out_dir: str | Path) -> list[dict[str, Any]]:
         scored = [e for e in events if isinstance(e, LeakScored)]
         if started is None or not scored:
             continue
+        seconds = sum(sum(e.timings.values()) for e in events if isinstance(e, RoundEnded))
         runs.append(_entry(d, dict(started.config), [int(e.metrics.get("recovered", 0)) for e in scored],
-                           int(scored[-1].metrics.get("kb_size", 0)), dict(scored[-1].metrics)))
+                           int(scored[-1].metrics.get("kb_size", 0)), dict(scored[-1].metrics), seconds))
     if not runs:
         raise NoRunsError(f"no extraction runs with a finished round under {out}/runs: a long comparison writes "
                            f"them there (python -m engine compare --preset ragfort-paper-scale --out {out})")
@@ -65,21 +66,26 @@ def _finished(d: Path) -> dict[str, Any] | None:
         return None
     if not crr or n <= 0:
         return None
-    return _entry(d, cfg, [round(x * n) for x in crr], n, summary)
+    seconds = sum(float(v) for v in (summary.get("seconds") or {}).values())
+    return _entry(d, cfg, [round(x * n) for x in crr], n, summary, seconds)
 
 
-def _entry(d: Path, cfg: dict[str, Any], recovered: list[int], kb_size: int, last: dict[str, Any]) -> dict[str, Any]:
-    """One run of :func:`read_runs`, from its config, chunks recovered after each round and last metrics."""
+def _entry(d: Path, cfg: dict[str, Any], recovered: list[int], kb_size: int, last: dict[str, Any],
+           seconds: float) -> dict[str, Any]:
+    """One run of :func:`read_runs`, from its config, chunks recovered after each round, last metrics and the
+    seconds its rounds took (all stages)."""
     return {"run_id": d.name, "kb": cfg.get("kb"), "attack": cfg.get("attack"),
             "configuration": "+".join(cfg.get("defenses") or ()) or "none", "seed": cfg.get("seed"),
             "budget": int(cfg.get("rounds") or 0), "rounds": len(recovered),
-            "finished": (d / "summary.json").is_file(), "kb_size": kb_size, "recovered": recovered, "last": last}
+            "finished": (d / "summary.json").is_file(), "kb_size": kb_size, "recovered": recovered, "last": last,
+            "seconds": float(seconds)}
 
 
 def report_rows(runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = (25, 50, 100, 150, 200)
                 ) -> list[dict[str, Any]]:
     """One row per run: CRR at each checkpoint some run reached (None where this one has not), CRR now with its
-    Wilson 95% interval over the KB's chunks, the stage shares, exploration and PII."""
+    Wilson 95% interval over the KB's chunks, the stage shares, exploration, PII and the mean seconds a round
+    (all stages; other work on the machine counts too)."""
     cps = [c for c in checkpoints if any(x["rounds"] >= c for x in runs)]
     rows = []
     for c in runs:
@@ -90,13 +96,15 @@ def report_rows(runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = (25
                      **{f"crr@{cp}": (c["recovered"][cp - 1] / n if c["rounds"] >= cp else None) for cp in cps},
                      "crr": k / n, "recovered": k, "kb_size": n, "crr_low": lo, "crr_high": hi,
                      "ee_retrieval": m.get("ee_retrieval", 0.0), "ee_generation": m.get("ee_generation", 0.0),
-                     "exploration": m.get("exploration", 0.0), "pii_leaked": int(m.get("pii_leaked", 0))})
+                     "exploration": m.get("exploration", 0.0), "pii_leaked": int(m.get("pii_leaked", 0)),
+                     "seconds_per_round": c["seconds"] / c["rounds"] if c["rounds"] else 0.0})
     return rows
 
 
 def report_markdown(out_dir: str | Path, checkpoints: Sequence[int] = (25, 50, 100, 150, 200)) -> str:
     """A Markdown table of every run under ``out_dir/runs``: CRR at each reached checkpoint and now (Wilson 95%
-    interval), stage shares and PII; then each defended run against the undefended one at the same round."""
+    interval), stage shares, PII and the mean seconds a round; then each defended run against the undefended one
+    at the same round."""
     try:
         runs = read_runs(out_dir)
     except NoRunsError:
@@ -104,14 +112,15 @@ def report_markdown(out_dir: str | Path, checkpoints: Sequence[int] = (25, 50, 1
     rows = report_rows(runs, checkpoints)
     cps = [k[4:] for k in rows[0] if k.startswith("crr@")]
     head = ("| KB | attack | configuration | seed | rounds | " + " | ".join(f"CRR @ {c}" for c in cps)
-            + " | CRR now (95% interval) | reached the context | reproduced of that | rounds finding a new chunk | PII |")
+            + " | CRR now (95% interval) | reached the context | reproduced of that | rounds finding a new chunk | PII "
+            "| s a round |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         at = ["" if r[f"crr@{cp}"] is None else f"{r[f'crr@{cp}']:.4f}" for cp in cps]
         lines.append(f"| {r['kb']} | {r['attack']} | {r['configuration']} | {r['seed']} | {r['rounds']} | "
                      + " | ".join(at) + f" | {r['crr']:.4f} ({r['recovered']} of {r['kb_size']}; "
                      f"{r['crr_low']:.4f}–{r['crr_high']:.4f}) | {r['ee_retrieval']:.4f} | {r['ee_generation']:.2f} | "
-                     f"{r['exploration']:.0%} | {r['pii_leaked']} |")
+                     f"{r['exploration']:.0%} | {r['pii_leaked']} | {r['seconds_per_round']:.0f} |")
     return "\n".join(lines + same_round_lines(runs))
 
 

@@ -476,6 +476,9 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     from engine.errors import RunFileError
     from_events = {d.name: [int(e.metrics["recovered"]) for e in read_jsonl(d / "events.jsonl")
                             if e.kind == "leak_scored"] for d in (tmp_path / "runs").iterdir()}
+    took = {d.name: sum(sum(e.timings.values()) for e in read_jsonl(d / "events.jsonl") if e.kind == "round_ended")
+            for d in (tmp_path / "runs").iterdir()}
+    assert "| s a round |" in table and all(t > 0 for t in took.values())
     some = next((tmp_path / "runs").iterdir())       # an unfinished run kept gzipped, in a read-only folder
     ro = tmp_path / "ro" / "runs" / some.name
     ro.mkdir(parents=True)
@@ -489,6 +492,7 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     for d in (tmp_path / "runs").iterdir():
         (d / "events.jsonl").unlink()
     assert {r["run_id"]: r["recovered"] for r in read_runs(tmp_path)} == from_events
+    assert {r["run_id"]: r["seconds"] for r in read_runs(tmp_path)} == pytest.approx(took, abs=0.01)
     with pytest.raises(RunFileError, match="no extraction runs"):
         read_runs(tmp_path / "nothing")
     lo, hi = wilson(46, 1377)
