@@ -113,7 +113,7 @@ def report_markdown(out_dir: str | Path, checkpoints: Sequence[int] = (25, 50, 1
     cps = [k[4:] for k in rows[0] if k.startswith("crr@")]
     head = ("| KB | attack | configuration | seed | rounds | " + " | ".join(f"CRR @ {c}" for c in cps)
             + " | CRR now (95% interval) | reached the context | reproduced of that | rounds finding a new chunk | PII "
-            "| s a round |")
+            "| mean s a round |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         at = ["" if r[f"crr@{cp}"] is None else f"{r[f'crr@{cp}']:.4f}" for cp in cps]
