@@ -162,7 +162,7 @@ def long_run_section() -> None:
                                 if k == "CRR now" or k in ("reached the context", "reproduced of that")}
                  | {"rounds finding a new chunk": st.column_config.NumberColumn(format="percent")})
     st.caption("Reached the context: share of the KB that some answer was built from (retrieval stage); reproduced "
-               "of that: share of those chunks the answers gave back (generation stage); CRR ≈ their product. Mean seconds a "
-               "round: wall time of all stages, including whatever else the machine was doing.")
+               "of that: share of those chunks the answers gave back (generation stage); CRR ≈ their product. "
+               "Mean seconds a round: wall time of all stages, including whatever else the machine was doing.")
     for line in same_round_lines(runs):          # a running cell against no protection where it is now
         st.markdown("**Against no protection at the same round** — " + md_escape(line.strip()))

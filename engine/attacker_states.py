@@ -2,8 +2,8 @@
 
 An agent's state grows with the run (RAG-Thief's long-term memory, Worm's embeddings of every chunk it
 extracted and its drift history). Writing the whole state after every round made the events log grow with the
-square of the rounds: a 200-round Worm run wrote ~340 MB, nearly all of it the same vectors again. So an
-``attacker_state`` event carries, for every list that only grew since the previous round (its old items
+square of the rounds: a 200-round Worm run wrote 287 MB (4.3 MB as deltas), nearly all of it the same vectors
+again. So an ``attacker_state`` event carries, for every list that only grew since the previous round (its old items
 unchanged, new ones at the end), just the new items under ``appended``; everything else is written whole in
 ``state``. The full state of a round is the fold of the events up to it (:func:`full_states`); the first
 event of a run, and every event of runs written before this format, are whole (``appended`` empty), so old
@@ -11,7 +11,8 @@ logs read unchanged.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from dataclasses import replace
+from typing import Any, Iterable, Iterator, Mapping
 
 from .events import AttackerState, Event
 
@@ -42,39 +43,39 @@ def apply_delta(previous: Mapping[str, Any] | None, event: AttackerState) -> dic
     return full
 
 
-def full_states(events: Iterable[Event]) -> dict[int, dict[str, Any]]:
-    """Round → the agent's full state after it, folded over the run's ``attacker_state`` events."""
-    out: dict[int, dict[str, Any]] = {}
+def _folded(events: Iterable[Event]) -> Iterator[tuple[Event, dict[str, Any] | None, dict[str, Any] | None]]:
+    """Every event with, for an ``attacker_state``, the full states before and after it (else None, None)."""
     current: dict[str, Any] | None = None
     for e in events:
         if isinstance(e, AttackerState):
-            current = apply_delta(current, e)
-            out[e.round] = current
-    return out
+            before, current = current, apply_delta(current, e)
+            yield e, before, current
+        else:
+            yield e, None, None
+
+
+def full_states(events: Iterable[Event]) -> dict[int, dict[str, Any]]:
+    """Round → the agent's full state after it, folded over the run's ``attacker_state`` events."""
+    return {e.round: after for e, _, after in _folded(events) if after is not None}
 
 
 def last_state(events: Iterable[Event]) -> tuple[str, int, dict[str, Any]]:
     """(agent, round, full state) after the last ``attacker_state`` event; ("", 0, {}) before the first."""
-    agent, rnd, current = "", 0, None
-    for e in events:
-        if isinstance(e, AttackerState):
-            current = apply_delta(current, e)
-            agent, rnd = e.agent, e.round
-    return agent, rnd, (current or {})
+    last = ("", 0, {})
+    for e, _, after in _folded(events):
+        if after is not None:
+            last = (e.agent, e.round, after)
+    return last
 
 
 def as_deltas(events: Iterable[Event]) -> list[Event]:
     """The same events with every ``attacker_state`` rewritten as a delta against the round before (a log
     written whole, before this format, shrinks to the size it would have had; nothing else changes and
     :func:`full_states` gives the same states)."""
-    from dataclasses import replace
     out: list[Event] = []
-    current: dict[str, Any] | None = None
-    for e in events:
-        if isinstance(e, AttackerState):
-            full = apply_delta(current, e)
-            whole, appended = state_delta(current, full)
+    for e, before, after in _folded(events):
+        if after is not None:
+            whole, appended = state_delta(before, after)
             e = replace(e, state=whole, appended=appended)
-            current = full
         out.append(e)
     return out

@@ -3,9 +3,9 @@
     .venv/bin/python scripts/compact_run_events.py results/ragfort-paper-scale-hcm/runs/<run>
 
 Runs written before ``engine.attacker_states`` stored the agent's whole state after every round, so their
-events grew with the square of the rounds (a 200-round Worm run: ~340 MB). This rewrites ``events.jsonl``
-and/or ``events.jsonl.gz`` in the folder with the same events, every ``attacker_state`` as a delta, after
-checking that every round's folded state is unchanged. Only for a run no process is writing: a run being
+events grew with the square of the rounds (a 200-round Worm run: 287 MB, 4.3 MB after this). This rewrites
+``events.jsonl`` and/or ``events.jsonl.gz`` in the folder with the same events, every ``attacker_state`` as a
+delta, after checking that every round's folded state is unchanged. Only for a run no process is writing: a run being
 played appends to its file, and those appends would be lost.
 """
 from __future__ import annotations
