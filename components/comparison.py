@@ -156,13 +156,16 @@ def long_run_section() -> None:
               "CRR now": r["crr"], "95% interval": f"{r['crr_low']:.3f}–{r['crr_high']:.3f}",
               "chunks recovered": f"{r['recovered']} of {r['kb_size']}", "reached the context": r["ee_retrieval"],
               "reproduced of that": r["ee_generation"], "rounds finding a new chunk": r["exploration"],
-              "PII": r["pii_leaked"], "mean seconds a round": round(r["seconds_per_round"], 1)} for r in rows]
+              "PII": r["pii_leaked"],
+              "median seconds a round": None if r["seconds_median"] is None else round(r["seconds_median"], 1),
+              "mean seconds a round": round(r["seconds_per_round"], 1)} for r in rows]
     st.dataframe(table, hide_index=True, width="stretch", key="long_table",
                  column_config={k: st.column_config.NumberColumn(format="%.3f") for k in table[0]
                                 if k == "CRR now" or k in ("reached the context", "reproduced of that")}
                  | {"rounds finding a new chunk": st.column_config.NumberColumn(format="percent")})
     st.caption("Reached the context: share of the KB that some answer was built from (retrieval stage); reproduced "
                "of that: share of those chunks the answers gave back (generation stage); CRR ≈ their product. "
-               "Mean seconds a round: wall time of all stages, including whatever else the machine was doing.")
+               "Seconds a round: wall time of all stages, including whatever else the machine was doing (the "
+               "median is the typical round; the mean is what the rest of a run would cost).")
     for line in same_round_lines(runs):          # a running cell against no protection where it is now
         st.markdown("**Against no protection at the same round** — " + md_escape(line.strip()))

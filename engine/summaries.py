@@ -43,9 +43,9 @@ class ExtractionSummary(_ReadsAsDict):
     """The final metrics, per-round curves and costs of one extraction run, from its events alone.
 
     Leakage fields are the last round's cumulative values (see ``engine.metrics.catalog`` for what each
-    means); ``curves`` holds them round by round; ``answer_budget`` says how much of the retrieved context
-    the answers could copy; ``cost`` counts queries, tokens of both sides, seconds and dollars (None
-    when no provider priced the calls); ``cascade`` is present only when the cascade generator ran."""
+    means); ``curves`` holds them round by round and ``round_seconds`` the wall seconds each round took;
+    ``answer_budget`` says how much of the retrieved context the answers could copy; ``cost`` counts
+    queries, tokens of both sides, seconds and dollars (None when no provider priced the calls); ``cascade`` is present only when the cascade generator ran."""
 
     crr: float = 0.0
     retrieved_coverage: float = 0.0
@@ -73,6 +73,7 @@ class ExtractionSummary(_ReadsAsDict):
     curves: Mapping[str, list[float]] = field(default_factory=dict)
     tokens: Mapping[str, int] = field(default_factory=dict)
     seconds: Mapping[str, float] = field(default_factory=dict)
+    round_seconds: list[float] = field(default_factory=list)   # wall seconds of each round, all stages
     cascade: Mapping[str, float] | None = None
     crr_ci: tuple[float, float] | None = None       # 95% Wilson interval of CRR over the KB's chunks
     pii_ci: tuple[float, float] | None = None       # 95% Wilson interval of the share of PII items leaked

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -45,9 +46,9 @@ def read_runs(out_dir: str | Path) -> list[dict[str, Any]]:
         scored = [e for e in events if isinstance(e, LeakScored)]
         if started is None or not scored:
             continue
-        seconds = sum(sum(e.timings.values()) for e in events if isinstance(e, RoundEnded))
         runs.append(_entry(d, dict(started.config), [int(e.metrics.get("recovered", 0)) for e in scored],
-                           int(scored[-1].metrics.get("kb_size", 0)), dict(scored[-1].metrics), seconds))
+                           int(scored[-1].metrics.get("kb_size", 0)), dict(scored[-1].metrics),
+                           _round_seconds(events)))
     if not runs:
         raise NoRunsError(f"no extraction runs with a finished round under {out}/runs: a long comparison writes "
                            f"them there (python -m engine compare --preset ragfort-paper-scale --out {out})")
@@ -57,7 +58,8 @@ def read_runs(out_dir: str | Path) -> list[dict[str, Any]]:
 
 def _finished(d: Path) -> dict[str, Any] | None:
     """A finished run's entry from its ``summary.json`` (CRR after every round under ``curves``) and
-    ``manifest.json``; None when the folder holds no readable pair."""
+    ``manifest.json``; None when the folder holds no readable pair. The seconds of each round come from the summary
+    (``round_seconds``), else from the run's events when the folder keeps them, else only their total is known."""
     try:
         summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
         cfg = json.loads((d / "manifest.json").read_text(encoding="utf-8"))["config"]
@@ -66,26 +68,36 @@ def _finished(d: Path) -> dict[str, Any] | None:
         return None
     if not crr or n <= 0:
         return None
-    seconds = sum(float(v) for v in (summary.get("seconds") or {}).values())
-    return _entry(d, cfg, [round(x * n) for x in crr], n, summary, seconds)
+    per_round = [float(x) for x in summary.get("round_seconds") or ()]
+    if not per_round:
+        path = next((p for p in (d / "events.jsonl", d / "events.jsonl.gz") if p.is_file()), None)
+        per_round = _round_seconds(read_jsonl(path)) if path else []
+    total = sum(float(v) for v in (summary.get("seconds") or {}).values())
+    return _entry(d, cfg, [round(x * n) for x in crr], n, summary, per_round or total)
+
+
+def _round_seconds(events: Sequence[Any]) -> list[float]:
+    """The wall seconds of each round (all stages), from a run's events."""
+    return [float(sum(e.timings.values())) for e in events if isinstance(e, RoundEnded)]
 
 
 def _entry(d: Path, cfg: dict[str, Any], recovered: list[int], kb_size: int, last: dict[str, Any],
-           seconds: float) -> dict[str, Any]:
+           seconds: list[float] | float) -> dict[str, Any]:
     """One run of :func:`read_runs`, from its config, chunks recovered after each round, last metrics and the
-    seconds its rounds took (all stages)."""
+    seconds its rounds took (all stages): each round's, or only their total (``round_seconds`` then empty)."""
+    per_round = list(seconds) if isinstance(seconds, list) else []
     return {"run_id": d.name, "kb": cfg.get("kb"), "attack": cfg.get("attack"),
             "configuration": "+".join(cfg.get("defenses") or ()) or "none", "seed": cfg.get("seed"),
             "budget": int(cfg.get("rounds") or 0), "rounds": len(recovered),
             "finished": (d / "summary.json").is_file(), "kb_size": kb_size, "recovered": recovered, "last": last,
-            "seconds": float(seconds)}
+            "seconds": float(sum(per_round) if per_round else seconds), "round_seconds": per_round}
 
 
 def report_rows(runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = (25, 50, 100, 150, 200)
                 ) -> list[dict[str, Any]]:
     """One row per run: CRR at each checkpoint some run reached (None where this one has not), CRR now with its
-    Wilson 95% interval over the KB's chunks, the stage shares, exploration, PII and the mean seconds a round
-    (all stages; other work on the machine counts too)."""
+    Wilson 95% interval over the KB's chunks, the stage shares, exploration, PII and the median and mean seconds a
+    round (all stages; other work on the machine counts too; the median None when only the total is known)."""
     cps = [c for c in checkpoints if any(x["rounds"] >= c for x in runs)]
     rows = []
     for c in runs:
@@ -97,13 +109,14 @@ def report_rows(runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = (25
                      "crr": k / n, "recovered": k, "kb_size": n, "crr_low": lo, "crr_high": hi,
                      "ee_retrieval": m.get("ee_retrieval", 0.0), "ee_generation": m.get("ee_generation", 0.0),
                      "exploration": m.get("exploration", 0.0), "pii_leaked": int(m.get("pii_leaked", 0)),
-                     "seconds_per_round": c["seconds"] / c["rounds"] if c["rounds"] else 0.0})
+                     "seconds_per_round": c["seconds"] / c["rounds"] if c["rounds"] else 0.0,
+                     "seconds_median": statistics.median(c["round_seconds"]) if c["round_seconds"] else None})
     return rows
 
 
 def report_markdown(out_dir: str | Path, checkpoints: Sequence[int] = (25, 50, 100, 150, 200)) -> str:
     """A Markdown table of every run under ``out_dir/runs``: CRR at each reached checkpoint and now (Wilson 95%
-    interval), stage shares, PII and the mean seconds a round; then each defended run against the undefended one
+    interval), stage shares, PII and the median / mean seconds a round; then each defended run against the undefended one
     at the same round."""
     try:
         runs = read_runs(out_dir)
@@ -113,15 +126,21 @@ def report_markdown(out_dir: str | Path, checkpoints: Sequence[int] = (25, 50, 1
     cps = [k[4:] for k in rows[0] if k.startswith("crr@")]
     head = ("| KB | attack | configuration | seed | rounds | " + " | ".join(f"CRR @ {c}" for c in cps)
             + " | CRR now (95% interval) | reached the context | reproduced of that | rounds finding a new chunk | PII "
-            "| mean s a round |")
+            "| s a round (median / mean) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         at = ["" if r[f"crr@{cp}"] is None else f"{r[f'crr@{cp}']:.4f}" for cp in cps]
         lines.append(f"| {r['kb']} | {r['attack']} | {r['configuration']} | {r['seed']} | {r['rounds']} | "
                      + " | ".join(at) + f" | {r['crr']:.4f} ({r['recovered']} of {r['kb_size']}; "
                      f"{r['crr_low']:.4f}–{r['crr_high']:.4f}) | {r['ee_retrieval']:.4f} | {r['ee_generation']:.2f} | "
-                     f"{r['exploration']:.0%} | {r['pii_leaked']} | {r['seconds_per_round']:.0f} |")
+                     f"{r['exploration']:.0%} | {r['pii_leaked']} | {_secs(r)} |")
     return "\n".join(lines + same_round_lines(runs))
+
+
+def _secs(row: dict[str, Any]) -> str:
+    """Median / mean seconds a round, or the mean alone when the rounds' own times are not kept."""
+    mean = f"{row['seconds_per_round']:.0f}"
+    return mean + " (mean)" if row["seconds_median"] is None else f"{row['seconds_median']:.0f} / {mean}"
 
 
 def same_round_lines(runs: Sequence[dict[str, Any]]) -> list[str]:

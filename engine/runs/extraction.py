@@ -363,6 +363,7 @@ def summarize_extraction(events: list[Event], config: ExtractionConfig | None = 
                     "ee_generation", "exploration")},
         "tokens": {"prompt": sum(g.prompt_tokens for g in gens), "completion": sum(g.completion_tokens for g in gens)},
         "seconds": {k: round(sum(e.timings.get(k, 0.0) for e in ends), 3) for k in timing_keys},
+        "round_seconds": [round(sum(e.timings.values()), 3) for e in ends],
     }
     if cascade:
         out["cascade"] = {k: sum(float(i.get(k, 0)) for i in cascade) for k in

@@ -472,13 +472,14 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     seed = rows[0]["seed"]
     assert f"zeng on clinic_records (seed {seed}) at round 2: system-prompt CRR" in table     # vs none, same round
     # finished runs are read from summary.json (a clean clone has no events of finished runs): the same curve
-    from engine.analysis.scale_report import read_runs
+    from engine.analysis.scale_report import read_runs, report_rows
     from engine.errors import RunFileError
     from_events = {d.name: [int(e.metrics["recovered"]) for e in read_jsonl(d / "events.jsonl")
                             if e.kind == "leak_scored"] for d in (tmp_path / "runs").iterdir()}
-    took = {d.name: sum(sum(e.timings.values()) for e in read_jsonl(d / "events.jsonl") if e.kind == "round_ended")
+    each = {d.name: [sum(e.timings.values()) for e in read_jsonl(d / "events.jsonl") if e.kind == "round_ended"]
             for d in (tmp_path / "runs").iterdir()}
-    assert "| mean s a round |" in table and all(t > 0 for t in took.values())
+    took = {k: sum(v) for k, v in each.items()}
+    assert "| s a round (median / mean) |" in table and all(t > 0 for t in took.values())
     some = next((tmp_path / "runs").iterdir())       # an unfinished run kept gzipped, in a read-only folder
     ro = tmp_path / "ro" / "runs" / some.name
     ro.mkdir(parents=True)
@@ -493,6 +494,19 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
         (d / "events.jsonl").unlink()
     assert {r["run_id"]: r["recovered"] for r in read_runs(tmp_path)} == from_events
     assert {r["run_id"]: r["seconds"] for r in read_runs(tmp_path)} == pytest.approx(took, abs=0.01)
+    # each round's seconds are in the summary: the median needs no events
+    assert {r["run_id"]: r["round_seconds"] for r in read_runs(tmp_path)} == {
+        k: pytest.approx(v, abs=0.001) for k, v in each.items()}
+    assert all(r["seconds_median"] is not None for r in report_rows(read_runs(tmp_path)))
+    for d in (tmp_path / "runs").iterdir():          # summaries written before round_seconds
+        s = json.loads((d / "summary.json").read_text())
+        (d / "summary.json").write_text(json.dumps({k: v for k, v in s.items() if k != "round_seconds"}))
+    kept = {d.name for d in (tmp_path / "runs").iterdir() if (d / "events.jsonl.gz").is_file()}
+    assert kept == {half[0].name}            # the run once kept gzipped: its rounds' seconds come from its events
+    runs = read_runs(tmp_path)
+    medians = {run["run_id"]: r["seconds_median"] for run, r in zip(runs, report_rows(runs))}
+    assert {k for k, v in medians.items() if v is not None} == kept                # the other: the mean alone
+    assert report_markdown(tmp_path).count(" (mean) |") == 1
     with pytest.raises(RunFileError, match="no extraction runs"):
         read_runs(tmp_path / "nothing")
     lo, hi = wilson(46, 1377)
