@@ -66,42 +66,40 @@ def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return norm(a) == norm(b)
 
 
-def _unfinished_run(runs_dir: Path, ecfg: ExtractionConfig) -> Path | None:
-    """The folder of an unfinished run of exactly ``ecfg`` under ``runs_dir`` (a cell cut short by a stop,
-    a crash or the end of a session), or None."""
+def _earlier_run(runs_dir: Path, ecfg: ExtractionConfig) -> tuple[Path, dict[str, Any] | None] | None:
+    """A run of exactly ``ecfg`` already under ``runs_dir``, in one pass over the folder (newest first):
+    ``(folder, summary)`` for one that played all its rounds but was never recorded in ``comparison.json`` (the
+    process ended during the utility evaluation that follows the rounds: its rounds are not played again), else
+    ``(folder, None)`` for an unfinished one (a cell cut short by a stop, a crash or the end of a session: it
+    resumes), else None. The config is read from ``manifest.json`` (from the events' ``run_started`` when the
+    manifest is missing), so a long log is not parsed to recognise its run."""
     if not runs_dir.is_dir():
         return None
     from .events import RunStarted, read_jsonl
-    for d in sorted(runs_dir.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
-        if not d.is_dir() or (d / "summary.json").is_file():
-            continue
-        path = events_file(d)
-        if path is None:
-            continue
+    want, half = ecfg.to_dict(), None
+    for d in sorted((p for p in runs_dir.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True):
         try:
-            started = next((e for e in read_jsonl(path) if isinstance(e, RunStarted)), None)
-        except (ValueError, KeyError, OSError):
-            continue
-        if started is not None and _same(started.config, ecfg.to_dict()):
-            return d
-    return None
-
-
-def _finished_run(runs_dir: Path, ecfg: ExtractionConfig) -> tuple[str, dict[str, Any]] | None:
-    """(run id, summary) of a run of exactly ``ecfg`` under ``runs_dir`` that played all its rounds but was
-    never recorded in ``comparison.json`` (the process ended during the utility evaluation that follows the
-    rounds); None when there is none. Its rounds are not played again."""
-    if not runs_dir.is_dir():
-        return None
-    for d in sorted(runs_dir.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
-        try:
-            summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
             config = json.loads((d / "manifest.json").read_text(encoding="utf-8"))["config"]
         except (OSError, ValueError, KeyError, TypeError):
+            path = events_file(d)
+            try:
+                started = next((e for e in read_jsonl(path) if isinstance(e, RunStarted)), None) if path else None
+            except (ValueError, KeyError, OSError):
+                started = None
+            config = started.config if started is not None else None
+        if config is None or not _same(config, want):
             continue
-        if _same(config, ecfg.to_dict()) and summary.get("rounds") == ecfg.rounds:
-            return d.name, summary
-    return None
+        try:
+            summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            if half is None and events_file(d) is not None:
+                half = d
+            continue
+        except (OSError, ValueError):
+            continue
+        if summary.get("rounds") == ecfg.rounds:
+            return d, summary
+    return (half, None) if half is not None else None
 
 
 def compare_cell(item: tuple, reporter=None) -> dict[str, Any] | None:
@@ -122,11 +120,11 @@ def compare_cell(item: tuple, reporter=None) -> dict[str, Any] | None:
     def stopping() -> bool:
         return reporter is not None and reporter.should_stop()
 
-    played = _finished_run(out / "runs", ecfg) if out and resume else None
-    if played is not None:       # all its rounds were played; only the comparison's record of it is missing
-        run_id, s = played
+    earlier = _earlier_run(out / "runs", ecfg) if out and resume else None
+    if earlier is not None and earlier[1] is not None:    # all its rounds played; only its record is missing
+        run_id, s = earlier[0].name, earlier[1]
     else:
-        half = _unfinished_run(out / "runs", ecfg) if out and resume else None
+        half = earlier[0] if earlier is not None else None
         if half is not None:
             run = ExtractionRun.resume(half, progress=tick)
         else:

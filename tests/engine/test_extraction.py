@@ -511,6 +511,13 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
         read_runs(tmp_path / "nothing")
     lo, hi = wilson(46, 1377)
     assert round(lo, 4) == 0.0251 and round(hi, 4) == 0.0443 and wilson(0, 10)[0] == 0.0
+    # every round played but the comparison's record lost (the process ended in the utility evaluation after
+    # them): the cells are recorded from their summaries, no round is played again and no run folder added
+    (tmp_path / "comparison.json").unlink()
+    again = run_comparison(cfg, out_dir=tmp_path)
+    assert [r["run_id"] for r in again] == [r["run_id"] for r in rows] and len(list((tmp_path / "runs").iterdir())) == 2
+    assert [r["crr"] for r in again] == [r["crr"] for r in rows]
+    assert not any((d / "events.jsonl").exists() for d in (tmp_path / "runs").iterdir())     # nothing appended
 
 
 def test_the_extraction_demo_leaks_within_three_rounds():
