@@ -45,7 +45,8 @@ class ExtractionSummary(_ReadsAsDict):
     Leakage fields are the last round's cumulative values (see ``engine.metrics.catalog`` for what each
     means); ``curves`` holds them round by round and ``round_seconds`` the wall seconds each round took;
     ``answer_budget`` says how much of the retrieved context the answers could copy; ``cost`` counts
-    queries, tokens of both sides, seconds and dollars (None when no provider priced the calls); ``cascade`` is present only when the cascade generator ran."""
+    queries, tokens of both sides, seconds and dollars (None when no provider priced the calls); ``cascade`` is
+    present only when the cascade generator ran."""
 
     crr: float = 0.0
     retrieved_coverage: float = 0.0

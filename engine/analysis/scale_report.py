@@ -36,10 +36,8 @@ def read_runs(out_dir: str | Path) -> list[dict[str, Any]]:
         if finished is not None:        # its summary holds the whole curve: no need for (uncommitted) events
             runs.append(finished)
             continue
-        path = d / "events.jsonl"
-        if not path.is_file():
-            path = d / "events.jsonl.gz"     # a copy kept gzipped in git, read as it is (the folder may be read-only)
-        if not path.is_file():
+        path = _events_path(d)
+        if path is None:
             continue
         events = read_jsonl(path)
         started = next((e for e in events if isinstance(e, RunStarted)), None)
@@ -48,7 +46,7 @@ def read_runs(out_dir: str | Path) -> list[dict[str, Any]]:
             continue
         runs.append(_entry(d, dict(started.config), [int(e.metrics.get("recovered", 0)) for e in scored],
                            int(scored[-1].metrics.get("kb_size", 0)), dict(scored[-1].metrics),
-                           _round_seconds(events)))
+                           _round_seconds(events), 0.0))
     if not runs:
         raise NoRunsError(f"no extraction runs with a finished round under {out}/runs: a long comparison writes "
                            f"them there (python -m engine compare --preset ragfort-paper-scale --out {out})")
@@ -70,10 +68,16 @@ def _finished(d: Path) -> dict[str, Any] | None:
         return None
     per_round = [float(x) for x in summary.get("round_seconds") or ()]
     if not per_round:
-        path = next((p for p in (d / "events.jsonl", d / "events.jsonl.gz") if p.is_file()), None)
+        path = _events_path(d)
         per_round = _round_seconds(read_jsonl(path)) if path else []
     total = sum(float(v) for v in (summary.get("seconds") or {}).values())
-    return _entry(d, cfg, [round(x * n) for x in crr], n, summary, per_round or total)
+    return _entry(d, cfg, [round(x * n) for x in crr], n, summary, per_round, total)
+
+
+def _events_path(d: Path) -> Path | None:
+    """A run folder's events: ``events.jsonl``, else the copy kept gzipped in git, read as it is (the folder may
+    be read-only, so nothing is unpacked beside it); None when it has neither."""
+    return next((p for p in (d / "events.jsonl", d / "events.jsonl.gz") if p.is_file()), None)
 
 
 def _round_seconds(events: Sequence[Any]) -> list[float]:
@@ -82,15 +86,14 @@ def _round_seconds(events: Sequence[Any]) -> list[float]:
 
 
 def _entry(d: Path, cfg: dict[str, Any], recovered: list[int], kb_size: int, last: dict[str, Any],
-           seconds: list[float] | float) -> dict[str, Any]:
+           round_seconds: list[float], total: float) -> dict[str, Any]:
     """One run of :func:`read_runs`, from its config, chunks recovered after each round, last metrics and the
-    seconds its rounds took (all stages): each round's, or only their total (``round_seconds`` then empty)."""
-    per_round = list(seconds) if isinstance(seconds, list) else []
+    seconds its rounds took (all stages): each round's, else (``round_seconds`` empty) only their ``total``."""
     return {"run_id": d.name, "kb": cfg.get("kb"), "attack": cfg.get("attack"),
             "configuration": "+".join(cfg.get("defenses") or ()) or "none", "seed": cfg.get("seed"),
             "budget": int(cfg.get("rounds") or 0), "rounds": len(recovered),
             "finished": (d / "summary.json").is_file(), "kb_size": kb_size, "recovered": recovered, "last": last,
-            "seconds": float(sum(per_round) if per_round else seconds), "round_seconds": per_round}
+            "seconds": float(sum(round_seconds) if round_seconds else total), "round_seconds": list(round_seconds)}
 
 
 def report_rows(runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = (25, 50, 100, 150, 200)
@@ -116,8 +119,8 @@ def report_rows(runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = (25
 
 def report_markdown(out_dir: str | Path, checkpoints: Sequence[int] = (25, 50, 100, 150, 200)) -> str:
     """A Markdown table of every run under ``out_dir/runs``: CRR at each reached checkpoint and now (Wilson 95%
-    interval), stage shares, PII and the median / mean seconds a round; then each defended run against the undefended one
-    at the same round."""
+    interval), stage shares, PII and the median / mean seconds a round; then each defended run against the
+    undefended one at the same round."""
     try:
         runs = read_runs(out_dir)
     except NoRunsError:
