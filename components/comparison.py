@@ -155,7 +155,8 @@ def long_run_section() -> None:
               **{f"CRR @ {k[4:]}": "not yet" if r[k] is None else f"{r[k]:.3f}" for k in r if k.startswith("crr@")},
               "CRR now": r["crr"], "95% interval": f"{r['crr_low']:.3f}–{r['crr_high']:.3f}",
               "chunks recovered": f"{r['recovered']} of {r['kb_size']}", "reached the context": r["ee_retrieval"],
-              "reproduced of that": r["ee_generation"], "rounds finding a new chunk": r["exploration"],
+              "reproduced of that": r["ee_generation"],
+              "rounds finding a new chunk": round(r["exploration"], 2),     # whole percents (56%, not 56.04%)
               "PII": r["pii_leaked"],
               "median seconds a round": None if r["seconds_median"] is None else round(r["seconds_median"], 1),
               "mean seconds a round": round(r["seconds_per_round"], 1)} for r in rows]
