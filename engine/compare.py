@@ -66,6 +66,15 @@ def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return norm(a) == norm(b)
 
 
+GRID_AXES = ("configurations", "attacks", "kbs", "repeats")     # what a grown (or narrowed) comparison may change
+
+
+def _same_but_grid(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Two comparison configurations equal but for which cells they ask (:data:`GRID_AXES`) and the data dir:
+    a recorded run of a cell both ask, and a configuration's utility, carry over from one to the other."""
+    return _same({k: v for k, v in a.items() if k not in GRID_AXES}, {k: v for k, v in b.items() if k not in GRID_AXES})
+
+
 def _earlier_run(runs_dir: Path, ecfg: ExtractionConfig) -> tuple[Path, dict[str, Any] | None] | None:
     """A run of exactly ``ecfg`` already under ``runs_dir``, in one pass over the folder (newest first):
     ``(folder, summary)`` for one that played all its rounds but was never recorded in ``comparison.json`` (the
@@ -167,7 +176,10 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
 
     Resumable cell by cell (``resume``, with ``out_dir``): when ``out_dir/comparison.json`` holds runs of
     the same configuration, finished cells are kept and skipped, and a cell whose run stopped half-way
-    continues from its last finished round (``ExtractionRun.resume``).
+    continues from its last finished round (``ExtractionRun.resume``). The grid may change between calls (more
+    configurations, attacks, KBs or seeds, or fewer; everything else equal): the recorded cells the new grid asks
+    for are kept with their configurations' utility, and ``comparison.json`` becomes the new grid's record. A cell
+    whose run already played all its rounds in ``out_dir/runs`` is recorded without a round more either way.
 
     ``executor`` says where cells run (:mod:`engine.executors`: here one after another, or as Ray tasks, the
     same numbers either way; on Ray the output folder must be on storage every node sees). Utility is
@@ -203,13 +215,19 @@ def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progre
     cells = [(rep, kb, a, c) for rep in range(cfg.repeats) for kb in kbs for a in cfg.attacks
              for c in cfg.configurations]
     out = Path(out_dir) if out_dir else None
+    regridded = False       # the record holds another grid of the same comparison: rewritten for this one below
     if out and resume and (out / "comparison.json").is_file():
         try:
             prev = json.loads((out / "comparison.json").read_text())
         except (OSError, json.JSONDecodeError):
             prev = {}
-        if _same(prev.get("config") or {}, cfg.to_dict()):
-            runs = list(prev.get("runs") or [])
+        if _same_but_grid(prev.get("config") or {}, cfg.to_dict()):
+            # the same comparison, or one grown by configurations, attacks, KBs or seeds (or narrowed): its
+            # recorded cells that the grid still asks for, and their configurations' utility, are kept
+            wanted = {(cfg.extraction_config(a, c, rep, kb=kb).seed, kb, a, c) for rep, kb, a, c in cells}
+            runs = [r for r in prev.get("runs") or []
+                    if (r.get("seed"), r.get("kb"), r.get("attack"), r.get("configuration")) in wanted]
+            regridded = not _same(prev.get("config") or {}, cfg.to_dict())
             for r in runs:
                 if any(k.startswith("utility_") for k in r):
                     utility.setdefault(r["configuration"], {k[8:]: v for k, v in r.items() if k.startswith("utility_")})
@@ -266,6 +284,8 @@ def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progre
 
     stopping = lambda: stop is not None and stop.is_set()      # noqa: E731
     run_cells(compare_cell, todo, executor=executor, on_done=on_done, progress=cell_progress, should_stop=stopping)
+    if regridded and not todo:
+        save()              # nothing to play (a narrowed grid): the record still becomes this grid's
     if cfg.utility_limit != 0 and not stopping():
         # a configuration whose utility cell failed (on Ray, after its retries) while its other cells finished:
         # nothing left would evaluate it, so it is evaluated here, once

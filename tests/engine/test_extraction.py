@@ -420,6 +420,39 @@ def test_a_cell_killed_after_its_rounds_is_not_played_again(tmp_path):
     assert saved["complete"] and saved["runs"][0]["run_id"] == run_dir.name
 
 
+def test_a_comparison_grown_by_a_configuration_keeps_its_recorded_cells(tmp_path, monkeypatch):
+    """A long comparison extended with another configuration (or attack, KB, seed) into the same folder keeps
+    the cells it recorded and their configurations' utility: only the new cell is played and evaluated.
+    Narrowed again, its record holds only the cells asked for, and nothing is played."""
+    import engine.compare as compare
+    from engine.config import ComparisonConfig
+    base = {"base": {**SMALL, "attack": "zeng", "attacker_llm": "", "rounds": 1, "top_k": 2, "data_dir": ""},
+            "attacks": ["zeng"], "utility_limit": 1}
+    first = compare.run_comparison(ComparisonConfig.from_dict({**base, "configurations": ["none"]}), out_dir=tmp_path)
+    (run_dir,) = list((tmp_path / "runs").iterdir())
+    events = (run_dir / "events.jsonl").read_bytes()
+    evaluated = []
+    real = compare.utility_of
+    monkeypatch.setattr(compare, "utility_of", lambda cfg, conf, **kw: evaluated.append(conf) or real(cfg, conf, **kw))
+    grown = compare.run_comparison(ComparisonConfig.from_dict({**base, "configurations": ["none", "system-prompt"]}),
+                                   out_dir=tmp_path)
+    assert [r["configuration"] for r in grown] == ["none", "system-prompt"]
+    assert evaluated == ["system-prompt"]                                  # none's utility carried over
+    assert grown[0]["run_id"] == first[0]["run_id"] and grown[0]["utility_acc"] == first[0]["utility_acc"]
+    assert (run_dir / "events.jsonl").read_bytes() == events                # not a round more
+    assert len(list((tmp_path / "runs").iterdir())) == 2
+    saved = json.loads((tmp_path / "comparison.json").read_text())
+    assert saved["complete"] and saved["config"]["configurations"] == ["none", "system-prompt"]
+    narrow = compare.run_comparison(ComparisonConfig.from_dict({**base, "configurations": ["system-prompt"]}),
+                                    out_dir=tmp_path)
+    assert [r["run_id"] for r in narrow] == [grown[1]["run_id"]] and evaluated == ["system-prompt"]
+    assert len(json.loads((tmp_path / "comparison.json").read_text())["runs"]) == 1
+    # another generator is another comparison: nothing carries over (its cells are new runs)
+    from engine.compare import _same_but_grid
+    other = ComparisonConfig.from_dict({**base, "base": {**base["base"], "top_k": 3}, "configurations": ["none"]})
+    assert not _same_but_grid(saved["config"], other.to_dict())
+
+
 def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     """Stopped after one round of its first cell, a comparison continues that run from round 1 and then
     runs the rest; a third call finds everything finished and runs nothing."""
