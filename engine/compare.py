@@ -167,7 +167,8 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
                    on_row: Callable[[dict], None] | None = None, resume: bool = True,
                    executor: ExecutorConfig | None = None,
                    failed: list[dict[str, Any]] | None = None) -> list[ComparisonRow]:
-    """:class:`~engine.summaries.ComparisonRow` s of (kb, attack, configuration, leakage metrics, utility, ratios to 'none'); ``stop`` ends early.
+    """:class:`~engine.summaries.ComparisonRow` s of (kb, attack, configuration, leakage metrics, utility, ratios
+    to 'none'); ``stop`` ends early.
 
     With ``cfg.repeats`` > 1 every (attack, configuration) runs once per seed (base seed, base seed
     + 1, …), repetition by repetition, so a stopped comparison holds whole repetitions; the rows
