@@ -94,8 +94,12 @@ def crr_with_intervals(runs: Sequence[dict[str, Any]]) -> go.Figure:
 
     panels = list(dict.fromkeys((r["kb"], r["attack"]) for r in runs))
     confs = list(dict.fromkeys(r["configuration"] for r in runs))
-    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-    colour = {c: palette[i % len(palette)] for i, c in enumerate(confs)}
+    # RAGFort's ablation keeps its colours whichever of its cells a folder holds yet (a figure regenerated as a
+    # long experiment grows does not repaint its finished curves); other configurations take the rest in turn
+    fixed = {"none": "#1f77b4", "reindex+cascade": "#d62728", "reindex": "#2ca02c", "cascade": "#9467bd"}
+    rest = ["#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+    others = [c for c in confs if c not in fixed]
+    colour = {c: fixed.get(c) or rest[others.index(c) % len(rest)] for c in confs}
     fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True,
                         subplot_titles=[f"{attack} on {kb}" for kb, attack in panels])
     shown: set[str] = set()

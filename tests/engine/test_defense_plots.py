@@ -115,3 +115,24 @@ def test_parse_configurations():
         parse_configurations(["none"], "firewall+threshold")
     with pytest.raises(ConfigError):
         parse_configurations([], " , ")
+
+
+def test_long_run_curves_keep_each_configurations_colour_as_the_folder_grows():
+    """The CRR-with-intervals figure of a long experiment: one band and one line per run, a running run labelled
+    with its progress, and RAGFort's configurations in the same colour whichever of its cells exist yet."""
+    from engine.plots.defenses import crr_with_intervals
+
+    def run(conf, recovered, finished=True):
+        return {"kb": "kb", "attack": "rag-thief", "configuration": conf, "kb_size": 100, "rounds": len(recovered),
+                "budget": 4, "recovered": recovered, "finished": finished}
+
+    def colours(runs):
+        return {t.legendgroup: t.line.color for t in crr_with_intervals(runs).data if t.mode == "lines"}
+    two = colours([run("none", [1, 2, 3, 4]), run("reindex+cascade", [0, 1, 1, 2])])
+    four = colours([run("cascade", [0, 1], finished=False), run("none", [1, 2, 3, 4]), run("reindex", [1, 2, 4, 5]),
+                    run("reindex+cascade", [0, 1, 1, 2]), run("threshold", [1, 1, 1, 1])])
+    assert four["none"] == two["none"] and four["reindex+cascade"] == two["reindex+cascade"]
+    assert len(set(four.values())) == 5
+    fig = crr_with_intervals([run("cascade", [0, 1], finished=False)])
+    names = [t.name for t in fig.data if t.mode == "lines"]
+    assert names == ["cascade (rag-thief: 2/4, running)"] and len(fig.data) == 2      # its band and its line
