@@ -215,6 +215,7 @@ def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progre
         writable_dir(out_dir)
     cells = [(rep, kb, a, c) for rep in range(cfg.repeats) for kb in kbs for a in cfg.attacks
              for c in cfg.configurations]
+    seeds = {rep: cfg.extraction_config(a, c, rep, kb=kb).seed for rep, kb, a, c in cells}
     out = Path(out_dir) if out_dir else None
     regridded = False       # the record holds another grid of the same comparison: rewritten for this one below
     if out and resume and (out / "comparison.json").is_file():
@@ -225,14 +226,13 @@ def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progre
         if _same_but_grid(prev.get("config") or {}, cfg.to_dict()):
             # the same comparison, or one grown by configurations, attacks, KBs or seeds (or narrowed): its
             # recorded cells that the grid still asks for, and their configurations' utility, are kept
-            wanted = {(cfg.extraction_config(a, c, rep, kb=kb).seed, kb, a, c) for rep, kb, a, c in cells}
+            wanted = {(seeds[rep], kb, a, c) for rep, kb, a, c in cells}
             runs = [r for r in prev.get("runs") or []
                     if (r.get("seed"), r.get("kb"), r.get("attack"), r.get("configuration")) in wanted]
             regridded = not _same(prev.get("config") or {}, cfg.to_dict())
             for r in runs:
                 if any(k.startswith("utility_") for k in r):
                     utility.setdefault(r["configuration"], {k[8:]: v for k, v in r.items() if k.startswith("utility_")})
-    seeds = {rep: cfg.extraction_config(a, c, rep, kb=kb).seed for rep, kb, a, c in cells}
     done = {(r.get("seed"), r.get("kb"), r["attack"], r["configuration"]) for r in runs}
     order = {(seeds[rep], kb, a, c): i for i, (rep, kb, a, c) in enumerate(cells)}
     todo: list[tuple[int, tuple]] = []
