@@ -190,18 +190,51 @@ class ExtractionConfig(Params):
     semantic_threshold: float = param(0.7, min=-1.0, max=1.0, help="Semantic leak: cosine threshold")
     seed: int = param(0, help="Seed of the attacker")
     data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
+    target: str = param("pipeline", help="The system attacked: pipeline (the engine's own, built from the fields "
+                                         "above) or an audit target (http, openai-chat, python, chroma)")
+    target_params: Optional[Mapping[str, Any]] = param(None, help="The target's parameters (credentials as ${VAR})")
 
     def validate(self) -> None:
         """Checks chunking, that the attack, generators and defenses are registered, and that a local model is a
-        registered name or a GGUF file, so a bad config fails before the knowledge base loads."""
+        registered name or a GGUF file, so a bad config fails before the knowledge base loads. Against a target
+        other than the built-in pipeline: its parameters are valid, the engine's defenses are not asked for (the
+        target has its own), and ``kb`` is the reference ('' = unknown, 'target' = the target's own store)."""
         if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
             raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
         from .attacks.extraction import EXTRACTION_ATTACKS
         from .defenses import DEFENSES
+        from .targets import TARGETS
         EXTRACTION_ATTACKS.get(self.attack)
-        check_generators(self, ("generator", "attacker_llm"))
+        TARGETS.get(self.target)
+        if self.target == "pipeline":
+            check_generators(self, ("generator", "attacker_llm"))
+            if self.target_params:
+                raise ConfigError("target_params: the built-in pipeline is set by the config's own fields")
+            if not self.kb.strip() or self.kb == "target":
+                raise ConfigError("kb: name the knowledge base of the built-in pipeline")
+        else:
+            check_generators(self, ("attacker_llm",))
+            TARGETS.get(self.target).Params.from_dict(self.target_params, where=f"target {self.target}")
+            if self.defenses:
+                raise ConfigError(f"defenses: the engine's defenses act inside its own pipeline; target "
+                                  f"{self.target!r} runs its own (for a Chroma target, set its defenses parameter)")
         for d in self.defenses:
             DEFENSES.get(d)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Field values as a plain dict; ``target`` and ``target_params`` only when the run attacks a target
+        other than the built-in pipeline, so a pipeline run's record, hash and resume match those written
+        before targets existed."""
+        d = super().to_dict()
+        if d.get("target") == "pipeline" and not d.get("target_params"):
+            d.pop("target", None)
+            d.pop("target_params", None)
+        return d
+
+    @property
+    def external(self) -> bool:
+        """Whether the run attacks an audit target rather than the built-in pipeline."""
+        return self.target != "pipeline"
 
     def config_hash(self) -> str:
         """First 16 hex digits of the sha256 of the sorted JSON config: equal configurations get equal hashes."""
@@ -255,8 +288,61 @@ def defense_set(configuration: str) -> tuple[str, ...]:
     return () if c in ("", "none") else tuple(x.strip() for x in c.split("+") if x.strip())
 
 
+class AuditConfig(Params):
+    """An audit: a battery of extraction and poisoning attacks against one target, a report and a CI gate."""
+
+    target: str = param("pipeline", help="The system audited: pipeline (built-in), http, openai-chat, python, chroma")
+    target_params: Optional[Mapping[str, Any]] = param(None, help="The target's parameters (credentials as ${VAR})")
+    kb: str = param("", help="Reference knowledge base for the leakage metrics: blank = the target's own store where "
+                             "it can be read, else none; a bundled name, benchmark name or path; 'none'")
+    extraction_attacks: tuple[str, ...] = param(("zeng", "rag-thief", "code-claim", "ikea"),
+                                                help="Extraction attacks of the battery")
+    rounds: int = param(5, min=1, max=10000, help="Queries per extraction attack")
+    attack_params: Optional[Mapping[str, Any]] = param(None, help="Per-attack parameters {attack: {...}}")
+    attacker_llm: str = param("", help="The extraction attacker's own LLM, a generator spec such as "
+                                       "local:smollm2-135m ('' = rule-based continuations)")
+    poisoning_attacks: tuple[str, ...] = param(("universal", "trigger", "jamming"),
+                                               help="Poisoning attacks (run where the target has a write surface)")
+    questions: str = param("clinic_handbook", help="Questions the poisons are aimed at (query-set spec)")
+    poison_questions: int = param(3, min=1, max=10000, help="Questions per poisoning attack")
+    poison_target: str = param("pii", help="Information the poisons carry (pii, diagnosis, …)")
+    retriever: str = param("minilm", help="The auditor's embedding model (semantic leak, reference chunking)")
+    chunk_size: Optional[int] = param(512, min=16, help="Chunk size of the reference knowledge base")
+    chunk_overlap: int = param(0, min=0, help="Chunk overlap of the reference knowledge base")
+    seed: int = param(0, min=0, help="Seed of every attacker")
+    data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
+    fail_on: Optional[Mapping[str, Any]] = param(None, help="Gate thresholds {severity: high, crr: 0.02, …}")
+
+    def validate(self) -> None:
+        """Every attack is registered, the target's parameters are valid, the gate's thresholds parse."""
+        from .attacks.extraction import EXTRACTION_ATTACKS
+        from .attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
+        from .audit.gate import parse_fail_on
+        from .targets import TARGETS
+        TARGETS.get(self.target).Params.from_dict(self.target_params, where=f"target {self.target}")
+        for a in self.extraction_attacks:
+            EXTRACTION_ATTACKS.get(a)
+        for a in self.poisoning_attacks:
+            if POISONING_ATTACKS.get(a).needs_index:
+                raise ConfigError(f"poisoning_attacks: {a!r} searches the clean index first (an adaptive attacker): "
+                                  "not available against a target")
+        if not self.extraction_attacks and not self.poisoning_attacks:
+            raise ConfigError("the battery is empty: give extraction_attacks or poisoning_attacks")
+        if self.poison_target not in TARGET_KINDS:
+            raise ConfigError(f"poison_target: {self.poison_target!r} is not one of {', '.join(TARGET_KINDS)}")
+        for name in dict(self.attack_params or {}):
+            if name not in EXTRACTION_ATTACKS and name not in POISONING_ATTACKS:
+                raise ConfigError(f"attack_params: {name!r} is not an attack")
+        if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
+            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
+        if self.attacker_llm:
+            from .generators.spec import parse_generator
+            parse_generator(self.attacker_llm)
+        parse_fail_on(self.fail_on)
+
+
 PRESET_KINDS = {"poison": PoisonConfig, "sweep": SweepConfig, "extract": ExtractionConfig,
-                "compare": ComparisonConfig}
+                "compare": ComparisonConfig, "audit": AuditConfig}
 
 
 def load_preset(name_or_path: str) -> tuple[str, Params, dict[str, Any]]:

@@ -275,6 +275,17 @@ class DetectorSkipped(Event):
 
 
 @dataclass(frozen=True)
+class CleanupChecked(Event):
+    """Planted documents were removed from the target again: which (the ids the target stored them under), and
+    whether the target confirmed them gone (``verified``: True, False, or None when it cannot tell)."""
+
+    kind: ClassVar[str] = "cleanup_checked"
+    round: int = 0
+    doc_ids: tuple[str, ...] = ()
+    verified: bool | None = None
+
+
+@dataclass(frozen=True)
 class RunEnded(Event):
     """Last event of a run: its status and the summary."""
 

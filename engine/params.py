@@ -16,9 +16,10 @@ from .errors import ConfigError
 
 
 def param(default: Any, *, help: str, min: float | None = None, max: float | None = None,
-          choices: tuple | None = None, label: str | None = None) -> Any:
-    """A dataclass field with UI/validation metadata."""
-    meta = {"help": help, "min": min, "max": max, "choices": choices, "label": label}
+          choices: tuple | None = None, label: str | None = None, group: str = "") -> Any:
+    """A dataclass field with UI/validation metadata; ``group`` names the section a form shows it in ('' = the
+    main section; e.g. a target's connection limits go under "Connection")."""
+    meta = {"help": help, "min": min, "max": max, "choices": choices, "label": label, "group": group}
     if isinstance(default, (list, dict, set)):
         raise TypeError("mutable defaults are not allowed; use a tuple")
     return field(default=default, metadata=meta)
@@ -71,6 +72,8 @@ def _check_type(name: str, value: Any, tp: Any) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{name}: expected a number, got {value!r}")
+        if value != value:   # NaN compares false with every bound, so it would pass them all
+            raise ConfigError(f"{name}: expected a number, got NaN")
         return float(value)
     if tp is str:
         if not isinstance(value, str):

@@ -41,3 +41,15 @@ def scrub(text: object, extra: Iterable[str] = ()) -> str:
     s = _PATTERNS[1].sub(MASK, s)
     s = _PATTERNS[2].sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", s)
     return s
+
+
+def scrub_known(text: str) -> str:
+    """``text`` with only the registered secret values replaced (no pattern matching): for answers and contexts,
+    whose credential-shaped words may be the knowledge base's own text, but which must never carry a key the
+    engine was given (a service that echoes the request's key inside a normal answer)."""
+    with _lock:
+        values = sorted(_known, key=len, reverse=True)
+    for v in values:
+        if v in text:
+            text = text.replace(v, MASK)
+    return text

@@ -1,4 +1,4 @@
-"""Command line: ``python -m engine poison|run|sweep|analyze|extract|utility|compare|list``.
+"""Command line: ``python -m engine poison|run|sweep|analyze|extract|utility|compare|audit|list``.
 
 Bad input exits non-zero with one ``error: …`` line on stderr, never a traceback. With
 ``--json`` the last line printed on stdout is one JSON object with the results.
@@ -13,6 +13,7 @@ from typing import Sequence
 
 from ..errors import EngineError
 from ..secrets import scrub
+from .audit import add_parser as add_audit_parser
 from .common import _partial_line, _progress_printer, add_executor_args, check_args
 from .extraction import _finish_extraction, run_compare
 from .extraction import add_parsers as add_extraction_parsers
@@ -26,6 +27,13 @@ def cmd_run(args) -> int:
     from ..config import load_preset
 
     kind, cfg, meta = load_preset(args.preset)
+    if kind == "audit":
+        from .audit import cmd_audit
+        for name in ("target", "target_params", "kb", "attacks", "poisoning", "attack_params", "rounds", "questions",
+                     "poison_questions", "attacker_llm", "retriever", "seed", "only", "fail_on", "baseline"):
+            setattr(args, name, None)
+        args.action = "run"
+        return cmd_audit(args)
     if not args.quiet:
         print(f"preset {meta.get('name')}: {meta.get('description', '').strip()}", file=sys.stderr)
     if kind in ("extract", "compare"):
@@ -57,6 +65,7 @@ def cmd_list(args) -> int:
     from ..detectors import DETECTORS
     from ..embedders import RETRIEVERS
     from ..queries import available_query_sets
+    from ..targets import TARGETS
 
     info = {
         "retrievers": {n: RETRIEVERS.describe(n) for n in RETRIEVERS.names()},
@@ -65,12 +74,14 @@ def cmd_list(args) -> int:
         "extraction_attacks": {n: EXTRACTION_ATTACKS.describe(n) for n in EXTRACTION_ATTACKS.names()},
         "defenses": {n: DEFENSES.describe(n) for n in DEFENSES.names()},
         "generators": {n: GENERATORS.describe(n) for n in GENERATORS.names()},
+        "audit_targets": {n: TARGETS.describe(n) for n in TARGETS.names()},
         "local_models": list(MODELS),
         "targets": list(TARGET_KINDS), "corpora": available_corpora(), "query_sets": available_query_sets(),
         "presets": list_presets(),
     }
     regs = {"retrievers": RETRIEVERS, "attacks": POISONING_ATTACKS, "detectors": DETECTORS,
-            "extraction_attacks": EXTRACTION_ATTACKS, "defenses": DEFENSES, "generators": GENERATORS}
+            "extraction_attacks": EXTRACTION_ATTACKS, "defenses": DEFENSES, "generators": GENERATORS,
+            "audit_targets": TARGETS}
     sources = {k: {n: r.source(n) for n in r.names() if r.source(n)} for k, r in regs.items()}
     if args.json:
         print(json.dumps({**info, "sources": sources}))
@@ -109,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.set_defaults(func=cmd_run)
 
     add_extraction_parsers(sub, common)
+    add_audit_parser(sub, common)
 
     pl = sub.add_parser("list", help="registered retrievers, attacks, detectors, targets, presets")
     pl.add_argument("--json", action="store_true")

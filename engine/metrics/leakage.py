@@ -85,7 +85,7 @@ class LeakageTracker:
         self.text = {d.id: d.text for d in corpus.documents}
         self.retriever = retriever if (retriever is not None and retriever.dense) else None
         self.kb_vectors = None
-        if self.retriever is not None:
+        if self.retriever is not None and len(corpus):
             v = kb_vectors if kb_vectors is not None else self.retriever.encode_documents(corpus.texts)[0]
             v = np.asarray(v, dtype=np.float32)
             self.kb_vectors = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)

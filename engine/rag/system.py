@@ -151,7 +151,8 @@ class RagSystem:
         if self.store is None:
             self.build()
         res = self.store.search([question], self.top_k)[0]
-        return [Chunk(h.doc_id, self._text[h.doc_id], float(h.score), h.rank) for h in res.hits]
+        return [Chunk(h.doc_id, self._text.get(h.doc_id) or self.store.text_of(h.doc_id), float(h.score), h.rank)
+                for h in res.hits]
 
     def count_tokens(self, texts: Sequence[str]) -> int:
         """Generator tokens of ``texts`` (the generator's own tokenizer; an estimate for remote models)."""

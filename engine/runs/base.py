@@ -11,6 +11,19 @@ from ..progress import Progress
 
 
 
+def finished_rounds(events: list[Event]) -> tuple[list[Event], int, str]:
+    """What a resume keeps of a run's events: those up to its last finished round (a round cut short, and a
+    ``run_ended``, are dropped), the number of that round, and the status the run had ended with
+    ('interrupted' when it had not ended)."""
+    from ..events import RoundEnded, RoundStarted, RunEnded
+    last = max((e.round for e in events if isinstance(e, RoundEnded)), default=0)
+    cut = next((i for i, e in enumerate(events) if isinstance(e, RoundStarted) and e.round > last), None)
+    if cut is None:
+        cut = next((i for i, e in enumerate(events) if isinstance(e, RunEnded)), len(events))
+    prev = next((e.status for e in events if isinstance(e, RunEnded)), "interrupted")
+    return events[:cut], last, prev
+
+
 class EventRunner:
     """Appends numbered, typed events to ``events`` and, once a sink is open, to ``events.jsonl``."""
 
@@ -45,6 +58,20 @@ class EventRunner:
         if self.out_dir:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             self._sink = open(self.out_dir / "events.jsonl", "w", encoding="utf-8")
+
+    def _continue_after(self, path: Path, kept: list[Event], last: int, previous: str, dropped: int) -> None:
+        """Resume in place: rewrite ``path`` with the ``kept`` events, record ``run_resumed``, go on after round
+        ``last``."""
+        from ..events import RunResumed
+        self.events = []
+        self._sink = open(path, "w", encoding="utf-8")
+        for e in kept:
+            self.events.append(e)
+            self._sink.write(event_to_json(e) + "\n")
+        self._sink.flush()
+        self._emit(RunResumed, from_round=last, previous_status=previous, dropped_bytes=dropped)
+        self._round = last
+        self._prepared = True
 
     def _close_sink(self) -> None:
         if self._sink is not None:

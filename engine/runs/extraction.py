@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from ..attacker_states import full_states, state_delta
 from ..attacks.extraction import AttackContext, Exchange, ExtractionAgent, make_agent
@@ -37,9 +37,8 @@ from ..rag import RagSystem
 from ..store import StoreSettings
 from ..summaries import ExtractionSummary
 from ..events import (AttackerState, DefenseApplied, Event, Generated, IndexBuilt, LeakScored, QueryIssued,
-                     Retrieved, RoundEnded, RoundStarted, RunEnded, RunResumed, RunStarted, event_to_json,
-                     jsonable, read_events)
-from .base import EventRunner
+                     Retrieved, RoundEnded, RoundStarted, RunEnded, RunStarted, jsonable, read_events)
+from .base import EventRunner, finished_rounds
 from .kb_snapshot import KB_FILE, load_kb, save_kb
 from .manifest import build_manifest
 
@@ -74,9 +73,12 @@ class ExtractionRun(EventRunner):
 
     def __init__(self, config: ExtractionConfig, *, out_dir: str | Path | None = None,
                  progress: Progress | None = None, run_id: str | None = None, corpus: Corpus | None = None,
-                 generator: Any = None, settings: StoreSettings | None = None) -> None:
+                 generator: Any = None, settings: StoreSettings | None = None,
+                 secrets: Mapping[str, str] | None = None, target: Any = None) -> None:
         super().__init__(out_dir=out_dir, progress=progress, run_id=run_id)
         self.config = config
+        self._secrets = dict(secrets or {})      # a target's ${NAME} values: kept in memory only
+        self._target_override = target
         self.transcript: list[Exchange] = []
         self._corpus_override = corpus
         self._generator_override = generator
@@ -107,13 +109,10 @@ class ExtractionRun(EventRunner):
         c = self.config
         data_dir = c.data_dir or None
         retriever = make_retriever(c.retriever, dict(c.retriever_params or {}))
+        if c.external:
+            return self._build_target(retriever)
         generator = self._generator_override or GENERATORS.create(c.generator, dict(c.generator_params or {}))
-        attacker_llm = None
-        if c.attacker_llm:
-            same = (c.attacker_llm == c.generator and dict(c.attacker_llm_params or {}) == dict(c.generator_params or {}))
-            attacker_llm = generator if same and self._generator_override is None else \
-                GENERATORS.create(c.attacker_llm, dict(c.attacker_llm_params or {}))
-            attacker_llm = self.attacker_meter = MeteredGenerator(attacker_llm)
+        self._attacker_llm(generator)
         defenses = make_defenses(c.defenses, dict(c.defense_params or {}))
         self._tick("loading knowledge base", 0, 1)
         self.window = retriever_window(retriever)
@@ -124,14 +123,61 @@ class ExtractionRun(EventRunner):
         if c.top_k > len(corpus):
             raise ConfigError(f"top-k ({c.top_k}) is larger than the knowledge base ({len(corpus)} chunks)")
         self.corpus = corpus
-        ap = {**dict(c.attack_params or {}), "budget": c.rounds}
-        self.agent = make_agent(c.attack, ap, AttackContext(seed=c.seed, data_dir=data_dir, attacker_llm=attacker_llm,
-                                                            embedder=retriever, kb_hint=KB_HINTS.get(c.kb, ""),
-                                                            known_defenses=tuple(defenses)))
+        self._make_agent(retriever, defenses)
         self.system = RagSystem(corpus, retriever, generator, defenses, top_k=c.top_k, template=c.template,
                                 max_tokens=c.max_tokens, settings=self.settings, run_id=self.run_id.replace("_", "-"),
                                 answer_budget=c.answer_budget)
         return retriever, generator
+
+    def _attacker_llm(self, generator: Any = None) -> Any:
+        """The attacker's own LLM (metered), or None; the generator itself when both are the same model."""
+        c = self.config
+        if not c.attacker_llm:
+            return None
+        same = generator is not None and c.attacker_llm == c.generator and \
+            dict(c.attacker_llm_params or {}) == dict(c.generator_params or {}) and self._generator_override is None
+        llm = generator if same else GENERATORS.create(c.attacker_llm, dict(c.attacker_llm_params or {}))
+        self.attacker_meter = MeteredGenerator(llm)
+        return self.attacker_meter
+
+    def _make_agent(self, retriever: Any, defenses: Any, attacker_llm: Any = None) -> None:
+        c = self.config
+        ap = {**dict(c.attack_params or {}), "budget": c.rounds}
+        if attacker_llm is None and self.attacker_meter is not None:
+            attacker_llm = self.attacker_meter
+        self.agent = make_agent(c.attack, ap, AttackContext(seed=c.seed, data_dir=c.data_dir or None,
+                                                            attacker_llm=attacker_llm, embedder=retriever,
+                                                            kb_hint=KB_HINTS.get(c.kb, ""),
+                                                            known_defenses=tuple(defenses)))
+
+    def _build_target(self, retriever: Any) -> tuple[Any, Any]:
+        """An audit target instead of the built-in pipeline: the reference KB is ``kb`` (a name or path), the
+        target's own store (``kb: target``) or unknown (``kb: ''``: the leakage metrics that need it are 0 and
+        the report says they could not be computed)."""
+        from ..targets import make_target
+        from ..targets.system import TargetSystem
+        c = self.config
+        target = self._target_override or make_target(c.target, dict(c.target_params or {}), secrets=self._secrets,
+                                                      data_dir=c.data_dir or None)
+        self._tick("loading knowledge base", 0, 1)
+        self.window = retriever_window(retriever)
+        if self._corpus_override is not None:
+            corpus = self._corpus_override
+        elif c.kb == "target":
+            target.open(self._tick)
+            corpus = target.reference_corpus()
+            if corpus is None:
+                raise ConfigError(f"target {c.target!r} cannot be read as the reference knowledge base: give the "
+                                  "knowledge base's files as kb")
+        elif c.kb.strip():
+            corpus = load_corpus(c.kb, data_dir=c.data_dir or None, chunk_size=c.chunk_size,
+                                 chunk_overlap=c.chunk_overlap, window=self.window)
+        else:
+            corpus = Corpus("unknown", ())
+        self.corpus = corpus
+        self._make_agent(retriever, (), self._attacker_llm())
+        self.system = TargetSystem(target, corpus)
+        return retriever, target
 
     def prepare(self) -> list[Event]:
         if self._prepared:
@@ -144,13 +190,15 @@ class ExtractionRun(EventRunner):
         manifest = build_manifest(config=c.to_dict(), config_hash=c.config_hash(), seed=c.seed,
                                   corpus={"name": corpus.name, "size": len(corpus), "fingerprint": corpus.fingerprint},
                                   retriever={"name": retriever.name, "model_id": retriever.model_id},
-                                  extra={"kind": "extract", "run_id": self.run_id, "generator": generator.describe(),
+                                  extra={"kind": "extract", "run_id": self.run_id,
+                                         ("target" if c.external else "generator"): generator.describe(),
                                          "attack": self.agent.describe(),
                                          "defenses": [d.describe() for d in self.system.defenses]})
         self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
         if self.out_dir:
             (self.out_dir / "manifest.json").write_text(json.dumps(jsonable(manifest), indent=2, default=str))
-            if self._corpus_override is not None:  # e.g. uploads: not reloadable by name, so kept with the run
+            # uploads, or a target's own store read as the reference: not reloadable by name (or may change), so kept
+            if self._corpus_override is not None or (c.external and c.kb == "target"):
                 save_kb(corpus, self.out_dir)
         self._index_events(retriever)
         self.tracker = LeakageTracker(corpus, retriever=retriever, crr_tau=c.crr_tau,
@@ -161,11 +209,13 @@ class ExtractionRun(EventRunner):
     def _index_events(self, retriever: Any) -> None:
         t0 = time.perf_counter()
         actions = self.system.build(progress=self._tick)
-        base = self.system.index
+        base = self.system.index           # None against an audit target: its store is its own
         self._emit(IndexBuilt, corpus=self.corpus.name, n_docs=len(self.corpus), retriever=self.config.retriever,
                    model_id=retriever.model_id, similarity=retriever.similarity,
-                   dim=int(base.vectors.shape[1]) if base.dense else 0, n_embedded_now=base.n_encoded,
-                   seconds=round(time.perf_counter() - t0, 3), corpus_stats=stats_for(self.corpus, self.window))
+                   dim=int(base.vectors.shape[1]) if base is not None and base.dense else 0,
+                   n_embedded_now=base.n_encoded if base is not None else 0,
+                   seconds=round(time.perf_counter() - t0, 3),
+                   corpus_stats=stats_for(self.corpus, self.window) if len(self.corpus) else {})
         for a in actions:
             self._emit(DefenseApplied, round=0, defense=a.defense, stage=a.stage, action=a.action, detail=a.detail)
 
@@ -265,7 +315,8 @@ class ExtractionRun(EventRunner):
     # ------------------------------------------------------------------ resume
     @classmethod
     def resume(cls, run_dir: str | Path, *, progress: Progress | None = None, generator: Any = None,
-               config_overrides: dict | None = None) -> "ExtractionRun":
+               config_overrides: dict | None = None, secrets: Mapping[str, str] | None = None,
+               target: Any = None) -> "ExtractionRun":
         """Reopen a run folder: replay its finished rounds, then continue where it stopped."""
         run_dir = Path(run_dir)
         path = events_file(run_dir)
@@ -280,18 +331,13 @@ class ExtractionRun(EventRunner):
             raise ConfigError(f"{run_dir} holds a {'poisoning' if kind == 'poison' else kind} run: only extraction "
                               f"runs can be resumed (a poisoning run is re-run from its preset, with the same seed)")
         cfg = ExtractionConfig.from_dict({**dict(started.config), **(config_overrides or {})}, where=str(run_dir))
-        last_done = max((e.round for e in events if isinstance(e, RoundEnded)), default=0)
-        cut = next((i for i, e in enumerate(events) if isinstance(e, RoundStarted) and e.round > last_done), None)
-        if cut is None:
-            cut = next((i for i, e in enumerate(events) if isinstance(e, RunEnded)), len(events))
-        kept = events[:cut]
-        prev = next((e.status for e in events if isinstance(e, RunEnded)), "interrupted")
+        kept, last_done, prev = finished_rounds(events)
         corpus = None
         if (run_dir / KB_FILE).is_file() or cfg.kb == "upload":
             saved = dict(started.manifest.get("corpus") or {})
             corpus = load_kb(run_dir, saved.get("name") or cfg.kb, saved.get("fingerprint"))
         run = cls(cfg, out_dir=run_dir.parent, progress=progress, run_id=started.run_id, generator=generator,
-                  corpus=corpus)
+                  corpus=corpus, secrets=secrets, target=target)
         retriever, _ = run._build()
         run.system.build(progress=run._tick)
         run.tracker = LeakageTracker(run.corpus, retriever=retriever, crr_tau=cfg.crr_tau,
@@ -307,15 +353,7 @@ class ExtractionRun(EventRunner):
         if last_done:
             run.agent.load_state(dict(states[last_done]))
             run._agent_state = states[last_done]
-        run.events = []
-        run._sink = open(path, "w", encoding="utf-8")
-        for e in kept:
-            run.events.append(e)
-            run._sink.write(event_to_json(e) + "\n")
-        run._sink.flush()
-        run._emit(RunResumed, from_round=last_done, previous_status=prev, dropped_bytes=dropped)
-        run._round = last_done
-        run._prepared = True
+        run._continue_after(path, kept, last_done, prev, dropped)
         return run
 
 

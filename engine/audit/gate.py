@@ -1,0 +1,133 @@
+"""The CI gate: thresholds a finding must stay under, and a baseline report it must not get worse than.
+
+``--fail-on`` takes comma-separated conditions, ``severity>=high`` and ``METRIC>VALUE`` (e.g.
+``crr>0.02,pii_leaked>0,asr>0.25``; in a preset, ``fail_on: {severity: high, crr: 0.02}``). A condition
+applies to every finding that has the metric. ``--baseline old/report.json`` compares with an earlier
+report of the same battery:
+
+* a finding over a threshold is a regression when the baseline's same finding was not over it (without a
+  baseline, every finding over a threshold fails the gate);
+* a rate whose 95% interval now lies entirely above the baseline's interval is a regression, threshold or
+  not (only the rates where higher is worse: CRR, reproduction, coverage, ASR, poison retrieval).
+
+Each regression is one line; the command exits with :data:`GATE_FAILED`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+from .findings import SEVERITIES, severity_rank
+
+GATE_FAILED = 3
+WORSE_WHEN_HIGHER = ("crr", "reproduced", "context_reproduction", "retrieved_coverage", "asr", "poison_retrieved",
+                     "asr_without_trigger", "semantic_leak")
+COUNTS = ("pii_leaked", "pii_shapes", "verbatim_pairs")
+_COND = re.compile(r"^\s*([a-z_]+)\s*(>=|>)\s*([A-Za-z0-9.]+)\s*$")
+
+
+def parse_fail_on(spec: Any) -> dict[str, Any]:
+    """``{"severity": "high", "crr": 0.02, …}`` from a ``--fail-on`` string or a preset mapping; a bad condition
+    is one ConfigError naming it and the allowed forms."""
+    if spec in (None, "", {}):
+        return {}
+    if isinstance(spec, Mapping):
+        items = [(str(k), "", v) for k, v in spec.items()]
+    else:
+        items = []
+        for part in str(spec).split(","):
+            if not part.strip():
+                continue
+            m = _COND.match(part)
+            if not m:
+                raise ConfigError(f"--fail-on: cannot read {part.strip()!r}; write severity>=high or METRIC>VALUE, "
+                                  f"e.g. crr>0.02,pii_leaked>0")
+            items.append((m.group(1), m.group(2), m.group(3)))
+    out: dict[str, Any] = {}
+    for key, op, value in items:
+        if key == "severity":
+            if str(value) not in SEVERITIES:
+                raise ConfigError(f"--fail-on: severity must be one of {', '.join(SEVERITIES)} (got {value!r})")
+            if op == ">":
+                value = SEVERITIES[min(severity_rank(str(value)) + 1, len(SEVERITIES) - 1)]
+            out["severity"] = str(value)
+            continue
+        if key not in WORSE_WHEN_HIGHER + COUNTS:
+            raise ConfigError(f"--fail-on: unknown metric {key!r} (known: severity, "
+                              f"{', '.join(WORSE_WHEN_HIGHER + COUNTS)})")
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"--fail-on: {key} needs a number (got {value!r})") from None
+        if v != v:
+            raise ConfigError(f"--fail-on: {key} needs a number (got NaN)")
+        out[key] = v - 1e-12 if op == ">=" else v
+    return out
+
+
+def _fmt(m: Mapping[str, Any]) -> str:
+    v = m.get("value")
+    if v is None:
+        return "n/a"
+    text = f"{v:.3f}" if isinstance(v, float) else str(v)
+    if m.get("ci"):
+        text += f" [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}]"
+    if "k" in m and "n" in m:
+        text += f" ({m['k']}/{m['n']})"
+    return text
+
+
+def breaches(finding: Mapping[str, Any] | None, fail_on: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(condition key, one-line text) for each threshold ``finding`` is over."""
+    if not finding or finding.get("status") != "done":
+        return []
+    out = []
+    sev = fail_on.get("severity")
+    if sev and severity_rank(finding.get("severity", "info")) >= severity_rank(sev):
+        out.append(("severity", f"severity {finding['severity']} ≥ {sev} ({finding.get('severity_rationale', '')})"))
+    for key, limit in fail_on.items():
+        if key == "severity":
+            continue
+        m = (finding.get("metrics") or {}).get(key)
+        if m and m.get("value") is not None and float(m["value"]) > float(limit):
+            out.append((key, f"{key} {_fmt(m)} > {limit:g}"))
+    return out
+
+
+def regressions(report: Mapping[str, Any], fail_on: Mapping[str, Any],
+                baseline: Mapping[str, Any] | None = None) -> list[str]:
+    """One line per regression of ``report`` (see the module docstring)."""
+    base = {f["id"]: f for f in (baseline or {}).get("findings", [])}
+    lines = []
+    for f in report.get("findings", []):
+        b = base.get(f["id"])
+        was = {k for k, _ in breaches(b, fail_on)}
+        for key, text in breaches(f, fail_on):
+            if baseline is None or key not in was:
+                lines.append(f"{f['id']}: {text}" + (" (new since the baseline)" if baseline is not None else ""))
+        if b is None or b.get("status") != "done" or f.get("status") != "done":
+            continue
+        for key in WORSE_WHEN_HIGHER:
+            m, bm = (f.get("metrics") or {}).get(key), (b.get("metrics") or {}).get(key)
+            if m and bm and m.get("ci") and bm.get("ci") and m["ci"][0] > bm["ci"][1]:
+                lines.append(f"{f['id']}: {key} {_fmt(m)} is above the baseline's {_fmt(bm)} (intervals apart)")
+    return lines
+
+
+def load_baseline(path: str | Path) -> dict[str, Any]:
+    """A baseline ``report.json``; a missing, unreadable or foreign file is one ConfigError."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "report.json"
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"--baseline: {path} not found (give an earlier audit's report.json)") from None
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise ConfigError(f"--baseline: {path} is not a readable report.json ({type(e).__name__})") from None
+    if not isinstance(data, dict) or data.get("schema") != "rag-playground/audit-report":
+        raise ConfigError(f"--baseline: {path} is not an audit report (no schema rag-playground/audit-report)")
+    return data

@@ -1,0 +1,306 @@
+"""Run an audit: the battery's cells against one target, each resumable, the report written as cells land.
+
+An audit folder holds:
+
+* ``audit.json`` — the configuration and every cell's state (pending, done, failed, skipped, stopped), its
+  run folder, summary, reference-free signals and evidence;
+* ``audit.yaml`` — the same configuration as a preset (``python -m engine audit --preset DIR/audit.yaml
+  --only CELL`` reproduces one finding);
+* ``cells/<cell>-<id>/`` — each cell's run (``events.jsonl``, ``manifest.json``, ``summary.json``);
+* ``plants.jsonl`` — the plant journal (:mod:`engine.audit.journal`);
+* ``report.json`` and ``report.html`` — rewritten after every cell.
+
+The folder is held by one writer at a time (:func:`engine.folder_lock.exclusive_folder`). Running the same
+audit into the same folder again resumes it: finished cells are kept, a cell cut short continues after its
+last finished round, and the plants a crash left behind are removed first. A folder holding an audit of a
+different configuration is refused, never overwritten. A target fault (unreachable, refused, over budget)
+stops the audit after writing what it has; the same command resumes it.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from ..config import AuditConfig, ExtractionConfig
+from ..errors import ConfigError, EngineError
+from ..events import jsonable
+from ..folder_lock import exclusive_folder
+from ..progress import Progress
+from .journal import PlantJournal, cleanup, describe_outstanding
+
+STATE = "audit.json"
+PRESET = "audit.yaml"
+MEASURED_KEYS = ("target", "target_params", "kb", "extraction_attacks", "rounds", "attack_params", "attacker_llm",
+                 "poisoning_attacks", "questions", "poison_questions", "poison_target", "retriever", "chunk_size",
+                 "chunk_overlap", "seed")
+
+
+class AuditStopped(EngineError):
+    """The audit was asked to stop; its finished rounds are kept and the same command resumes it."""
+
+
+def cells_of(cfg: AuditConfig) -> list[dict[str, str]]:
+    """The battery's cells in run order: ``{"id", "family", "attack"}``."""
+    return ([{"id": f"extraction:{a}", "family": "extraction", "attack": a} for a in cfg.extraction_attacks] +
+            [{"id": f"poisoning:{a}", "family": "poisoning", "attack": a} for a in cfg.poisoning_attacks])
+
+
+def _slug(cell_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9-]+", "-", cell_id).strip("-")
+
+
+def _measured(cfg: Mapping[str, Any]) -> str:
+    return json.dumps({k: jsonable(cfg.get(k)) for k in MEASURED_KEYS}, sort_keys=True, default=str)
+
+
+def reference_spec(cfg: AuditConfig) -> str:
+    """The ``kb`` an extraction cell gets: a name/path, ``target`` (the target's own store) or '' (none)."""
+    from ..targets import TARGETS
+    if cfg.kb == "none":
+        return ""
+    if cfg.kb:
+        return cfg.kb
+    return "target" if TARGETS.get(cfg.target).readable else ""
+
+
+def extraction_config(cfg: AuditConfig, attack: str) -> ExtractionConfig:
+    """The extraction run of one cell: against the built-in pipeline, the pipeline's own configuration (its
+    knowledge base is the reference); against any other target, the target with the reference ``kb``."""
+    from ..generators.spec import parse_generator
+    from ..targets import make_target
+    llm, llm_params = parse_generator(cfg.attacker_llm) if cfg.attacker_llm else ("", None)
+    fields: dict[str, Any] = {"attack": attack, "rounds": cfg.rounds, "seed": cfg.seed,
+                              "attack_params": dict((cfg.attack_params or {}).get(attack) or {}) or None,
+                              "attacker_llm": llm, "attacker_llm_params": llm_params or None}
+    if cfg.target == "pipeline":
+        target = make_target("pipeline", dict(cfg.target_params or {}), data_dir=cfg.data_dir or None)
+        return target.extraction_config(**fields)
+    return ExtractionConfig.from_dict({**fields, "kb": reference_spec(cfg), "retriever": cfg.retriever,
+                                       "chunk_size": cfg.chunk_size, "chunk_overlap": cfg.chunk_overlap,
+                                       "data_dir": cfg.data_dir, "target": cfg.target,
+                                       "target_params": dict(cfg.target_params or {})}, where="audit")
+
+
+def planting_config(cfg: AuditConfig, attack: str):
+    """The poisoning run of one cell."""
+    from .planting import PlantingConfig
+    return PlantingConfig.from_dict({"target": cfg.target, "target_params": dict(cfg.target_params or {}),
+                                     "attack": attack,
+                                     "attack_params": dict((cfg.attack_params or {}).get(attack) or {}) or None,
+                                     "questions": cfg.questions, "limit": cfg.poison_questions,
+                                     "poison_target": cfg.poison_target, "seed": cfg.seed,
+                                     "data_dir": cfg.data_dir}, where="audit")
+
+
+class Audit:
+    """One audit into one folder (see the module docstring). ``run()`` returns the report (a dict)."""
+
+    def __init__(self, cfg: AuditConfig, out: str | Path, *, secrets: Mapping[str, str] | None = None,
+                 progress: Progress | None = None, should_stop: Callable[[], bool] | None = None,
+                 only: tuple[str, ...] = (), on_cell: Callable[[dict], None] | None = None) -> None:
+        self.cfg = cfg
+        self.out = Path(out)
+        self.secrets = dict(secrets or {})
+        self.progress = progress
+        self.should_stop = should_stop or (lambda: False)
+        self.only = tuple(only)
+        self.on_cell = on_cell
+        known = {c["id"] for c in cells_of(cfg)}
+        for c in self.only:
+            if c not in known:
+                raise ConfigError(f"--only: {c!r} is not a cell of this battery (cells: {', '.join(sorted(known))})")
+        self.journal = PlantJournal(self.out)
+        self.state: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ state
+    def _tick(self, stage: str, done: int, total: int) -> None:
+        if self.progress:
+            self.progress(stage, done, total)
+
+    def _load_state(self) -> None:
+        path = self.out / STATE
+        cfg = self.cfg.to_dict()
+        if path.is_file():
+            try:
+                prev = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                raise ConfigError(f"{path} is damaged; choose another --out (or delete the folder)") from None
+            if _measured(prev.get("config") or {}) != _measured(cfg):
+                raise ConfigError(f"{self.out} holds an audit of another configuration (target or battery); choose "
+                                  f"another --out — the earlier audit's results are kept, never overwritten")
+            self.state = prev
+            self.state["config"] = cfg        # the gate and data dir may change between calls
+        else:
+            self.state = {"schema": "rag-playground/audit-state", "config": cfg, "created": _now(), "cells": {},
+                          "cleanups": []}
+        for c in cells_of(self.cfg):
+            self.state["cells"].setdefault(c["id"], {**c, "status": "pending"})
+
+    def _save(self) -> None:
+        self.state["updated"] = _now()
+        tmp = self.out / (STATE + ".tmp")
+        tmp.write_text(json.dumps(jsonable(self.state), indent=2, default=str), encoding="utf-8")
+        tmp.replace(self.out / STATE)
+
+    def _write_preset(self) -> None:
+        d = {"name": f"audit of {self.cfg.target}", "description": "The configuration of this audit (written by "
+             "python -m engine audit); reproduce a finding with --preset this-file --only CELL.", "kind": "audit",
+             **jsonable(self.cfg.to_dict())}
+        (self.out / PRESET).write_text(yaml.safe_dump(d, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+    def command(self, cell_id: str) -> str:
+        """The command that reruns one cell of this audit into a folder of its own."""
+        return (f"python -m engine audit --preset {self.out / PRESET} --only {cell_id} "
+                f"--out {self.out / ('repro-' + _slug(cell_id))}")
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> dict[str, Any]:
+        from ..paths import writable_dir
+        writable_dir(self.out, "--out")
+        with exclusive_folder(self.out, "this audit"):
+            self._load_state()
+            self._write_preset()
+            self._save()
+            self._cleanup_first()
+            todo = [c for c in cells_of(self.cfg) if not self.only or c["id"] in self.only]
+            try:
+                for n, c in enumerate(todo):
+                    rec = self.state["cells"][c["id"]]
+                    if rec.get("status") in ("done", "skipped"):
+                        continue
+                    if self.should_stop():
+                        raise AuditStopped("stopped before " + c["id"])
+                    self._tick(f"cell {n + 1}/{len(todo)}: {c['id']}", 0, 1)
+                    self._run_cell(rec)
+                    self._save()
+                    self.write_report()
+                    if self.on_cell is not None:
+                        self.on_cell(rec)
+            finally:
+                self._save()
+                report = self.write_report()
+        return report
+
+    def _cleanup_first(self) -> None:
+        left = self.journal.outstanding()
+        if not left:
+            return
+        self._tick("removing documents an earlier run planted", 0, 1)
+        done = cleanup(self.journal, secrets=self.secrets, data_dir=self.cfg.data_dir or None, progress=self.progress)
+        self.state["cleanups"].append({"at": _now(), "found": describe_outstanding(left), **done})
+        self._save()
+        if done["failed"]:
+            raise EngineError("could not remove what an earlier run planted: " + "; ".join(done["failed"]) +
+                              " — fix the target and rerun, or run 'python -m engine audit cleanup'")
+
+    def _target(self):
+        from ..targets import make_target
+        return make_target(self.cfg.target, dict(self.cfg.target_params or {}), secrets=self.secrets,
+                           data_dir=self.cfg.data_dir or None)
+
+    def _run_cell(self, rec: dict[str, Any]) -> None:
+        from ..runs.extraction import RunInterrupted
+        t0 = time.monotonic()
+        rec.pop("error", None)
+        try:
+            if rec["family"] == "extraction":
+                self._extraction_cell(rec)
+            else:
+                self._poisoning_cell(rec)
+        except AuditStopped:
+            rec["status"] = "stopped"
+            raise
+        except (RunInterrupted, EngineError) as e:
+            rec.update(status="failed", error=str(e))
+            raise EngineError(f"{rec['id']} failed: {e}; the finished rounds are kept — rerun the same command to "
+                              f"resume") from None
+        finally:
+            rec["seconds"] = round(float(rec.get("seconds") or 0.0) + time.monotonic() - t0, 3)
+
+    def _steps(self, run: Any, rec: dict[str, Any], total: int) -> None:
+        while not run.done:
+            if self.should_stop():
+                raise AuditStopped(f"stopped in {rec['id']} after round {run.rounds_done}")
+            run.step()
+            self._tick(rec["id"], run.rounds_done, total)
+
+    def _extraction_cell(self, rec: dict[str, Any]) -> None:
+        from ..runs.extraction import ExtractionRun
+        from .signals import answer_signals, leak_evidence
+        ecfg = extraction_config(self.cfg, rec["attack"])
+        prev = Path(rec["run_dir"]) if rec.get("run_dir") else None
+        if prev is not None and (prev / "events.jsonl").is_file():
+            run = ExtractionRun.resume(prev, progress=self.progress, secrets=self.secrets)
+        else:
+            run = ExtractionRun(ecfg, out_dir=self.out / "cells", progress=self.progress, secrets=self.secrets,
+                                run_id=f"{_slug(rec['id'])}-{uuid.uuid4().hex[:8]}")
+            run.prepare()
+            rec["run_dir"] = str(run.out_dir)
+            self._save()
+        try:
+            self._steps(run, rec, ecfg.rounds)
+            if not run.finished:
+                run.finish()
+            rec.update(status="done", summary=jsonable(run.summary()), signals=answer_signals(run.events),
+                       evidence=leak_evidence(run.events, run.corpus),
+                       reference={"name": run.corpus.name if run.corpus is not None else "", "chunks":
+                                  len(run.corpus) if run.corpus is not None else 0})
+        finally:
+            run.close()
+
+    def _poisoning_cell(self, rec: dict[str, Any]) -> None:
+        from .planting import TargetPoisoningRun, planting_evidence
+        target = self._target()
+        if not target.can_write:
+            rec.update(status="skipped", reason=f"target {self.cfg.target!r} has no knowledge-base write surface "
+                       "(http / openai-chat: ingest_url and delete_url; python: ingest and remove callables)")
+            return
+        pcfg = planting_config(self.cfg, rec["attack"])
+        prev = Path(rec["run_dir"]) if rec.get("run_dir") else None
+        if prev is not None and (prev / "events.jsonl").is_file():
+            run = TargetPoisoningRun.resume(prev, progress=self.progress, secrets=self.secrets, journal=self.journal,
+                                            cell=rec["id"])
+        else:
+            run = TargetPoisoningRun(pcfg, out_dir=self.out / "cells", progress=self.progress, secrets=self.secrets,
+                                     journal=self.journal, cell=rec["id"], target=target,
+                                     run_id=f"{_slug(rec['id'])}-{uuid.uuid4().hex[:8]}")
+            run.prepare()
+            rec["run_dir"] = str(run.out_dir)
+            self._save()
+        try:
+            self._steps(run, rec, len(run.queries))
+            if not run.finished:
+                run._end()
+            rec.update(status="done", summary=jsonable(run.summary()), evidence=planting_evidence(run.events))
+        finally:
+            run.close()
+
+    # ------------------------------------------------------------------ report
+    def write_report(self) -> dict[str, Any]:
+        """Write ``report.json`` and ``report.html`` from the current state; returns the report."""
+        from .report import build_report, report_html
+        report = build_report(self.state, journal=self.journal, command=self.command)
+        _atomic(self.out / "report.json", json.dumps(jsonable(report), indent=2, ensure_ascii=False, default=str))
+        _atomic(self.out / "report.html", report_html(report))
+        return report
+
+
+def _atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def run_audit(cfg: AuditConfig, out: str | Path, **kw: Any) -> dict[str, Any]:
+    """Run (or resume) an audit into ``out``; returns the report. See :class:`Audit` for the keywords."""
+    return Audit(cfg, out, **kw).run()

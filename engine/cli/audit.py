@@ -1,0 +1,188 @@
+"""``python -m engine audit``: attack a RAG system you run, write a report, gate a CI build on it.
+
+    python -m engine audit --target http --target-params '{"url": "http://127.0.0.1:8765/query",
+        "contexts_path": "sources"}' --kb clinic_records --preset audit-quick --out audit/ --fail-on severity>=high
+    python -m engine audit --preset audit-quick                      # the built-in demo configuration
+    python -m engine audit --preset audit/audit.yaml --only extraction:rag-thief --out repro/   # one finding
+    python -m engine audit cleanup --out audit/                      # remove what a crashed run planted
+
+Exit codes: 0 the audit finished and the gate (if any) passed; 3 the gate failed (one ``regression:`` line
+per regression on stdout); 2 bad input, an unreachable or failing target, or a stop (the report written so
+far is kept and the same command resumes); 1 an internal error.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def _json_option(raw: str | None, name: str, example: str) -> Any:
+    """A JSON option's value; ``@FILE`` reads it from a file."""
+    if not raw:
+        return None
+    text = raw
+    if raw.startswith("@"):
+        try:
+            text = Path(raw[1:]).read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"--{name}: cannot read {raw[1:]!r} ({e.strerror or e})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"--{name} is not valid JSON ({e.msg} at character {e.pos + 1}); e.g. {example}") from None
+
+
+def _names(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    return tuple(x.strip() for x in text.split(",") if x.strip() and x.strip() != "none")
+
+
+def audit_config(args: Any):
+    """The :class:`~engine.config.AuditConfig` of the options: the preset, with every option given on top."""
+    from ..config import AuditConfig
+    from .common import load_kind_preset
+    if args.preset:
+        cfg, _ = load_kind_preset(args.preset, "audit", args.quiet)
+        values = cfg.to_dict()
+    else:
+        values = AuditConfig().to_dict()
+    if args.target:
+        values["target"] = args.target
+        values["target_params"] = None
+    params = _json_option(args.target_params, "target-params", '\'{"url": "http://host/query"}\'')
+    if params is not None:
+        if not isinstance(params, dict):
+            raise ConfigError("--target-params must be a JSON object of the target's parameters")
+        values["target_params"] = params
+    attack_params = _json_option(args.attack_params, "attack-params", '\'{"rag-thief": {"budget": 5}}\'')
+    if attack_params is not None:
+        values["attack_params"] = attack_params
+    for opt, key in (("kb", "kb"), ("rounds", "rounds"), ("questions", "questions"),
+                     ("poison_questions", "poison_questions"), ("seed", "seed"), ("attacker_llm", "attacker_llm"),
+                     ("retriever", "retriever")):
+        v = getattr(args, opt, None)
+        if v is not None:
+            values[key] = v
+    for opt, key in (("attacks", "extraction_attacks"), ("poisoning", "poisoning_attacks")):
+        v = _names(getattr(args, opt, None))
+        if v is not None:
+            values[key] = v
+    if args.data_dir:
+        values["data_dir"] = args.data_dir
+    if args.fail_on is not None:
+        values["fail_on"] = args.fail_on or None
+    if isinstance(values.get("fail_on"), str):
+        from ..audit.gate import parse_fail_on
+        values["fail_on"] = parse_fail_on(values["fail_on"])
+    return AuditConfig.from_dict(values, where="audit")
+
+
+def _print_report(report: dict, out: Path) -> None:
+    from ..audit.report import HEADLINE
+    counts = ", ".join(f"{n} {s}" for s, n in report["severity_counts"].items() if n) or "none"
+    t = report["target"]
+    print(f"audit of {t['kind']} {t['endpoint']}: {report['status']}; findings: {counts}")
+    for f in report["findings"]:
+        head = ""
+        for k in HEADLINE:
+            m = (f.get("metrics") or {}).get(k)
+            if m and m.get("value") is not None:
+                ci = f" [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}]" if m.get("ci") else ""
+                head = f"{k} {m['value']:.3f}{ci}"
+                break
+        sev = f["severity"] if f["status"] == "done" else f["status"]
+        print(f"  {sev:9s} {f['id']:24s} {head}  — {f['severity_rationale']}")
+    print(f"report: {out / 'report.html'} (and report.json)")
+
+
+def cmd_audit(args: Any) -> int:
+    """``audit``: run (or resume) a battery against a target; ``audit cleanup``: remove outstanding plants."""
+    if args.action == "cleanup":
+        return cmd_cleanup(args)
+    from ..audit import GATE_FAILED, load_baseline, regressions, run_audit
+    from ..audit.gate import parse_fail_on
+    from ..audit.report import report_html
+    from ..events import jsonable
+    from .common import _progress_printer
+    cfg = audit_config(args)
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    out = Path(args.out or f"audit-{time.strftime('%Y%m%d-%H%M%S')}")
+    only = _names(args.only) or ()
+    if not args.quiet:
+        print(f"auditing {cfg.target} into {out} (the same command resumes it)", file=sys.stderr)
+    report = run_audit(cfg, out, progress=_progress_printer(not args.quiet), only=only)
+    fail_on = parse_fail_on(cfg.fail_on)
+    lines = regressions(report, fail_on, baseline) if (fail_on or baseline is not None) else []
+    report["gate"] = {"fail_on": fail_on, "baseline": str(args.baseline) if args.baseline else None,
+                      "regressions": lines, "passed": (not lines) if (fail_on or baseline is not None) else None}
+    (out / "report.json").write_text(json.dumps(jsonable(report), indent=2, ensure_ascii=False, default=str),
+                                     encoding="utf-8")
+    (out / "report.html").write_text(report_html(report), encoding="utf-8")
+    if not (args.json and args.quiet):
+        _print_report(report, out)
+    for line in lines:
+        print(f"regression: {line}")
+    if args.json:
+        print(json.dumps({"status": report["status"], "severity_counts": report["severity_counts"],
+                          "findings": [{"id": f["id"], "severity": f["severity"], "status": f["status"],
+                                        "metrics": {k: m.get("value") for k, m in (f.get("metrics") or {}).items()}}
+                                       for f in report["findings"]],
+                          "gate": report["gate"], "report": str(out / "report.json")}))
+    return GATE_FAILED if lines else 0
+
+
+def cmd_cleanup(args: Any) -> int:
+    """``audit cleanup``: remove every outstanding plant of ``--out`` (or of every journal the cache lists)."""
+    from ..audit.journal import PlantJournal, cleanup, open_journals
+    from .common import _progress_printer
+    journals = [PlantJournal(Path(args.out))] if args.out else [PlantJournal(p.parent) for p in open_journals()]
+    if not journals:
+        print("nothing to clean up: no audit journal with outstanding plants", file=sys.stderr)
+        return 0
+    failed = []
+    for j in journals:
+        left = j.outstanding()
+        if not left:
+            print(f"{j.path.parent}: nothing outstanding")
+            continue
+        done = cleanup(j, data_dir=args.data_dir, progress=_progress_printer(not args.quiet))
+        print(f"{j.path.parent}: removed {done['removed']} planted document(s), {done['verified']} verified gone, "
+              f"{done['unverifiable']} not verifiable")
+        failed += done["failed"]
+    for line in failed:
+        print(f"error: {line}", file=sys.stderr)
+    return 2 if failed else 0
+
+
+def add_parser(sub: Any, common: Any) -> None:
+    """The ``audit`` subcommand."""
+    pa = sub.add_parser("audit", help="audit your own RAG: a battery of attacks against a target, a report, a CI "
+                                      "gate ('audit cleanup' removes what a crashed run planted)")
+    pa.add_argument("action", nargs="?", choices=("run", "cleanup"), default="run")
+    pa.add_argument("--preset", help="an audit preset: audit-quick, audit-standard, or a YAML path (e.g. an audit "
+                                     "folder's audit.yaml)")
+    pa.add_argument("--target", help="pipeline (built-in), http, openai-chat, python or chroma")
+    pa.add_argument("--target-params", dest="target_params",
+                    help="the target's parameters as JSON (or @file.json), credentials as ${VAR}")
+    pa.add_argument("--kb", help="reference knowledge base: a bundled name, benchmark name or path; 'none'; blank = "
+                                 "the target's own store where it can be read")
+    pa.add_argument("--attacks", help="extraction attacks (comma-separated; 'none' for none)")
+    pa.add_argument("--poisoning", help="poisoning attacks (comma-separated; 'none' for none)")
+    pa.add_argument("--attack-params", dest="attack_params", help="per-attack parameters as JSON {attack: {...}}")
+    pa.add_argument("--rounds", type=int, help="queries per extraction attack")
+    pa.add_argument("--questions", help="questions the poisons aim at (query-set spec)")
+    pa.add_argument("--poison-questions", dest="poison_questions", type=int, help="questions per poisoning attack")
+    pa.add_argument("--attacker-llm", dest="attacker_llm", help="the extraction attacker's own LLM (generator spec)")
+    pa.add_argument("--retriever", help="the auditor's embedding model (semantic leak, reference chunking)")
+    pa.add_argument("--seed", type=int)
+    pa.add_argument("--only", help="run only these cells (comma-separated, e.g. extraction:rag-thief)")
+    pa.add_argument("--fail-on", dest="fail_on", help="gate: severity>=high and/or METRIC>VALUE, comma-separated")
+    pa.add_argument("--baseline", help="gate: an earlier report.json (or its folder); regressions fail the build")
+    common(pa)
+    pa.set_defaults(func=cmd_audit)

@@ -1,0 +1,193 @@
+"""A Python callable in the user's environment as a target: a LlamaIndex query engine, or any function.
+
+``callable`` is ``module:attribute`` (the attribute may be dotted: ``app.rag:engine.query``). What it names
+is used as follows: an object with ``query`` (a LlamaIndex query engine) is asked through ``query``, one with
+``chat`` through ``chat``, anything else is called with the query text. With ``factory`` on, the attribute is
+called once with no arguments and what it returns is used (a function that builds the engine).
+
+What the call returns may be: a string (the answer); a pair ``(answer, contexts)``; a dict with the answer
+under ``answer`` / ``response`` / ``output`` / ``text`` and contexts under ``contexts`` / ``sources`` /
+``source_nodes``; or a LlamaIndex ``Response`` (``.response`` and ``.source_nodes``). Contexts may be strings,
+dicts with a text and an id, or LlamaIndex nodes. The optional ``ingest`` / ``remove`` / ``exists`` callables
+open the knowledge base to poisoning: ``ingest(docs)`` gets a list of ``{"id", "text", "metadata"}`` dicts
+and may return the ids it stored them under, ``remove(ids)`` removes them, ``exists(ids)`` returns one bool
+per id.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..errors import ConfigError
+from ..params import Params, param
+from ..progress import Progress
+from ..secrets import scrub
+from ..types import Document
+from .base import ID_KEYS, TEXT_KEYS, Target, TargetReply, as_sources, timed_reply
+from .http_client import TargetError
+
+KB_WRITE = "Knowledge-base write surface (poisoning)"
+_ANSWER_KEYS = ("answer", "response", "output", "text", "result")
+_CONTEXT_KEYS = ("contexts", "sources", "source_nodes", "context", "documents")
+
+
+def _check_spec(spec: str, what: str) -> None:
+    module, _, attr = (spec or "").partition(":")
+    if not module.strip() or not attr.strip():
+        raise ConfigError(f"{what}: write it as module:attribute, e.g. my_rag.app:query_engine")
+
+
+def load_callable(spec: str, *, path: str = "", what: str = "callable") -> Any:
+    """The object ``module:attr.sub`` names (``path`` is put first on ``sys.path``); an import that fails is
+    one ConfigError with the reason."""
+    _check_spec(spec, what)
+    module_name, _, attr = spec.partition(":")
+    if path:
+        folder = str(Path(path).expanduser().resolve())
+        if not Path(folder).is_dir():
+            raise ConfigError(f"path: {path!r} is not a folder")
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    try:
+        obj: Any = importlib.import_module(module_name.strip())
+    except Exception as e:     # the user's module: any error it raises on import is theirs to see
+        raise ConfigError(f"{what} {spec!r}: cannot import {module_name!r} ({type(e).__name__}: "
+                          f"{scrub(str(e))[:300]})") from None
+    for part in attr.strip().split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"{what} {spec!r}: {module_name!r} has no attribute {part!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def normalise(result: Any) -> tuple[str, Any, bool]:
+    """(answer, contexts or None, whether contexts were reported) from whatever a target callable returned."""
+    if isinstance(result, str):
+        return result, None, False
+    if isinstance(result, tuple) and len(result) == 2:
+        return str(result[0] if result[0] is not None else ""), result[1], True
+    if isinstance(result, dict):
+        answer = next((result[k] for k in _ANSWER_KEYS if k in result), None)
+        if answer is None:
+            raise TargetError(f"the callable returned a dict without an answer (keys: {', '.join(map(str, result))};"
+                              f" expected one of {', '.join(_ANSWER_KEYS)})")
+        key = next((k for k in _CONTEXT_KEYS if k in result), None)
+        return str(answer), (result[key] if key else None), key is not None
+    if hasattr(result, "response") and hasattr(result, "source_nodes"):      # LlamaIndex Response
+        return str(result.response or ""), list(result.source_nodes or []), True
+    if hasattr(result, "response"):                                         # a chat response
+        return str(result.response or ""), list(getattr(result, "source_nodes", None) or []), \
+            hasattr(result, "source_nodes")
+    raise TargetError(f"the callable returned {type(result).__name__}; return a string, (answer, contexts), a dict "
+                      f"with 'answer', or a LlamaIndex Response")
+
+
+class PythonTarget(Target):
+    """A Python callable (``module:attr``) — a LlamaIndex query engine or any ``query -> answer`` function.
+
+    Source: this playground (DeepTeam's model callback, extended to contexts and a write surface). See the
+    module docstring for what it may be and return; ``examples/llamaindex_rag.py`` is a documented LlamaIndex
+    query engine over Chroma and a local GGUF model that this target audits.
+    """
+
+    class Params(Params):
+        callable: str = param("examples.llamaindex_rag:query_engine", help="module:attribute of the engine or "
+                                                                           "function (dotted attributes allowed)")
+        path: str = param("", help="Folder put first on the import path (blank: the current one)")
+        factory: bool = param(False, help="Call the attribute once with no arguments to build the engine")
+        ingest: str = param("", group=KB_WRITE, help="module:attribute of ingest(docs) (enables poisoning)")
+        remove: str = param("", group=KB_WRITE, help="module:attribute of remove(ids)")
+        exists: str = param("", group=KB_WRITE, help="module:attribute of exists(ids) -> list of bools "
+                                                     "(verifies the cleanup)")
+
+        def validate(self) -> None:
+            _check_spec(self.callable, "callable")
+            for name in ("ingest", "remove", "exists"):
+                if getattr(self, name):
+                    _check_spec(getattr(self, name), name)
+            if self.ingest and not self.remove:
+                raise ConfigError("ingest needs remove: every planted document must be removable")
+
+    def __init__(self, params: Params, **kw: Any) -> None:
+        super().__init__(params, **kw)
+        self._fn: Callable[[str], Any] | None = None
+        self._hooks: dict[str, Callable] = {}
+
+    def open(self, progress: Progress | None = None) -> None:
+        if self._fn is None:
+            p = self.params
+            obj = load_callable(p.callable, path=p.path)
+            if p.factory:
+                obj = self._call(obj, "building the engine")
+            fn = getattr(obj, "query", None) or getattr(obj, "chat", None) or obj
+            if not callable(fn):
+                raise ConfigError(f"callable {p.callable!r} is a {type(obj).__name__}: neither callable nor an "
+                                  "object with query() or chat()")
+            self._fn = fn
+            for name in ("ingest", "remove", "exists"):
+                if getattr(p, name):
+                    self._hooks[name] = load_callable(getattr(p, name), path=p.path, what=name)
+        super().open(progress)
+
+    def close(self) -> None:
+        self._fn = None
+        self._hooks = {}
+        super().close()
+
+    def _call(self, fn: Callable, what: str, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as e:   # the user's code: report it in one line, keep the run resumable
+            raise TargetError(f"{what}: the callable raised {type(e).__name__}: {scrub(str(e))[:300]}") from None
+
+    def endpoint(self) -> str:
+        return self.params.callable
+
+    @property
+    def reports_contexts(self) -> bool:
+        return True
+
+    def query(self, text: str, *, session: str = "") -> TargetReply:
+        if self._fn is None:
+            self.open()
+        t0 = time.perf_counter()
+        answer, contexts, reported = normalise(self._call(self._fn, "the query", text))
+        return timed_reply(t0, answer, as_sources(contexts, TEXT_KEYS, ID_KEYS), reported)
+
+    @property
+    def can_write(self) -> bool:
+        return bool(self.params.ingest)
+
+    @property
+    def can_verify(self) -> bool:
+        return bool(self.params.exists)
+
+    def ingest(self, docs: Sequence[Document]) -> list[str]:
+        if not self.can_write:
+            return super().ingest(docs)
+        if self._fn is None:
+            self.open()
+        got = self._call(self._hooks["ingest"], "planting documents",
+                         [{"id": d.id, "text": d.text, "metadata": dict(d.metadata)} for d in docs])
+        ids = [str(i) for i in got] if isinstance(got, (list, tuple)) else [d.id for d in docs]
+        if len(ids) != len(docs):
+            raise TargetError(f"ingest returned {len(ids)} id(s) for {len(docs)} document(s)")
+        return ids
+
+    def remove(self, ids: Sequence[str]) -> None:
+        if "remove" not in self._hooks and self.params.remove:
+            self.open()
+        if "remove" not in self._hooks:
+            return super().remove(ids)
+        self._call(self._hooks["remove"], "removing planted documents", list(ids))
+
+    def exists(self, ids: Sequence[str]) -> list[bool] | None:
+        if "exists" not in self._hooks and self.params.exists:
+            self.open()
+        if "exists" not in self._hooks:
+            return None
+        got = self._call(self._hooks["exists"], "checking planted documents", list(ids))
+        return [bool(x) for x in got]
