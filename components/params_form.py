@@ -5,6 +5,7 @@ registered in one file shows up with its parameters on every page where its kind
 """
 from __future__ import annotations
 
+import json
 import typing
 from typing import Any, Iterable, Mapping
 
@@ -27,12 +28,21 @@ def new_form_generation() -> None:
     st.session_state["form_generation"] = st.session_state.get("form_generation", 0) + 1
 
 
+def field_groups(cls: type[Params]) -> list[str]:
+    """The form sections of a Params class in field order ('' first: the main section)."""
+    groups = list(dict.fromkeys(f.get("group") or "" for f in cls.describe()))
+    return sorted(groups, key=lambda g: g != "")
+
+
 def params_form(cls: type[Params], values: Mapping[str, Any] | None = None, *, skip: Iterable[str] = (),
-                container: Any = None, key: str | None = None) -> dict[str, Any]:
+                container: Any = None, key: str | None = None, group: str | None = None,
+                mappings_as_json: bool = False) -> dict[str, Any]:
     """One widget per field of a Params dataclass (label, help, bounds and choices from its metadata);
     returns the values the user chose. Safe inside a form. ``key`` (e.g. the plugin's name) keeps the
     widgets of two plugins with the same parameter apart; with it, a loaded preset shows up after
-    :func:`new_form_generation`."""
+    :func:`new_form_generation`. ``group``: only the fields of that section (see :func:`field_groups`);
+    ``mappings_as_json``: mapping fields get a JSON text box (its text is returned as typed when it is not
+    valid JSON, so validating the Params names the field)."""
     box = container or st
     values = dict(values or {})
     skip = set(skip)
@@ -40,7 +50,7 @@ def params_form(cls: type[Params], values: Mapping[str, Any] | None = None, *, s
     out: dict[str, Any] = {}
     for f in cls.describe():
         name = f["name"]
-        if name in skip:
+        if name in skip or (group is not None and (f.get("group") or "") != group):
             continue
         label = f.get("label") or name.replace("_", " ").capitalize()
         value = values.get(name, f["default"])
@@ -64,6 +74,13 @@ def params_form(cls: type[Params], values: Mapping[str, Any] | None = None, *, s
         elif typing.get_origin(tp) is tuple:
             text = box.text_input(label, ", ".join(map(str, value or ())), **kw)
             out[name] = tuple(v.strip() for v in text.split(",") if v.strip())
+        elif (typing.get_origin(tp) is not None or tp in (dict, Mapping)) and mappings_as_json:
+            text = box.text_area(label, json.dumps(value) if value else "", height=68,
+                                 placeholder='{"key": "value"}', **kw)
+            try:
+                out[name] = json.loads(text) if text.strip() else None
+            except ValueError:
+                out[name] = text
         elif typing.get_origin(tp) is not None or tp in (dict, Mapping):
             continue   # nested mappings (e.g. a plugin's own sub-parameters) have no widget; presets set them
         else:

@@ -203,18 +203,17 @@ class ExtractionConfig(Params):
             raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
         from .attacks.extraction import EXTRACTION_ATTACKS
         from .defenses import DEFENSES
-        from .targets import TARGETS
         EXTRACTION_ATTACKS.get(self.attack)
-        TARGETS.get(self.target)
         if self.target == "pipeline":
             check_generators(self, ("generator", "attacker_llm"))
             if self.target_params:
                 raise ConfigError("target_params: the built-in pipeline is set by the config's own fields")
             if not self.kb.strip() or self.kb == "target":
                 raise ConfigError("kb: name the knowledge base of the built-in pipeline")
-        else:
+        else:       # the target's name and parameters are checked when the run builds it, before any data loads
             check_generators(self, ("attacker_llm",))
-            TARGETS.get(self.target).Params.from_dict(self.target_params, where=f"target {self.target}")
+            if not self.target.strip():
+                raise ConfigError("target: name the system attacked (pipeline, http, openai-chat, python, chroma)")
             if self.defenses:
                 raise ConfigError(f"defenses: the engine's defenses act inside its own pipeline; target "
                                   f"{self.target!r} runs its own (for a Chroma target, set its defenses parameter)")
@@ -314,12 +313,12 @@ class AuditConfig(Params):
     fail_on: Optional[Mapping[str, Any]] = param(None, help="Gate thresholds {severity: high, crr: 0.02, …}")
 
     def validate(self) -> None:
-        """Every attack is registered, the target's parameters are valid, the gate's thresholds parse."""
+        """Every attack is registered and the battery is not empty (the target's parameters and the gate's
+        thresholds are checked when the audit starts, before any request: :class:`engine.audit.Audit`)."""
         from .attacks.extraction import EXTRACTION_ATTACKS
         from .attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
-        from .audit.gate import parse_fail_on
-        from .targets import TARGETS
-        TARGETS.get(self.target).Params.from_dict(self.target_params, where=f"target {self.target}")
+        if not self.target.strip():
+            raise ConfigError("target: name the system audited (pipeline, http, openai-chat, python, chroma)")
         for a in self.extraction_attacks:
             EXTRACTION_ATTACKS.get(a)
         for a in self.poisoning_attacks:
@@ -338,7 +337,6 @@ class AuditConfig(Params):
         if self.attacker_llm:
             from .generators.spec import parse_generator
             parse_generator(self.attacker_llm)
-        parse_fail_on(self.fail_on)
 
 
 PRESET_KINDS = {"poison": PoisonConfig, "sweep": SweepConfig, "extract": ExtractionConfig,

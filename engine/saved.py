@@ -30,6 +30,30 @@ def comparisons_dir(owner: str | None = None) -> Path:
     return owner_dir("comparisons", owner)
 
 
+def audits_dir(owner: str | None = None) -> Path:
+    """The app's audits, one folder each: ``<cache>/audits``, or one owner's folder on a shared deployment."""
+    return owner_dir("audits", owner)
+
+
+def list_audits(root: Path | None = None) -> list[dict[str, Any]]:
+    """Audit folders under ``root`` that hold a ``report.json`` (newest first): id, folder, target kind and
+    endpoint, status and severity counts."""
+    root = root or audits_dir()
+    out = []
+    for p in sorted(root.glob("*/report.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            r = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(r, dict) or "findings" not in r:
+            continue
+        t = r.get("target") or {}
+        out.append({"id": p.parent.name, "folder": str(p.parent), "path": str(p), "kind": t.get("kind", ""),
+                    "endpoint": t.get("endpoint", ""), "status": r.get("status", ""),
+                    "severity_counts": r.get("severity_counts") or {}})
+    return out
+
+
 def _first_event(path: Path) -> dict[str, Any] | None:
     try:
         with path.open(encoding="utf-8") as f:

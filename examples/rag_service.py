@@ -48,7 +48,7 @@ def build_app(preset: str = "quick-extraction-demo", defenses: tuple[str, ...] |
 
     params: dict[str, Any] = {"preset": preset}
     if defenses is not None:
-        params["defenses"] = list(defenses)
+        params["defenses"] = ",".join(defenses) or "none"
     target = make_target("pipeline", params, data_dir=data_dir)
     target.open()
     lock = threading.Lock()

@@ -111,6 +111,10 @@ class Audit:
         self.should_stop = should_stop or (lambda: False)
         self.only = tuple(only)
         self.on_cell = on_cell
+        from ..targets import TARGETS
+        from .gate import parse_fail_on
+        TARGETS.get(cfg.target).Params.from_dict(cfg.target_params, where=f"target {cfg.target}")
+        parse_fail_on(cfg.fail_on)
         known = {c["id"] for c in cells_of(cfg)}
         for c in self.only:
             if c not in known:

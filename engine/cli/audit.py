@@ -5,6 +5,7 @@
     python -m engine audit --preset audit-quick                      # the built-in demo configuration
     python -m engine audit --preset audit/audit.yaml --only extraction:rag-thief --out repro/   # one finding
     python -m engine audit cleanup --out audit/                      # remove what a crashed run planted
+    python -m engine audit probe --target http --target-params @target.json   # test the connection
 
 Exit codes: 0 the audit finished and the gate (if any) passed; 3 the gate failed (one ``regression:`` line
 per regression on stdout); 2 bad input, an unreachable or failing target, or a stop (the report written so
@@ -105,6 +106,8 @@ def cmd_audit(args: Any) -> int:
     """``audit``: run (or resume) a battery against a target; ``audit cleanup``: remove outstanding plants."""
     if args.action == "cleanup":
         return cmd_cleanup(args)
+    if args.action == "probe":
+        return cmd_probe(args)
     from ..audit import GATE_FAILED, load_baseline, regressions, run_audit
     from ..audit.gate import parse_fail_on
     from ..audit.report import report_html
@@ -137,6 +140,29 @@ def cmd_audit(args: Any) -> int:
     return GATE_FAILED if lines else 0
 
 
+def cmd_probe(args: Any) -> int:
+    """``audit probe``: one query to the target; the parsed answer and contexts, or the one line that failed."""
+    from ..targets.probe import probe
+    cfg = audit_config(args)
+    got = probe(cfg.target, dict(cfg.target_params or {}), data_dir=cfg.data_dir or None)
+    if args.json:
+        print(json.dumps(got))
+    elif got["ok"]:
+        print(f"{got['endpoint']} answered in {got['seconds']:.1f} s: {got['answer'][:400]!r}")
+        if got["contexts_reported"]:
+            print(f"  {len(got['contexts'])} context(s): " + "; ".join(
+                f"{c['id'] or '(no id)'}: {c['text'][:60]!r}" for c in got["contexts"][:5]))
+        else:
+            print("  no contexts reported (set contexts_path if the service returns its sources)")
+        print(f"  write surface (poisoning): {'yes' if got['can_write'] else 'no'}; removal verifiable: "
+              f"{'yes' if got['can_verify'] else 'no'}; store readable as the reference: "
+              f"{'yes' if got['readable'] else 'no'}")
+    if not got["ok"]:
+        from ..errors import EngineError
+        raise EngineError(got["error"])
+    return 0
+
+
 def cmd_cleanup(args: Any) -> int:
     """``audit cleanup``: remove every outstanding plant of ``--out`` (or of every journal the cache lists)."""
     from ..audit.journal import PlantJournal, cleanup, open_journals
@@ -164,7 +190,8 @@ def add_parser(sub: Any, common: Any) -> None:
     """The ``audit`` subcommand."""
     pa = sub.add_parser("audit", help="audit your own RAG: a battery of attacks against a target, a report, a CI "
                                       "gate ('audit cleanup' removes what a crashed run planted)")
-    pa.add_argument("action", nargs="?", choices=("run", "cleanup"), default="run")
+    pa.add_argument("action", nargs="?", choices=("run", "cleanup", "probe"), default="run",
+                    help="run the battery (default), cleanup what a crashed run planted, or probe the target once")
     pa.add_argument("--preset", help="an audit preset: audit-quick, audit-standard, or a YAML path (e.g. an audit "
                                      "folder's audit.yaml)")
     pa.add_argument("--target", help="pipeline (built-in), http, openai-chat, python or chroma")

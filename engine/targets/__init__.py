@@ -30,5 +30,10 @@ def make_target(kind: str, params: Mapping[str, Any] | None = None, *, secrets: 
     return cls(cls.Params.from_dict(params, where=f"target {kind}"), secrets=secrets, data_dir=data_dir)
 
 
-__all__ = ["TARGETS", "Target", "TargetReply", "SourceItem", "TargetError", "BudgetSpent", "make_target",
+def check_target(kind: str, params: Mapping[str, Any] | None) -> None:
+    """A registered target kind and valid parameters, else one ConfigError (nothing is opened)."""
+    TARGETS.get(kind).Params.from_dict(params, where=f"target {kind}")
+
+
+__all__ = ["TARGETS", "Target", "TargetReply", "SourceItem", "TargetError", "BudgetSpent", "check_target", "make_target",
            "PipelineTarget", "HttpTarget", "OpenAIChatTarget", "PythonTarget", "ChromaTarget"]

@@ -47,9 +47,9 @@ class ChromaTarget(Target):
 
     class Params(Params):
         path: str = param("", help="Folder of a persistent Chroma store (blank: use host and port)")
-        host: str = param("", help="Chroma server host (when no path is given)")
+        host: str = param("127.0.0.1", help="Chroma server host (used when no path is given)")
         port: int = param(8000, min=1, max=65535, help="Chroma server port")
-        collection: str = param("", help="Name of the collection")
+        collection: str = param("documents", help="Name of the collection")
         text_key: str = param("", help="Metadata key holding a record's text when the collection stores no "
                                        "documents (blank: the documents)")
         retriever: str = param("minilm", group=PIPELINE, help="The embedding model that embedded the collection "

@@ -36,13 +36,15 @@ class PipelineTarget(Target):
     class Params(Params):
         preset: str = param("quick-extraction-demo", help="An extraction preset (bundled name or YAML path): "
                                                           "its knowledge base, retriever, generator and defenses")
-        kb: str = param("", group=OVERRIDES, help="Knowledge base instead of the preset's (blank: the preset's)")
+        kb: str = param("", group=OVERRIDES, label="Knowledge base",
+                        help="Knowledge base instead of the preset's (blank: the preset's)")
         generator: str = param("", group=OVERRIDES, help="Generator spec instead of the preset's, e.g. "
                                                          "local:qwen2.5-1.5b (blank: the preset's)")
-        defenses: tuple[str, ...] | None = param(None, group=OVERRIDES,
-                                                 help="Defenses instead of the preset's (blank: the preset's)")
+        defenses: str = param("", group=OVERRIDES, help="Defenses instead of the preset's, comma-separated "
+                                                       "(blank: the preset's; none: no defense)")
         defense_params: Mapping[str, Any] | None = param(None, group=OVERRIDES, help="Per-defense parameters")
-        top_k: int | None = param(None, min=1, max=1000, group=OVERRIDES, help="Top-K instead of the preset's")
+        top_k: int = param(0, min=0, max=1000, group=OVERRIDES, label="Top-K",
+                           help="Top-K instead of the preset's (0: the preset's)")
 
         def validate(self) -> None:
             self.base_config()
@@ -61,11 +63,11 @@ class PipelineTarget(Target):
                 from ..generators.spec import parse_generator
                 name, gp = parse_generator(self.generator)
                 over.update(generator=name, generator_params=gp)
-            if self.defenses is not None:
-                over["defenses"] = list(self.defenses)
+            if self.defenses.strip():
+                over["defenses"] = [d.strip() for d in self.defenses.split(",") if d.strip() and d.strip() != "none"]
             if self.defense_params is not None:
                 over["defense_params"] = dict(self.defense_params)
-            if self.top_k is not None:
+            if self.top_k:
                 over["top_k"] = self.top_k
             return cfg.replace(**over) if over else cfg
 

@@ -94,14 +94,17 @@ class PythonTarget(Target):
     """
 
     class Params(Params):
-        callable: str = param("examples.llamaindex_rag:query_engine", help="module:attribute of the engine or "
-                                                                           "function (dotted attributes allowed)")
+        callable: str = param("examples.llamaindex_rag:build_query_engine",
+                              help="module:attribute of the engine or function (dotted attributes allowed); the "
+                                   "default is the documented LlamaIndex example")
         path: str = param("", help="Folder put first on the import path (blank: the current one)")
-        factory: bool = param(False, help="Call the attribute once with no arguments to build the engine")
-        ingest: str = param("", group=KB_WRITE, help="module:attribute of ingest(docs) (enables poisoning)")
-        remove: str = param("", group=KB_WRITE, help="module:attribute of remove(ids)")
-        exists: str = param("", group=KB_WRITE, help="module:attribute of exists(ids) -> list of bools "
-                                                     "(verifies the cleanup)")
+        factory: bool = param(True, help="Call the attribute once with no arguments to build the engine (off: "
+                                         "the attribute is the engine or the query function itself)")
+        ingest: str = param("examples.llamaindex_rag:ingest", group=KB_WRITE,
+                            help="module:attribute of ingest(docs) (enables poisoning; blank: none)")
+        remove: str = param("examples.llamaindex_rag:remove", group=KB_WRITE, help="module:attribute of remove(ids)")
+        exists: str = param("examples.llamaindex_rag:exists", group=KB_WRITE,
+                            help="module:attribute of exists(ids) -> list of bools (verifies the cleanup)")
 
         def validate(self) -> None:
             _check_spec(self.callable, "callable")

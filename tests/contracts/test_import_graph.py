@@ -10,8 +10,8 @@ LAYERS = [
      "folder_lock", "attacker_states"},
     {"corpora", "queries", "embedders", "detectors", "generators", "metrics", "summaries"},
     {"store", "defenses", "attacks", "rag"},
-    {"config", "runs", "pipeline", "jobs", "executors", "views", "saved"},
-    {"compare", "sweep", "analysis", "plots", "report"},
+    {"config", "targets", "runs", "pipeline", "jobs", "executors", "views", "saved"},
+    {"compare", "sweep", "analysis", "plots", "report", "audit"},
     {"cli", "__main__", "__init__"},
 ]
 

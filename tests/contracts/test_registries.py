@@ -10,10 +10,11 @@ from engine.embedders import RETRIEVERS
 from engine.generators import GENERATORS
 from engine.errors import ModelUnavailableError
 from engine.params import Params
+from engine.targets import TARGETS
 from engine.types import Query
 
 ALL = [(reg, name) for reg in (RETRIEVERS, POISONING_ATTACKS, DETECTORS, PARAPHRASERS, GENERATORS,
-                               EXTRACTION_ATTACKS, DEFENSES)
+                               EXTRACTION_ATTACKS, DEFENSES, TARGETS)
        for name in reg.names()]
 OFFLINE_RETRIEVERS = {"minilm", "mpnet", "e5-small", "bm25"}
 
