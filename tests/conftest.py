@@ -58,3 +58,40 @@ def llama_server():
     yield f"http://127.0.0.1:{port}/v1"
     proc.terminate()
     proc.wait(timeout=30)
+
+
+# A short-answer copy of the extraction demo's system (fixed 48-token answers) that the audit tests serve and
+# attack: the same retriever, generator and knowledge base, rounds of seconds instead of tens of seconds.
+AUDIT_TEST_PRESET = """kind: extract
+kb: clinic_records
+generator: local
+generator_params: {model: qwen2.5-0.5b}
+attacker_llm: ""
+retriever: minilm
+top_k: 2
+template: rag-privacy
+max_tokens: 48
+answer_budget: fixed
+"""
+
+
+@pytest.fixture(scope="session")
+def audit_preset(tmp_path_factory) -> str:
+    """The path of :data:`AUDIT_TEST_PRESET` as a YAML preset."""
+    path = tmp_path_factory.mktemp("audit-preset") / "audit-test-system.yaml"
+    path.write_text(AUDIT_TEST_PRESET)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def rag_service(audit_preset):
+    """The example RAG service (FastAPI + uvicorn over the engine's pipeline, Chroma, Qwen2.5-0.5B) serving the
+    audit test preset on loopback; yields its base URL."""
+    from helpers import free_port, start_rag_service, stop
+    port = free_port()
+    try:
+        proc = start_rag_service(port, "--preset", audit_preset)
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    yield f"http://127.0.0.1:{port}"
+    stop(proc)

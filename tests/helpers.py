@@ -172,3 +172,78 @@ def run_cli(*args, env_extra=None, timeout=900):
     env = {**os.environ, **(env_extra or {})}
     return subprocess.run([sys.executable, "-m", "engine", *args], cwd=Path(__file__).resolve().parents[1],
                           capture_output=True, text=True, env=env, timeout=timeout)
+
+
+class ScriptedServer(LoopbackServer):
+    """A real loopback HTTP service whose answers a test scripts: ``behave(method, path, body, headers)`` returns
+    ``(status, headers, body bytes, delay seconds)``; every request is recorded in ``requests``. It stands for a
+    misbehaving RAG service (401s, 429 storms, HTML error pages, huge or never-ending answers, redirects)."""
+
+    def __init__(self, behave) -> None:
+        import http.server
+
+        server = self
+        self.requests: list[tuple[str, str, bytes, dict]] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):  # quiet
+                pass
+
+            def _serve(self):
+                n = int(self.headers.get("Content-Length", 0) or 0)
+                body = self.rfile.read(n) if n else b""
+                server.requests.append((self.command, self.path, body, dict(self.headers)))
+                status, headers, payload, delay = behave(self.command, self.path, body, dict(self.headers))
+                if delay:
+                    time.sleep(delay)
+                try:
+                    self.send_response(status)
+                    headers = {"Content-Type": "application/json", **(headers or {})}
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            do_GET = do_POST = do_DELETE = do_PUT = _serve
+
+        self._serve(Handler)
+        self.base = self.url[: -len("/v1")]
+
+
+def start_rag_service(port: int, *args: str, env: dict | None = None, timeout: float = 240):
+    """``examples/rag_service.py`` on 127.0.0.1:port in a subprocess; returns the process once /health answers
+    (raises RuntimeError with the log's tail if it does not come up)."""
+    import tempfile
+    repo = Path(__file__).resolve().parents[1]
+    log = tempfile.NamedTemporaryFile(prefix="rag-service-", suffix=".log", delete=False)
+    proc = subprocess.Popen([sys.executable, str(repo / "examples" / "rag_service.py"), "--port", str(port), *args],
+                            cwd=repo, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
+    until = time.monotonic() + timeout
+    while not _healthy(f"http://127.0.0.1:{port}/health"):
+        if proc.poll() is not None or time.monotonic() > until:
+            proc.kill()
+            raise RuntimeError("the example RAG service did not start:\n" + Path(log.name).read_text()[-3000:])
+        time.sleep(0.5)
+    proc.log = log.name
+    return proc
+
+
+def stop(proc) -> None:
+    """Terminate a subprocess, killing it if it does not end within 20 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def http_target_params(base: str, **extra) -> dict:
+    """The ``http`` target's parameters for the example RAG service at ``base`` (query, sources, documents API)."""
+    return {"url": f"{base}/query", "contexts_path": "sources", "ingest_url": f"{base}/documents",
+            "delete_url": base + "/documents/{id}", "exists_url": base + "/documents/{id}", **extra}

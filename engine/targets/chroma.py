@@ -271,7 +271,7 @@ class ChromaTarget(Target):
         vecs, _ = self.retriever.encode_documents([d.text for d in docs])
         meta_key = self.params.text_key
         metas = [{**{k: v for k, v in dict(d.metadata).items() if isinstance(v, (str, int, float, bool))},
-                  **({meta_key: d.text} if meta_key else {})} for d in docs]
+                  "planted_by": "rag-playground-audit", **({meta_key: d.text} if meta_key else {})} for d in docs]
         col.add(ids=[d.id for d in docs], embeddings=np.asarray(vecs, dtype=np.float32), documents=[d.text for d in docs],
                 metadatas=metas)
         return [d.id for d in docs]
