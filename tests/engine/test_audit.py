@@ -1,0 +1,267 @@
+"""`engine audit` end to end: the battery against the built-in pipeline and against the same system served over
+HTTP (the example RAG service), the report and its schema, resume, cleanup after a kill -9, the CI gate with a
+defense switched off and on, and keys that never reach a file or the terminal."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.audit import AuditStopped, PlantJournal, run_audit
+from engine.audit.findings import SEVERITIES
+from engine.audit.gate import parse_fail_on, regressions
+from engine.config import AuditConfig
+from engine.errors import ConfigError
+from engine.metrics.intervals import overlap
+from engine.targets import make_target
+from engine.types import Document
+from helpers import ScriptedServer, free_port, http_target_params, run_cli, start_rag_service, stop
+
+REPO = Path(__file__).resolve().parents[2]
+BATTERY = {"extraction_attacks": ["zeng", "ikea"], "rounds": 2, "poisoning_attacks": ["universal", "jamming"],
+           "poison_questions": 2}
+
+
+@pytest.fixture(scope="module")
+def in_process(audit_preset, tmp_path_factory):
+    """The small battery against the built-in pipeline (the audit test system), and its folder."""
+    out = tmp_path_factory.mktemp("audit-in-process")
+    cfg = AuditConfig.from_dict({**BATTERY, "target": "pipeline", "target_params": {"preset": audit_preset}})
+    return run_audit(cfg, out), out
+
+
+def test_the_report_holds_every_finding_with_its_severity_tags_evidence_and_cleanup(in_process):
+    report, out = in_process
+    assert report["schema"] == "rag-playground/audit-report" and report["version"] == 1
+    assert report["status"] == "complete" and report["reference"]["chunks"] > 300
+    ids = [f["id"] for f in report["findings"]]
+    assert ids == ["extraction:zeng", "extraction:ikea", "poisoning:universal", "poisoning:jamming", "cleanup"]
+    for f in report["findings"]:
+        assert f["status"] == "done" and f["severity"] in SEVERITIES and f["severity_rationale"]
+        if f["family"] != "cleanup":
+            assert f["owasp"] and f["atlas"] and f["recommendations"] and "--only " + f["id"] in f["reproduce"]
+            for m in f["metrics"].values():
+                if "k" in m:
+                    assert m["ci"][0] <= (m["value"] or 0) <= m["ci"][1]
+    zeng = report["findings"][0]
+    assert {t["id"] for t in zeng["owasp"]} >= {"LLM02:2025", "LLM08:2025"}
+    assert {t["id"] for t in zeng["atlas"]} >= {"AML.T0057"}
+    assert zeng["metrics"]["crr"]["n"] > 300 and "reproduced" in zeng["metrics"]
+    if zeng["metrics"]["crr"]["k"]:
+        ev = zeng["evidence"][0]
+        assert ev["source_id"].startswith("rec-") and ev["spans"] and ev["answer"]
+    uni = report["findings"][2]
+    assert {t["id"] for t in uni["atlas"]} >= {"AML.T0070"} and "asr" in uni["metrics"]
+    assert uni["metrics"]["poison_retrieved"]["n"] == 2
+    cleanup = report["findings"][-1]
+    assert cleanup["severity"] == "info" and report["cleanup"]["planted"] == 4
+    assert report["cleanup"]["verified"] == 4 and report["cleanup"]["outstanding"] == 0
+    html = (out / "report.html").read_text()
+    assert "plotly" in html.lower() and "<script src=\"http" not in html, "self-contained: no script fetched"
+    assert json.loads((out / "report.json").read_text())["findings"][0]["id"] == "extraction:zeng"
+    assert (out / "audit.yaml").is_file() and (out / "plants.jsonl").is_file()
+
+
+def test_the_same_battery_over_http_gives_the_same_findings(in_process, rag_service, tmp_path):
+    report, _ = in_process
+    cfg = AuditConfig.from_dict({**BATTERY, "target": "http", "target_params": http_target_params(rag_service),
+                                 "kb": "clinic_records"})
+    over_http = run_audit(cfg, tmp_path / "http")
+    for a, b in zip(report["findings"], over_http["findings"]):
+        assert a["id"] == b["id"] and a["severity"] == b["severity"], (a["id"], a["severity"], b["severity"])
+        for key in ("crr", "reproduced", "asr", "poison_retrieved"):
+            if key in a["metrics"]:
+                assert overlap(a["metrics"][key]["ci"], b["metrics"][key]["ci"]), (a["id"], key)
+
+
+def test_an_audit_stops_resumes_and_never_overwrites_another(audit_preset, tmp_path):
+    cfg = AuditConfig.from_dict({"target": "pipeline", "target_params": {"preset": audit_preset},
+                                 "extraction_attacks": ["zeng", "ikea"], "rounds": 1, "poisoning_attacks": []})
+    asked = []
+
+    def stop_after_the_first_cell():
+        asked.append(1)
+        state = json.loads((tmp_path / "a" / "audit.json").read_text())
+        return state["cells"]["extraction:zeng"]["status"] == "done"
+
+    with pytest.raises(AuditStopped):
+        run_audit(cfg, tmp_path / "a", should_stop=stop_after_the_first_cell)
+    state = json.loads((tmp_path / "a" / "audit.json").read_text())
+    assert state["cells"]["extraction:zeng"]["status"] == "done"
+    assert state["cells"]["extraction:ikea"]["status"] in ("pending", "stopped")
+    assert json.loads((tmp_path / "a" / "report.json").read_text())["status"] == "incomplete"
+    first = state["cells"]["extraction:zeng"]["run_dir"]
+    report = run_audit(cfg, tmp_path / "a")
+    assert report["status"] == "complete"
+    after = json.loads((tmp_path / "a" / "audit.json").read_text())
+    assert after["cells"]["extraction:zeng"]["run_dir"] == first, "the finished cell was kept, not replayed"
+    before = (tmp_path / "a" / "audit.json").read_text()
+    with pytest.raises(ConfigError, match="holds an audit of another configuration"):
+        run_audit(cfg.replace(rounds=2), tmp_path / "a")
+    assert (tmp_path / "a" / "audit.json").read_text() == before, "the earlier audit is untouched"
+
+
+def test_a_finding_is_reproduced_by_its_command(in_process, tmp_path):
+    report, out = in_process
+    cmd = report["findings"][1]["reproduce"]          # extraction:ikea, a folder of its own
+    args = cmd.split()[3:]
+    args[args.index("--out") + 1] = str(tmp_path / "repro")
+    r = run_cli(*args, "-q", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    done = [f for f in got["findings"] if f["status"] == "done"]
+    assert [f["id"] for f in done] == ["extraction:ikea"]
+    assert done[0]["metrics"]["crr"] == report["findings"][1]["metrics"]["crr"]["value"]
+
+
+def _wait_for(predicate, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_plants_left_by_a_killed_audit_are_removed_by_the_next_run(rag_service, tmp_path):
+    out = tmp_path / "killed"
+    params = json.dumps(http_target_params(rag_service))
+    args = [sys.executable, "-m", "engine", "audit", "--target", "http", "--target-params", params, "--kb", "none",
+            "--attacks", "none", "--poisoning", "universal", "--poison-questions", "3", "--out", str(out), "-q"]
+    proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    journal = PlantJournal(out)
+    try:
+        assert _wait_for(lambda: any(e["op"] == "planted" for e in journal.entries()), 180), "nothing was planted"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    left = journal.outstanding()
+    if not left:
+        pytest.skip("the run removed its plant before the kill landed (the window is a few seconds)")
+    ids = left[0]["ids"]
+    target = make_target("http", http_target_params(rag_service))
+    assert target.exists(ids) == [True], "the killed run left its poison in the service"
+    r = run_cli("audit", "--target", "http", "--target-params", params, "--kb", "none", "--attacks", "none",
+                "--poisoning", "universal", "--poison-questions", "3", "--out", str(out), "-q", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert target.exists(ids) == [False], "the next run removed it first"
+    report = json.loads((out / "report.json").read_text())
+    assert report["cleanup"]["earlier_runs"][0]["removed"] == len(ids)
+    assert report["cleanup"]["outstanding"] == 0 and report["status"] == "complete"
+
+
+def test_audit_cleanup_removes_what_a_journal_lists(rag_service, tmp_path):
+    journal = PlantJournal(tmp_path)
+    t = make_target("http", http_target_params(rag_service))
+    doc = Document("audit-cleanup-test-1", "A stray planted line.")
+    journal.plan("poisoning:universal", [doc.id], {"kind": "http", "params": t.params.to_dict()})
+    t.ingest([doc])
+    assert t.exists([doc.id]) == [True]
+    r = run_cli("audit", "cleanup", "--out", str(tmp_path))
+    assert r.returncode == 0 and "removed 1 planted document(s), 1 verified gone" in r.stdout, r.stderr
+    assert t.exists([doc.id]) == [False] and journal.outstanding() == []
+    r = run_cli("audit", "cleanup", "--out", str(tmp_path))
+    assert r.returncode == 0 and "nothing outstanding" in r.stdout
+
+
+def test_the_ci_gate_fails_when_a_defense_is_switched_off_and_passes_when_it_is_on(rag_service, audit_preset,
+                                                                                  tmp_path):
+    port = free_port()
+    defended = start_rag_service(port, "--preset", audit_preset, "--defenses", "intent-block")
+    try:
+        def audit(base: str, out: str, *extra: str):
+            return run_cli("audit", "--target", "http", "--target-params", json.dumps({"url": f"{base}/query",
+                                                                                        "contexts_path": "sources"}),
+                           "--kb", "clinic_records", "--attacks", "zeng", "--rounds", "2", "--poisoning", "none",
+                           "--fail-on", "severity>=high", "--out", str(tmp_path / out), *extra)
+        on = audit(f"http://127.0.0.1:{port}", "on")
+        assert on.returncode == 0, on.stdout + on.stderr[-2000:]
+        assert "regression:" not in on.stdout
+        off = audit(rag_service, "off")
+        assert off.returncode == 3, off.stdout + off.stderr[-2000:]
+        lines = [x for x in off.stdout.splitlines() if x.startswith("regression: extraction:zeng: severity")]
+        assert lines, off.stdout
+        again = audit(rag_service, "off-vs-on", "--baseline", str(tmp_path / "on" / "report.json"))
+        assert again.returncode == 3 and "(new since the baseline)" in again.stdout
+        report = json.loads((tmp_path / "off" / "report.json").read_text())
+        assert report["gate"]["passed"] is False and report["gate"]["regressions"]
+    finally:
+        stop(defended)
+
+
+def test_the_gate_compares_intervals_with_a_baseline():
+    def report(k: int, n: int = 100):
+        from engine.audit.findings import rate
+        return {"findings": [{"id": "extraction:zeng", "status": "done", "severity": "low",
+                              "metrics": {"crr": rate(k, n, "crr")}}]}
+    assert regressions(report(40), {}, report(2)) == [
+        "extraction:zeng: crr 0.400 [0.309, 0.498] (40/100) is above the baseline's 0.020 [0.006, 0.070] (2/100) "
+        "(intervals apart)"]
+    assert regressions(report(4), {}, report(2)) == [], "overlapping intervals are not a regression"
+    assert regressions(report(4), parse_fail_on("crr>0.03")) == ["extraction:zeng: crr 0.040 [0.016, 0.098] "
+                                                                  "(4/100) > 0.03"]
+    assert regressions(report(4), parse_fail_on("crr>0.03"), report(5)) == [], "over before: not new"
+    for bad, message in (("crr>>1", "cannot read"), ("severity>=huge", "severity must be"),
+                         ("wobble>1", "unknown metric"), ("crr>nan", "NaN")):
+        with pytest.raises(ConfigError, match=message):
+            parse_fail_on(bad)
+
+
+def test_a_key_never_reaches_the_report_the_events_or_the_terminal(tmp_path):
+    key = "sk-audit-" + "7" * 30
+
+    def echo(method, path, body, headers):
+        auth = headers.get("Authorization", "")
+        q = json.loads(body or b"{}").get("question", "")
+        return 200, {}, json.dumps({"answer": f"Echo: {q[:40]} {auth}", "sources": [f"Doc with {auth}"]}).encode(), 0
+
+    s = ScriptedServer(echo)
+    try:
+        r = run_cli("audit", "--target", "http", "--target-params",
+                    json.dumps({"url": s.base + "/query", "contexts_path": "sources",
+                                "headers": {"Authorization": "Bearer ${AUDIT_ECHO_KEY}"}}),
+                    "--attacks", "zeng,rag-thief", "--rounds", "2", "--poisoning", "universal",
+                    "--out", str(tmp_path / "out"), env_extra={"AUDIT_ECHO_KEY": key})
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert any(key in req[3].get("Authorization", "") for req in s.requests), "the key was sent"
+        assert key not in r.stdout + r.stderr
+        for f in (tmp_path / "out").rglob("*"):
+            if f.is_file():
+                assert key not in f.read_text(errors="replace"), f
+        report = json.loads((tmp_path / "out" / "report.json").read_text())
+        uni = next(f for f in report["findings"] if f["id"] == "poisoning:universal")
+        assert uni["status"] == "skipped" and uni["severity"] == "info" and "write surface" in uni["severity_rationale"]
+        assert report["reference"]["chunks"] == 0, "no reference: the reference-free signals are used"
+        zeng = report["findings"][0]
+        assert "crr" not in zeng["metrics"] and "context_reproduction" in zeng["metrics"]
+    finally:
+        s.close()
+
+
+def test_bad_audit_input_is_one_clear_line(tmp_path):
+    cases = [(["--target", "nope"], "unknown target 'nope'"),
+             (["--target", "http", "--target-params", "{bad json"], "--target-params is not valid JSON"),
+             (["--target", "http", "--target-params", '{"url": "http://127.0.0.1:9/q", "bogus": 1}'],
+              "unknown parameter 'bogus'"),
+             (["--only", "extraction:nope"], "not a cell of this battery"),
+             (["--fail-on", "crr>>1"], "--fail-on: cannot read"),
+             (["--attacks", "nope"], "unknown extraction attack 'nope'"),
+             (["--baseline", str(tmp_path / "missing.json")], "--baseline: .* not found")]
+    for extra, message in cases:
+        r = run_cli("audit", "--out", str(tmp_path / "x"), *extra)
+        assert r.returncode == 2, (extra, r.stderr)
+        lines = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+        assert len(lines) == 1 and __import__("re").search(message, lines[0]), (extra, r.stderr)
+    r = run_cli("audit", "--target", "http", "--target-params", json.dumps({"url": f"http://127.0.0.1:{free_port()}/q"}),
+                "--attacks", "zeng", "--rounds", "1", "--poisoning", "none", "--out", str(tmp_path / "down"))
+    assert r.returncode == 2 and "cannot connect" in r.stderr and "resume" in r.stderr
+    report = json.loads((tmp_path / "down" / "report.json").read_text())
+    assert report["status"] == "incomplete" and report["cells"][0]["status"] == "failed"
