@@ -34,21 +34,27 @@ def target_form(kind: str, values: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+def _keep_secret() -> None:
+    """Store the typed key under its name in this session (and clear the field), before the page reruns."""
+    ss = st.session_state
+    name, value = str(ss.get("audit_secret_name", "")).strip(), ss.get("audit_secret_value", "")
+    if name and value:
+        ss["audit_secrets"][name] = value
+        register_secret(value)
+        ss["audit_secret_value"] = ""
+
+
 def secrets_section() -> None:
     """A key field: the value is kept in this session only and referred to as ${NAME} in the target's fields."""
     ss = st.session_state
     ss.setdefault("audit_secrets", {})
     with st.expander("Keys (kept in this browser session only, never written)"):
         c1, c2, c3 = st.columns([2, 3, 1])
-        name = c1.text_input("Name", "RAG_API_KEY", key="audit_secret_name",
+        c1.text_input("Name", "RAG_API_KEY", key="audit_secret_name",
                              help="Refer to it in the target's fields as ${NAME}, e.g. headers "
                                   "{\"Authorization\": \"Bearer ${RAG_API_KEY}\"} or api_key_env RAG_API_KEY")
-        value = c2.text_input("Value", type="password", key="audit_secret_value")
-        if c3.button("Keep", key="audit_secret_keep") and name.strip() and value:
-            ss["audit_secrets"][name.strip()] = value
-            register_secret(value)
-            ss["audit_secret_value"] = ""
-            st.rerun()
+        c2.text_input("Value", type="password", key="audit_secret_value")
+        c3.button("Keep", key="audit_secret_keep", on_click=_keep_secret)
         if ss["audit_secrets"]:
             st.caption("Kept for this session: " + ", ".join(f"${{{md_escape(n)}}}" for n in ss["audit_secrets"]))
             if st.button("Forget the keys", key="audit_secret_forget"):

@@ -20,7 +20,7 @@ from engine.config import AuditConfig, list_presets, load_preset
 from engine.errors import EngineError
 from engine.jobs import Job
 from engine.saved import audits_dir, list_audits
-from engine.targets import TARGETS
+from engine.targets import TARGETS, check_target
 from engine.targets.probe import probe
 
 init_state()
@@ -73,8 +73,9 @@ with st.form("audit_setup"):
 
 
 def config() -> AuditConfig:
-    """The audit of the form's values (validated)."""
+    """The audit of the form's values, its target's parameters validated (nothing is opened)."""
     ss.setdefault("audit_target_params", {})[kind] = params
+    check_target(kind, params)
     return AuditConfig.from_dict({**base.to_dict(), "target": kind, "target_params": params, "kb": kb.strip(),
                                   "extraction_attacks": extraction, "poisoning_attacks": poisoning,
                                   "rounds": int(rounds), "poison_questions": int(questions),

@@ -10,7 +10,8 @@ from engine.events import Retrieved
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = ["pages/home.py", "pages/pipeline.py", "pages/poisoning_lab.py", "pages/analysis.py", "pages/sweeps.py",
-         "pages/runs.py", "pages/extraction_lab.py", "pages/defense_comparison.py", "pages/teaching.py"]
+         "pages/runs.py", "pages/extraction_lab.py", "pages/defense_comparison.py", "pages/teaching.py",
+         "pages/audit.py"]
 
 
 def app(timeout=300) -> AppTest:

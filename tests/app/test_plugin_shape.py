@@ -16,6 +16,8 @@ from engine.detectors.base import Detector
 from engine.generators import GENERATORS
 from engine.generators.base import Generator
 from engine.params import Params, param
+from engine.targets import TARGETS
+from engine.targets.base import Target
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,9 +62,16 @@ class ThrowawayGenerator(Generator):
         zz_generator_knob: bool = param(True, help="Throwaway generator knob")
 
 
+class ThrowawayTarget(Target):
+    """A test-only audit target. Source: this test."""
+
+    class Params(Params):
+        zz_target_knob: int = param(3, min=1, max=9, help="Throwaway target knob")
+
+
 PLUGINS = [(POISONING_ATTACKS, "zz-poison", ThrowawayPoisoning), (DETECTORS, "zz-detector", ThrowawayDetector),
            (DEFENSES, "zz-defense", ThrowawayDefense), (EXTRACTION_ATTACKS, "zz-agent", ThrowawayAgent),
-           (GENERATORS, "zz-generator", ThrowawayGenerator)]
+           (GENERATORS, "zz-generator", ThrowawayGenerator), (TARGETS, "zz-target", ThrowawayTarget)]
 
 
 @pytest.fixture
@@ -116,3 +125,32 @@ def test_a_plugin_of_each_kind_appears_with_its_parameters_on_every_page(throwaw
     at = page("pages/defense_comparison.py")
     assert offers(next(m for m in at.multiselect if m.label == "Attacks"), "zz-agent")
     assert "Zz defense knob" in labels(at)
+
+
+def test_a_target_added_by_the_recipe_appears_in_the_cli_presets_and_the_audit_page(throwaway_plugins, tmp_path,
+                                                                                    capsys):
+    import json
+
+    from engine.audit import Audit
+    from engine.cli import main
+    from engine.config import load_preset
+    from engine.errors import ConfigError
+    # the command line lists it
+    assert main(["list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert "zz-target" in listed["audit_targets"] and listed["sources"]["audit_targets"]["zz-target"]
+    # a preset names it with its parameters, validated when the audit starts
+    preset = tmp_path / "zz.yaml"
+    preset.write_text("kind: audit\ntarget: zz-target\ntarget_params: {zz_target_knob: 5}\n"
+                      "extraction_attacks: [zeng]\npoisoning_attacks: []\n")
+    kind, cfg, _ = load_preset(str(preset))
+    assert kind == "audit" and cfg.target == "zz-target"
+    Audit(cfg, tmp_path / "out")
+    with pytest.raises(ConfigError, match="zz_target_knob: 50 is above the maximum 9"):
+        Audit(cfg.replace(target_params={"zz_target_knob": 50}), tmp_path / "out")
+    # the Audit page offers it, with its parameter
+    at = page("pages/audit.py")
+    kinds = at.selectbox(key="audit_kind")
+    assert offers(kinds, "zz-target") or "zz-target" in kinds.options
+    kinds.set_value("zz-target").run()
+    assert not at.exception and "Zz target knob" in labels(at)

@@ -1,0 +1,133 @@
+"""AppTest: the Audit page — a target's form by groups, Test connection (an answer, or the line that failed),
+an audit run in the background with its report, keys typed in the page that reach the target and no file."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from helpers import ScriptedServer, http_target_params
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def audits(tmp_path, monkeypatch):
+    """The page's audits are written to a temporary folder."""
+    from engine import saved
+    monkeypatch.setattr(saved, "audits_dir", lambda owner=None: tmp_path)
+    return tmp_path
+
+
+def page() -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page("pages/audit.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def field(at: AppTest, label: str):
+    return next(w for kind in ("text_input", "text_area", "number_input", "checkbox", "selectbox")
+                for w in getattr(at, kind) if w.label == label)
+
+
+def button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def wait(at: AppTest, deadline_s: float) -> None:
+    end = time.time() + deadline_s
+    while at.session_state["audit_job"].running:
+        assert time.time() < end, "the audit did not finish in time"
+        time.sleep(2)
+        at.run()
+        assert not at.exception, at.exception
+    at.run()
+    assert not at.exception, at.exception
+
+
+def test_the_page_offers_every_target_with_its_fields_in_groups():
+    at = page()
+    kinds = at.selectbox(key="audit_kind")
+    assert {o.split(" — ")[0] for o in kinds.options} >= {"pipeline", "http", "openai-chat", "python", "chroma"}
+    assert kinds.value == "pipeline" and at.selectbox(key="audit_battery").value == "audit-quick"
+    kinds.set_value("http").run()
+    labels = {w.label for w in at.text_input} | {w.label for w in at.text_area}
+    assert {"Url", "Body", "Answer path", "Contexts path", "Headers", "Ingest url", "Delete url"} <= labels
+    assert {e.label for e in at.expander} >= {"Connection", "Knowledge-base write surface (poisoning)"}
+
+
+def test_test_connection_shows_the_parsed_answer_or_the_path_that_failed(rag_service):
+    at = page()
+    at.selectbox(key="audit_kind").set_value("http").run()
+    field(at, "Url").set_value(f"{rag_service}/query")
+    field(at, "Contexts path").set_value("sources")
+    button(at, "Test connection").click().run()
+    assert not at.exception and at.success and "answered in" in at.success[0].value
+    assert at.text and at.text[0].value.strip(), "the parsed answer is shown"
+    assert at.dataframe, "the reported contexts are listed"
+    field(at, "Answer path").set_value("data.answer")
+    button(at, "Test connection").click().run()
+    assert "key 'data' not found" in at.error[0].value and "the response began" in at.error[0].value
+
+
+def test_an_audit_runs_in_the_background_and_shows_its_report(audits, audit_preset):
+    at = page()
+    field(at, "Preset").set_value(audit_preset)
+    at.multiselect[0].set_value(["zeng"])
+    field(at, "Queries per extraction attack").set_value(1)
+    at.multiselect[1].set_value([])
+    button(at, "Run audit").click().run()
+    assert not at.exception, at.exception
+    wait(at, 600)
+    assert any("Report" == h.value for h in at.subheader)
+    assert any("cell" in df.value.columns and "extraction:zeng" in df.value["cell"].tolist() for df in at.dataframe)
+    assert {b.label for b in at.get("download_button")} >= {"Download report.html", "Download report.json"}
+    folder = next(audits.iterdir())
+    assert json.loads((folder / "report.json").read_text())["status"] == "complete"
+
+
+def test_a_key_typed_in_the_page_reaches_the_target_and_no_file(audits):
+    key = "sk-page-" + "5" * 28
+
+    def echo(method, path, body, headers):
+        return 200, {}, json.dumps({"answer": "ok " + headers.get("Authorization", ""), "sources": []}).encode(), 0
+
+    s = ScriptedServer(echo)
+    try:
+        at = page()
+        at.selectbox(key="audit_kind").set_value("http").run()
+        at.text_input(key="audit_secret_name").set_value("PAGE_KEY")
+        at.text_input(key="audit_secret_value").set_value(key)
+        button(at, "Keep").click().run()
+        assert at.session_state["audit_secrets"] == {"PAGE_KEY": key}
+        field(at, "Url").set_value(s.base + "/query")
+        field(at, "Headers").set_value('{"Authorization": "Bearer ${PAGE_KEY}"}')
+        at.multiselect[0].set_value(["zeng"])
+        field(at, "Queries per extraction attack").set_value(1)
+        at.multiselect[1].set_value([])
+        button(at, "Run audit").click().run()
+        wait(at, 300)
+        assert any(key in r[3].get("Authorization", "") for r in s.requests)
+        for f in audits.rglob("*"):
+            if f.is_file():
+                assert key not in f.read_text(errors="replace"), f
+        assert "${PAGE_KEY}" in (next(audits.iterdir()) / "audit.yaml").read_text()
+    finally:
+        s.close()
+
+
+def test_bad_target_fields_are_one_clear_line(audits):
+    at = page()
+    at.selectbox(key="audit_kind").set_value("http").run()
+    field(at, "Headers").set_value('{"Authorization": "Bearer sk-literal-123456"}')
+    button(at, "Run audit").click().run()
+    assert not at.exception and "literal credential" in at.error[0].value
+    field(at, "Headers").set_value("{not json")
+    button(at, "Test connection").click().run()
+    assert "headers: expected a mapping" in at.error[0].value
+    assert list(audits.iterdir()) == [], "nothing was started"
