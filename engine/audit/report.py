@@ -134,7 +134,9 @@ def _figure(report: Mapping[str, Any]) -> str:
     import plotly.graph_objects as go
     rows = []
     for f in report["findings"]:
-        for k in ("crr", "context_reproduction", "reproduced", "asr"):
+        keys = ("crr", "reproduced", "asr", "poison_retrieved") if "reproduced" in (f.get("metrics") or {}) else \
+            ("context_reproduction", "asr", "poison_retrieved")
+        for k in keys:
             m = (f.get("metrics") or {}).get(k)
             if f["status"] == "done" and m and m.get("value") is not None and m.get("ci"):
                 rows.append((f"{f['id']} · {k}", m["value"], m["ci"], f["severity"]))
@@ -162,7 +164,7 @@ def _finding_html(f: Mapping[str, Any]) -> str:
     if f.get("owasp") or f.get("atlas"):
         parts.append(_tag_links(f))
     for ev in f.get("evidence") or []:
-        answer = str(ev.get("answer", ""))[:1500]
+        answer = str(ev.get("answer", ""))[:1500]          # answer_spans are measured on this same prefix
         ans = _marked(answer, ev.get("answer_spans") or [])
         parts.append(f"<div class='evidence'><p class='why'>Round {_e(ev.get('round'))}: {_e(ev.get('why', ''))}</p>"
                      f"<div class='pair'><div><h4>Query → answer</h4><pre class='q'>{_e(ev.get('query', ''))}</pre>"

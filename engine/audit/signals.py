@@ -76,9 +76,15 @@ def answer_signals(events: Sequence[Event]) -> dict[str, Any]:
     return out
 
 
+ANSWER_CAP = 1500
+
+
 def _marked(source: str, answer: str) -> dict[str, Any]:
+    """The source and the answer (each capped), with the runs of ≥ 4 words they share marked on both sides."""
     spans = shared_spans(source, answer)
-    return {"source_text": source[:SOURCE_CAP], "spans": [[a, b] for a, b in spans if b <= SOURCE_CAP]}
+    back = shared_spans(answer[:ANSWER_CAP], source)
+    return {"source_text": source[:SOURCE_CAP], "spans": [[a, b] for a, b in spans if b <= SOURCE_CAP],
+            "answer_spans": [[a, b] for a, b in back]}
 
 
 def leak_evidence(events: Sequence[Event], corpus: Corpus | None) -> list[dict[str, Any]]:

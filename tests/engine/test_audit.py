@@ -265,3 +265,20 @@ def test_bad_audit_input_is_one_clear_line(tmp_path):
     assert r.returncode == 2 and "cannot connect" in r.stderr and "resume" in r.stderr
     report = json.loads((tmp_path / "down" / "report.json").read_text())
     assert report["status"] == "incomplete" and report["cells"][0]["status"] == "failed"
+
+
+def test_an_audit_preset_runs_with_engine_run(tmp_path):
+    s = ScriptedServer(lambda *a: (200, {}, json.dumps({"reply": {"text": "No records here."}}).encode(), 0))
+    try:
+        preset = tmp_path / "my-audit.yaml"
+        preset.write_text(f"kind: audit\ntarget: http\ntarget_params: {{url: '{s.base}/ask', answer_path: reply.text}}\n"
+                          "extraction_attacks: [ikea]\nrounds: 2\npoisoning_attacks: [jamming]\n"
+                          "fail_on: {severity: critical}\n")
+        r = run_cli("run", str(preset), "--out", str(tmp_path / "out"), "--json", "-q")
+        assert r.returncode == 0, r.stderr[-2000:]
+        got = json.loads(r.stdout.strip().splitlines()[-1])
+        assert got["gate"]["passed"] is True and [f["id"] for f in got["findings"]] == ["extraction:ikea",
+                                                                                         "poisoning:jamming"]
+        assert got["findings"][1]["status"] == "skipped" and len(s.requests) == 2
+    finally:
+        s.close()
