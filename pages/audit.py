@@ -39,9 +39,9 @@ default_kind = ss.get("audit_kind", AuditConfig().target)
 c1, c2 = st.columns(2)
 kind = c1.selectbox("Target", kinds, index=kinds.index(default_kind) if default_kind in kinds else 0,
                     format_func=lambda n: f"{n} — {TARGETS.describe(n)}", key="audit_kind")
-batteries = [p["name"] for p in list_presets() if p["kind"] == "audit"]
-battery = c2.selectbox("Battery", batteries, key="audit_battery",
-                       format_func=lambda n: f"{n} — {next(p['description'] for p in list_presets() if p['name'] == n)[:90]}")
+batteries = {p["name"]: p["description"] for p in list_presets() if p["kind"] == "audit"}
+battery = c2.selectbox("Battery", list(batteries), key="audit_battery",
+                       format_func=lambda n: f"{n} — {batteries[n].strip()[:90]}")
 base: AuditConfig = load_preset(battery)[1]
 secrets_section()
 
