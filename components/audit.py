@@ -14,6 +14,7 @@ import streamlit as st
 from components.params_form import field_groups, params_form
 from components.text import md_escape
 from engine.audit.findings import SEVERITIES
+from engine.audit.findings import metric_text
 from engine.audit.report import HEADLINE
 from engine.secrets import register_secret
 from engine.targets import TARGETS
@@ -82,23 +83,11 @@ def probe_result(got: Mapping[str, Any]) -> None:
                f"{'yes' if got['readable'] else 'no'}")
 
 
-def _metric(m: Mapping[str, Any]) -> str:
-    v = m.get("value")
-    if v is None:
-        return "n/a"
-    text = f"{v:.3f}" if isinstance(v, float) else f"{v:,}"
-    if m.get("ci"):
-        text += f"  [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}]"
-    if "k" in m and "n" in m:
-        text += f"  ({m['k']}/{m['n']})"
-    return text
-
-
 def findings_table(report: Mapping[str, Any]) -> pd.DataFrame:
     """One row per finding: severity, cell, title, headline metric with its interval, OWASP and ATLAS ids."""
     rows = []
     for f in report["findings"]:
-        head = next((f"{k}: {_metric(f['metrics'][k])}" for k in HEADLINE
+        head = next((f"{k}: {metric_text(f['metrics'][k])}" for k in HEADLINE
                      if k in (f.get("metrics") or {}) and f["metrics"][k].get("value") is not None), "")
         sev = f["severity"] if f["status"] == "done" else f["status"]
         rows.append({"severity": f"{SEVERITY_ICONS.get(sev, '')} {sev}", "cell": f["id"], "finding": f["title"],
@@ -130,9 +119,12 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
         with st.expander(f"{SEVERITY_ICONS.get(sev, '')} {sev} · {f['id']} — {f['title']}"):
             st.markdown(f"**Why this severity:** {md_escape(f['severity_rationale'])}")
             if f.get("metrics"):
-                st.dataframe(pd.DataFrame([{"metric": k, "value [95% interval] (k/n)": _metric(m),
+                st.dataframe(pd.DataFrame([{"metric": k, "value [95% interval] (k/n)": metric_text(m),
                                             "meaning": m.get("label", "")} for k, m in f["metrics"].items()]),
                              hide_index=True, width="stretch")
+            if f.get("not_computed"):
+                st.caption("Not computed: " + "; ".join(f"{md_escape(k)} ({md_escape(v)})"
+                                                         for k, v in f["not_computed"].items()))
             if f.get("owasp") or f.get("atlas"):
                 st.caption("OWASP LLM Top 10 2025: " + ", ".join(f"{x['id']} {x['name']}" for x in f["owasp"]) +
                            " · MITRE ATLAS: " + ", ".join(f"{x['id']} {x['name']}" for x in f["atlas"]))

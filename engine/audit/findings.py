@@ -61,6 +61,21 @@ def count(v: int, label: str, of: int | None = None) -> dict[str, Any]:
     return {"value": int(v), "label": label, **({"n": int(of)} if of is not None else {})}
 
 
+def metric_text(m: Mapping[str, Any]) -> str:
+    """A metric as one line: value, [95% interval] and (k/n) or 'of n' where known; 'n/a' without a value."""
+    v = m.get("value")
+    if v is None:
+        return "n/a"
+    text = f"{v:.3f}" if isinstance(v, float) else f"{v:,}"
+    if m.get("ci"):
+        text += f" [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}]"
+    if "k" in m and "n" in m:
+        text += f" ({m['k']}/{m['n']})"
+    elif "n" in m:
+        text += f" of {m['n']}"
+    return text
+
+
 def _lo(m: Mapping[str, Any] | None) -> float:
     return float(m["ci"][0]) if m and m.get("ci") else 0.0
 
@@ -120,8 +135,13 @@ def extraction_finding(cell: Mapping[str, Any]) -> dict[str, Any]:
         else:
             sev, rules = "low", ["no reference knowledge base and no reference-free signal; give the knowledge base "
                                  "(--kb) to measure CRR"]
-    return {"severity": sev, "severity_rationale": "; ".join(rules), "metrics": metrics,
-            "reference": bool(kb)}
+    out = {"severity": sev, "severity_rationale": "; ".join(rules), "metrics": metrics, "reference": bool(kb)}
+    if not kb:
+        out["not_computed"] = {k: "needs the reference knowledge base (--kb)" for k in
+                               ("crr", "pii_leaked", "reproduced", "retrieved_coverage", "semantic_leak")}
+        if not sig.get("contexts_reported"):
+            out["not_computed"]["context_reproduction"] = "the target reports no contexts (contexts_path)"
+    return out
 
 
 def poisoning_finding(cell: Mapping[str, Any]) -> dict[str, Any]:

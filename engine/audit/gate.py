@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
-from .findings import SEVERITIES, severity_rank
+from .findings import SEVERITIES, metric_text, severity_rank
 
 GATE_FAILED = 3
 WORSE_WHEN_HIGHER = ("crr", "reproduced", "context_reproduction", "retrieved_coverage", "asr", "poison_retrieved",
@@ -68,18 +68,6 @@ def parse_fail_on(spec: Any) -> dict[str, Any]:
     return out
 
 
-def _fmt(m: Mapping[str, Any]) -> str:
-    v = m.get("value")
-    if v is None:
-        return "n/a"
-    text = f"{v:.3f}" if isinstance(v, float) else str(v)
-    if m.get("ci"):
-        text += f" [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}]"
-    if "k" in m and "n" in m:
-        text += f" ({m['k']}/{m['n']})"
-    return text
-
-
 def breaches(finding: Mapping[str, Any] | None, fail_on: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(condition key, one-line text) for each threshold ``finding`` is over."""
     if not finding or finding.get("status") != "done":
@@ -93,7 +81,7 @@ def breaches(finding: Mapping[str, Any] | None, fail_on: Mapping[str, Any]) -> l
             continue
         m = (finding.get("metrics") or {}).get(key)
         if m and m.get("value") is not None and float(m["value"]) > float(limit):
-            out.append((key, f"{key} {_fmt(m)} > {limit:g}"))
+            out.append((key, f"{key} {metric_text(m)} > {limit:g}"))
     return out
 
 
@@ -113,7 +101,7 @@ def regressions(report: Mapping[str, Any], fail_on: Mapping[str, Any],
         for key in WORSE_WHEN_HIGHER:
             m, bm = (f.get("metrics") or {}).get(key), (b.get("metrics") or {}).get(key)
             if m and bm and m.get("ci") and bm.get("ci") and m["ci"][0] > bm["ci"][1]:
-                lines.append(f"{f['id']}: {key} {_fmt(m)} is above the baseline's {_fmt(bm)} (intervals apart)")
+                lines.append(f"{f['id']}: {key} {metric_text(m)} is above the baseline's {metric_text(bm)} (intervals apart)")
     return lines
 
 

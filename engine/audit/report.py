@@ -9,7 +9,8 @@
 * ``battery`` — the audit configuration; ``cells`` — per cell ``{id, family, attack, status, seconds,
   run_dir, error|reason}``;
 * ``findings`` — per cell (and one for the cleanup): ``{id, family, attack, title, status, severity,
-  severity_rationale, metrics: {name: {value, ci, k, n, label}}, evidence: [{round, query, answer,
+  severity_rationale, metrics: {name: {value, ci, k, n, label}}, not_computed: {metric: why} (extraction
+  without a reference), evidence: [{round, query, answer,
   source_id, source_text, spans, why}], owasp: [{id, name}], atlas: [{id, name}], recommendations:
   [{defense, what, measured}], reproduce, run_dir}``;
 * ``severity_counts``; ``cleanup`` — ``{planted, removed, verified, unverifiable, outstanding}`` and the
@@ -26,7 +27,7 @@ import json
 from typing import Any, Callable, Mapping
 
 from ..runs.manifest import git_commit
-from .findings import SEVERITIES, build_finding, cleanup_finding, severity_rank
+from .findings import SEVERITIES, build_finding, cleanup_finding, metric_text, severity_rank
 from .gate import parse_fail_on, regressions
 from .journal import PlantJournal
 from .taxonomy import sources
@@ -95,20 +96,6 @@ def _marked(text: str, spans: list) -> str:
     return "".join(out)
 
 
-def _metric_text(m: Mapping[str, Any]) -> str:
-    v = m.get("value")
-    if v is None:
-        return "n/a"
-    text = f"{v:.3f}" if isinstance(v, float) else f"{v:,}"
-    if m.get("ci"):
-        text += f" [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}]"
-    if "k" in m and "n" in m:
-        text += f" ({m['k']}/{m['n']})"
-    elif "n" in m:
-        text += f" of {m['n']}"
-    return text
-
-
 def _badge(sev: str) -> str:
     return (f"<span class='sev' style='background:{COLOURS.get(sev, '#6b7280')}'>{_e(sev)}</span>")
 
@@ -117,7 +104,7 @@ def _headline(f: Mapping[str, Any]) -> str:
     for k in HEADLINE:
         m = (f.get("metrics") or {}).get(k)
         if m and m.get("value") is not None:
-            return f"{_e(m.get('label', k))}: {_e(_metric_text(m))}"
+            return f"{_e(m.get('label', k))}: {_e(metric_text(m))}"
     return _e(f.get("severity_rationale", ""))
 
 
@@ -159,8 +146,11 @@ def _finding_html(f: Mapping[str, Any]) -> str:
              f"<p><b>Why this severity:</b> {_e(f['severity_rationale'])}</p>"]
     if f.get("metrics"):
         parts.append("<table><tr><th>metric</th><th>value [95% interval] (k/n)</th><th>meaning</th></tr>" +
-                     "".join(f"<tr><td><code>{_e(k)}</code></td><td>{_e(_metric_text(m))}</td>"
+                     "".join(f"<tr><td><code>{_e(k)}</code></td><td>{_e(metric_text(m))}</td>"
                              f"<td>{_e(m.get('label', ''))}</td></tr>" for k, m in f["metrics"].items()) + "</table>")
+    if f.get("not_computed"):
+        parts.append("<p class='measured'><b>Not computed:</b> " + "; ".join(
+            f"<code>{_e(k)}</code> ({_e(v)})" for k, v in f["not_computed"].items()) + "</p>")
     if f.get("owasp") or f.get("atlas"):
         parts.append(_tag_links(f))
     for ev in f.get("evidence") or []:

@@ -242,6 +242,7 @@ def test_a_key_never_reaches_the_report_the_events_or_the_terminal(tmp_path):
         assert report["reference"]["chunks"] == 0, "no reference: the reference-free signals are used"
         zeng = report["findings"][0]
         assert "crr" not in zeng["metrics"] and "context_reproduction" in zeng["metrics"]
+        assert "--kb" in zeng["not_computed"]["crr"] and "pii_leaked" in zeng["not_computed"]
     finally:
         s.close()
 
