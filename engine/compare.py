@@ -13,7 +13,9 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-from .config import ComparisonConfig, ExtractionConfig, defense_set
+from .config import ComparisonConfig, ExtractionConfig, defense_set, differences
+from .errors import ConfigError
+from .files import atomic_write
 from .defenses import make_defenses
 from .embedders import make_retriever
 from .executors import ExecutorConfig
@@ -166,7 +168,7 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
                    stop: Optional[threading.Event] = None,
                    on_row: Callable[[dict], None] | None = None, resume: bool = True,
                    executor: ExecutorConfig | None = None,
-                   failed: list[dict[str, Any]] | None = None) -> list[ComparisonRow]:
+                   failed: list[dict[str, Any]] | None = None, overwrite: bool = False) -> list[ComparisonRow]:
     """:class:`~engine.summaries.ComparisonRow` s of (kb, attack, configuration, leakage metrics, utility, ratios
     to 'none'); ``stop`` ends early.
 
@@ -187,7 +189,8 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
     evaluated once per configuration, by its first cell (or, when that cell failed on Ray, here after the
     others). A cell that failed on Ray is listed under
     ``failed`` in ``comparison.json`` (and appended to the ``failed`` list, when given) and retried by the
-    next call.
+    next call. A folder holding a comparison with other settings (say another round count) is refused with one
+    line naming the difference, unless ``overwrite``: finished results are never dropped silently.
     """
     from contextlib import nullcontext
 
@@ -195,12 +198,13 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
     # one writer per folder: a second comparison into it would overwrite this one's cells
     with exclusive_folder(out_dir, "this comparison") if out_dir else nullcontext():
         return _run_comparison(cfg, out_dir=out_dir, progress=progress, stop=stop, on_row=on_row, resume=resume,
-                               executor=executor, failed=failed)
+                               executor=executor, failed=failed, overwrite=overwrite)
 
 
 def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progress: Progress | None,
                     stop: Optional[threading.Event], on_row: Callable[[dict], None] | None, resume: bool,
-                    executor: ExecutorConfig | None, failed: list[dict[str, Any]] | None) -> list[ComparisonRow]:
+                    executor: ExecutorConfig | None, failed: list[dict[str, Any]] | None,
+                    overwrite: bool = False) -> list[ComparisonRow]:
     """:func:`run_comparison`'s body, with its output folder held."""
     from .executors import run_cells
 
@@ -223,6 +227,10 @@ def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progre
             prev = json.loads((out / "comparison.json").read_text())
         except (OSError, json.JSONDecodeError):
             prev = {}
+        if prev.get("runs") and not overwrite and not _same_but_grid(prev.get("config") or {}, cfg.to_dict()):
+            diff = differences(prev.get("config") or {}, cfg.to_dict(), skip=GRID_AXES)
+            raise ConfigError(f"{out} holds a comparison with other settings ({diff}); choose another --out, or pass "
+                              f"--overwrite to replace it (its {len(prev['runs'])} recorded run(s) are then dropped)")
         if _same_but_grid(prev.get("config") or {}, cfg.to_dict()):
             # the same comparison, or one grown by configurations, attacks, KBs or seeds (or narrowed): its
             # recorded cells that the grid still asks for, and their configurations' utility, are kept
@@ -263,7 +271,7 @@ def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progre
             rows = aggregate_runs(runs)
             add_ratios(rows)
             out.mkdir(parents=True, exist_ok=True)
-            (out / "comparison.json").write_text(json.dumps(
+            atomic_write(out / "comparison.json", json.dumps(
                 {"config": cfg.to_dict(), "rows": rows, "runs": runs, "complete": len(runs) == len(cells),
                  **({"failed": failed} if failed else {}), **({"placement": placement} if placement else {})},
                 indent=2, default=str))

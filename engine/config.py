@@ -37,7 +37,7 @@ class PoisonConfig(Params):
                                    help="Share of protected queries whose clean documents fit the detectors; the rest are held out")
     chunk_size: Optional[int] = param(512, min=16, help="Chunk size in the retriever's tokens, capped at what it reads (None: no chunking)")
     chunk_overlap: int = param(32, min=0, help="Chunk overlap in tokens")
-    seed: int = param(0, help="Seed for targets, splits and folds")
+    seed: int = param(0, min=0, help="Seed for targets, splits and folds")
     data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
     store: str = param("persistent", choices=("persistent", "http"), help="Embedded Chroma or a Chroma server")
     chroma_host: str = param("127.0.0.1", help="Chroma server host (store = http)")
@@ -152,7 +152,7 @@ class SweepConfig(Params):
     detectors: tuple[str, ...] = param((), help="Detectors to evaluate per cell (slower)")
     chunk_size: Optional[int] = param(512, min=16, help="Chunk size in each retriever's tokens, capped at what it reads")
     chunk_overlap: int = param(32, min=0, help="Chunk overlap in tokens")
-    seed: int = param(0, help="Seed")
+    seed: int = param(0, min=0, help="Seed")
     data_dir: str = param("", help="Benchmark data dir")
     store: str = param("persistent", choices=("persistent", "http"),
                        help="Embedded Chroma, or a Chroma server shared by every worker (base collections built once)")
@@ -188,7 +188,7 @@ class ExtractionConfig(Params):
     chunk_overlap: int = param(0, min=0, help="Chunk overlap in tokens")
     crr_tau: float = param(0.5, min=0.0, max=1.0, help="CRR: ROUGE-L recall at which a chunk counts as recovered")
     semantic_threshold: float = param(0.7, min=-1.0, max=1.0, help="Semantic leak: cosine threshold")
-    seed: int = param(0, help="Seed of the attacker")
+    seed: int = param(0, min=0, help="Seed of the attacker")
     data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
     target: str = param("pipeline", help="The system attacked: pipeline (the engine's own, built from the fields "
                                          "above) or an audit target (http, openai-chat, python, chroma)")
@@ -339,8 +339,110 @@ class AuditConfig(Params):
             parse_generator(self.attacker_llm)
 
 
+def differences(old: Mapping[str, Any], new: Mapping[str, Any], *, skip: tuple[str, ...] = (), limit: int = 4) -> str:
+    """The settings two config dicts differ in, as ``key old → new`` (nested mappings by dotted key; ``data_dir``
+    never counts), at most ``limit`` of them: what a refusal to overwrite a folder names."""
+    out: list[str] = []
+
+    def walk(a: Any, b: Any, prefix: str) -> None:
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            for k in sorted(set(a) | set(b), key=str):
+                if k == "data_dir" or (not prefix and k in skip):
+                    continue
+                walk(a.get(k), b.get(k), f"{prefix}{k}.")
+        elif json.dumps(a, sort_keys=True, default=str) != json.dumps(b, sort_keys=True, default=str):
+            out.append(f"{prefix[:-1]} {json.dumps(a, default=str)[:40]} → {json.dumps(b, default=str)[:40]}")
+    walk(dict(old), dict(new), "")
+    more = f"; and {len(out) - limit} more" if len(out) > limit else ""
+    return ("; ".join(out[:limit]) + more) or "none"
+
+
 PRESET_KINDS = {"poison": PoisonConfig, "sweep": SweepConfig, "extract": ExtractionConfig,
                 "compare": ComparisonConfig, "audit": AuditConfig}
+
+
+PRESET_MAX_BYTES = 1_000_000
+PRESET_MAX_ALIASES = 100
+PRESET_MAX_DEPTH = 32
+
+
+class _PresetLoader(yaml.SafeLoader):
+    """YAML's safe loader with the limits a preset needs: at most :data:`PRESET_MAX_ALIASES` aliases (an alias
+    bomb expands to gigabytes when the config is written out), nesting at most :data:`PRESET_MAX_DEPTH` deep,
+    and no key given twice in one mapping (YAML would keep the last one silently)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > PRESET_MAX_ALIASES:
+                raise ConfigError(f"more than {PRESET_MAX_ALIASES} YAML aliases (*name): a preset needs none")
+        self._depth += 1
+        try:
+            if self._depth > PRESET_MAX_DEPTH:
+                raise ConfigError(f"nested more than {PRESET_MAX_DEPTH} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise ConfigError(f"key {key!r} is given twice (line {key_node.start_mark.line + 1}); keep one")
+            seen.add(key) if isinstance(key, (str, int, float, bool)) else None
+        return super().construct_mapping(node, deep=deep)
+
+
+PRESET_MAX_VALUES = 100_000
+
+
+def expanded_size(obj: Any, cap: int = PRESET_MAX_VALUES) -> int:
+    """How many values ``obj`` holds once written out (a list or mapping shared through YAML aliases counts
+    every time it appears, as JSON would write it); counting stops just past ``cap``."""
+    memo: dict[int, int] = {}
+
+    def size(o: Any) -> int:
+        if isinstance(o, (list, tuple, dict)):
+            if id(o) in memo:
+                return memo[id(o)]
+            items = o.values() if isinstance(o, dict) else o
+            n = 1
+            for x in items:
+                n += size(x)
+                if n > cap:
+                    break
+            memo[id(o)] = n
+            return n
+        return 1
+    return size(obj)
+
+
+def parse_preset_yaml(text: str, name: str) -> Any:
+    """A preset's YAML parsed under the limits of :class:`_PresetLoader`; anything wrong is one ConfigError
+    naming the file (and the line, where YAML gives one)."""
+    loader = _PresetLoader(text)
+    try:
+        data = loader.get_single_data()
+        if expanded_size(data) > PRESET_MAX_VALUES:
+            raise ConfigError(f"it expands to more than {PRESET_MAX_VALUES:,} values (YAML aliases repeating "
+                              "lists): a preset is a small mapping")
+        return data
+    except ConfigError as e:
+        raise ConfigError(f"{name}: {e}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{name}: invalid YAML{where}") from None
+    except RecursionError:
+        raise ConfigError(f"{name}: nested too deep to read") from None
+    finally:
+        loader.dispose()
 
 
 def load_preset(name_or_path: str) -> tuple[str, Params, dict[str, Any]]:
@@ -351,6 +453,9 @@ def load_preset(name_or_path: str) -> tuple[str, Params, dict[str, Any]]:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
         raise ConfigError(f"preset {name_or_path!r} not found (bundled presets: {known})")
+    if path.stat().st_size > PRESET_MAX_BYTES:
+        raise ConfigError(f"{path.name}: {path.stat().st_size:,} bytes; a preset is a small YAML file (at most "
+                          f"{PRESET_MAX_BYTES:,} bytes)")
     data = path.read_bytes()
     if b"\x00" in data[:8192]:
         raise ConfigError(f"{path.name}: a preset is a YAML text file; this one holds binary data")
@@ -358,14 +463,12 @@ def load_preset(name_or_path: str) -> tuple[str, Params, dict[str, Any]]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path.name}: not valid UTF-8 (byte {e.start}); re-save the preset as UTF-8") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path.name}: invalid YAML{where}") from None
+    raw = parse_preset_yaml(text, path.name)
     if not isinstance(raw, dict):
         raise ConfigError(f"{path.name}: a preset must be a mapping of keys to values")
+    for key in ("kind", "name", "description"):
+        if key in raw and not isinstance(raw[key], str):
+            raise ConfigError(f"{path.name}: {key} must be text (got {type(raw[key]).__name__})")
     meta = {k: raw.pop(k) for k in ("name", "description") if k in raw}
     kind = raw.pop("kind", "poison")
     if kind not in PRESET_KINDS:

@@ -174,8 +174,9 @@ def read_pdf(path: Path, data: bytes | None = None) -> list[Document]:
         raise CorpusError(f"{path.name}: could not read PDF ({type(e).__name__})") from None
     docs = []
     for i, page in enumerate(pages, 1):
-        if page.text.strip():
-            docs.append(Document(f"{path.stem}-p{i}", page.text.strip(), {"source": path.name, "page": i}))
+        text = (getattr(page, "text", None) or "").strip()      # a scanned page has no text layer
+        if text:
+            docs.append(Document(f"{path.stem}-p{i}", text, {"source": path.name, "page": i}))
     return docs
 
 

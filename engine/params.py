@@ -8,6 +8,7 @@ so an invalid value never reaches a plugin.
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -72,8 +73,8 @@ def _check_type(name: str, value: Any, tp: Any) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{name}: expected a number, got {value!r}")
-        if value != value:   # NaN compares false with every bound, so it would pass them all
-            raise ConfigError(f"{name}: expected a number, got NaN")
+        if not math.isfinite(value):   # NaN passes every bound (it compares false); ±inf means nothing here
+            raise ConfigError(f"{name}: expected a finite number, got {value!r}")
         return float(value)
     if tp is str:
         if not isinstance(value, str):

@@ -69,6 +69,16 @@ def writable_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
     return p
 
 
+def writable_file(path: str | os.PathLike, what: str = "output file") -> Path:
+    """``path`` as a file that can be written: not a folder, in a folder that exists or can be made and written
+    (checked before any work, so a long computation never ends on a path error)."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise ConfigError(f"{what} {str(p)!r} is a folder: give a file name (e.g. {str(p / 'tables.json')!r})")
+    writable_dir(p.parent if str(p.parent) else ".", f"{what}'s folder")
+    return p
+
+
 def owner_dir(kind: str, owner: str | None = None) -> Path:
     """``<cache>/<kind>``, or one owner's ``<cache>/<kind>/owners/<owner>`` on a shared deployment."""
     if not owner:

@@ -15,6 +15,7 @@ from typing import Callable, Mapping, Optional
 import pandas as pd
 
 from .config import PoisonConfig, SweepConfig
+from .files import atomic_write
 from .corpora import load_corpus, retriever_window
 from .embedders import make_retriever
 from .executors import ExecutorConfig
@@ -65,6 +66,24 @@ def sweep_key(cfg: SweepConfig) -> str:
     again resumes), wherever its data and store are."""
     import hashlib
     return hashlib.sha256(_measured(cfg.to_dict()).encode()).hexdigest()[:16]
+
+
+def _refuse_another_sweep(cfg: SweepConfig, out: Path) -> None:
+    """One ConfigError when ``out`` holds finished cells of a sweep with other settings (never dropped silently)."""
+    from .config import differences
+    from .errors import ConfigError
+    meta, cells = out / "sweep.json", out / "sweep_cells.csv"
+    if not meta.is_file() or not cells.is_file():
+        return
+    try:
+        saved = json.loads(meta.read_text()).get("config") or {}
+        n = len(pd.read_csv(cells))
+    except (OSError, ValueError, AttributeError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return
+    if n and not _same_sweep(saved, cfg.to_dict()):
+        raise ConfigError(f"{out} holds a sweep with other settings ({differences(saved, cfg.to_dict(), skip=('data_dir', 'store', 'chroma_host', 'chroma_port'))}); "
+                          f"choose another --out, or pass --overwrite to replace it (its {n} finished cell(s) are "
+                          f"then dropped)")
 
 
 def finished_cells(cfg: SweepConfig, out_dir: str | Path | None) -> list[dict]:
@@ -160,7 +179,8 @@ def _cell_key(cell: Mapping) -> tuple[str, ...]:
 def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
               should_stop: Callable[[], bool] = lambda: False, out_dir: str | Path | None = None,
               executor: ExecutorConfig | None = None,
-              cell_progress: Callable[[dict, str, int, int], None] | None = None) -> SweepResult:
+              cell_progress: Callable[[dict, str, int, int], None] | None = None,
+              overwrite: bool = False) -> SweepResult:
     """Run every cell (averaging ``variants`` target documents); stops early when asked. With ``out_dir``
     each finished cell is written at once (rows in grid order, whatever order they finished in) and the
     cells a previous run finished are skipped. ``executor`` says where cells run (here, or as Ray tasks: the
@@ -172,13 +192,14 @@ def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
     from .folder_lock import exclusive_folder
     # one writer per folder: a second sweep into it would overwrite this one's cells
     with exclusive_folder(out_dir, "this sweep") if out_dir else nullcontext():
-        return _run_sweep(cfg, progress, should_stop, out_dir, executor, cell_progress)
+        return _run_sweep(cfg, progress, should_stop, out_dir, executor, cell_progress, overwrite)
 
 
 def _run_sweep(cfg: SweepConfig, progress: Optional[CellProgress], should_stop: Callable[[], bool],
                out_dir: str | Path | None, executor: ExecutorConfig | None,
-               cell_progress: Callable[[dict, str, int, int], None] | None) -> SweepResult:
-    """:func:`run_sweep`'s body, with its output folder held."""
+               cell_progress: Callable[[dict, str, int, int], None] | None, overwrite: bool = False) -> SweepResult:
+    """:func:`run_sweep`'s body, with its output folder held (a folder holding another sweep's finished cells is
+    refused unless ``overwrite``)."""
     from .executors import run_cells
 
     cells = grid(cfg)
@@ -186,13 +207,15 @@ def _run_sweep(cfg: SweepConfig, progress: Optional[CellProgress], should_stop: 
         from .errors import ConfigError
         raise ConfigError("the sweep has no cells: give at least one corpus, retriever, query set and target")
     order = {_cell_key(c): i for i, c in enumerate(cells)}
+    if out_dir and not overwrite:
+        _refuse_another_sweep(cfg, Path(out_dir))
     rows = finished_cells(cfg, out_dir)
     done = {_cell_key(r) for r in rows}
     out = Path(out_dir) if out_dir else None
     if out:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "sweep.json").write_text(json.dumps({"config": cfg.to_dict(), "cells": len(cells)}, indent=2,
-                                                   default=str))
+        atomic_write(out / "sweep.json", json.dumps({"config": cfg.to_dict(), "cells": len(cells)}, indent=2,
+                                                    default=str))
     failed: list[dict] = []
     placement: list[dict] = _earlier_placement(out, done)     # a resumed sweep keeps where its earlier cells ran
     corpora: dict[tuple, object] = {}
@@ -208,13 +231,13 @@ def _run_sweep(cfg: SweepConfig, progress: Optional[CellProgress], should_stop: 
             rows.append(o.result)
             rows.sort(key=lambda r: order.get(_cell_key(r), len(order)))
             if out:   # now, so a later fault or a kill loses at most the cells in flight
-                pd.DataFrame(rows).to_csv(out / "sweep_cells.csv", index=False)
+                atomic_write(out / "sweep_cells.csv", pd.DataFrame(rows).to_csv(index=False))
             if progress:
                 progress(len(rows), len(cells), o.result)
         if out:
-            (out / "placement.json").write_text(json.dumps(placement, indent=2, default=str))
+            atomic_write(out / "placement.json", json.dumps(placement, indent=2, default=str))
             if failed:
-                (out / "sweep_failed.json").write_text(json.dumps(failed, indent=2, default=str))
+                atomic_write(out / "sweep_failed.json", json.dumps(failed, indent=2, default=str))
 
     local = executor is None or executor.executor == "local"
     fn = (lambda item, rep: sweep_cell(item, rep, corpora)) if local else sweep_cell
@@ -243,8 +266,8 @@ def write_sweep(result: SweepResult, out_dir: str | Path, k: int) -> dict[str, s
 
     out = writable_dir(out_dir)
     paths = {"cells": out / "sweep_cells.csv", "table1": out / f"table1_asr@{k}.csv", "heatmap": out / "heatmap.html"}
-    result.cells.to_csv(paths["cells"], index=False)
+    atomic_write(paths["cells"], result.cells.to_csv(index=False))
     t1 = result.table1(k)
-    t1.to_csv(paths["table1"])
-    table1_heatmap(t1, k).write_html(paths["heatmap"], include_plotlyjs=True)
+    atomic_write(paths["table1"], t1.to_csv())
+    atomic_write(paths["heatmap"], table1_heatmap(t1, k).to_html(include_plotlyjs=True))
     return {k2: str(v) for k2, v in paths.items()}

@@ -194,8 +194,9 @@ class ScriptedServer(LoopbackServer):
             def _serve(self):
                 n = int(self.headers.get("Content-Length", 0) or 0)
                 body = self.rfile.read(n) if n else b""
-                server.requests.append((self.command, self.path, body, dict(self.headers)))
-                status, headers, payload, delay = behave(self.command, self.path, body, dict(self.headers))
+                # the headers as http.server parsed them: a Message, so lookups ignore case ("authorization")
+                server.requests.append((self.command, self.path, body, self.headers))
+                status, headers, payload, delay = behave(self.command, self.path, body, self.headers)
                 if delay:
                     time.sleep(delay)
                 try:

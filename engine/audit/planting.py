@@ -28,6 +28,7 @@ from ..attacks.poisoning.base import Poison
 from ..errors import ConfigError, EngineError
 from ..events import (AnswerScored, CleanupChecked, Event, Generated, PoisonInjected, QueryIssued, Retrieved,
                       RoundEnded, RoundStarted, RunEnded, RunStarted, jsonable, read_events)
+from ..files import atomic_write
 from ..metrics.intervals import wilson
 from ..metrics.poisoning import answer_matches
 from ..params import Params, param
@@ -51,7 +52,7 @@ class PlantingConfig(Params):
     limit: int = param(4, min=1, max=10000, help="Questions attacked (the trigger attack: this many with the "
                                                  "trigger and this many without)")
     poison_target: str = param("pii", choices=TARGET_KINDS, help="The information the poisons carry")
-    seed: int = param(0, help="Seed of the attack")
+    seed: int = param(0, min=0, help="Seed of the attack")
     data_dir: str = param("", help="Benchmark data dir")
 
     def validate(self) -> None:
@@ -152,7 +153,7 @@ class TargetPoisoningRun(EventRunner):
                                          "n_queries": len(self.queries)})
         self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
         if self.out_dir:
-            (self.out_dir / "manifest.json").write_text(json.dumps(jsonable(manifest), indent=2, default=str))
+            atomic_write(self.out_dir / "manifest.json", json.dumps(jsonable(manifest), indent=2, default=str))
         self._prepared = True
         return self.events[start:]
 
@@ -266,10 +267,22 @@ class TargetPoisoningRun(EventRunner):
                journal: PlantJournal | None = None, cell: str = "") -> "TargetPoisoningRun":
         """Reopen a run folder and continue after its last finished round (the journal's outstanding plants
         must have been removed first: :func:`engine.audit.journal.cleanup`)."""
+        from ..folder_lock import run_lock
         run_dir = Path(run_dir)
         path = run_dir / "events.jsonl"
         if not path.is_file():
             raise ConfigError(f"{run_dir} holds no events.jsonl: not a run folder")
+        lock = run_lock(run_dir, run_dir.name)
+        lock.acquire()
+        try:
+            return cls._resume(run_dir, path, lock, progress=progress, secrets=secrets, journal=journal, cell=cell)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _resume(cls, run_dir: Path, path: Path, lock: Any, *, progress: Progress | None,
+                secrets: Mapping[str, str] | None, journal: PlantJournal | None, cell: str) -> "TargetPoisoningRun":
         events, dropped = read_events(path)
         started = next((e for e in events if isinstance(e, RunStarted)), None)
         if started is None or (started.manifest or {}).get("kind") != "plant":
@@ -278,6 +291,7 @@ class TargetPoisoningRun(EventRunner):
         kept, last, prev = finished_rounds(events)
         run = cls(cfg, out_dir=run_dir.parent, progress=progress, run_id=started.run_id, secrets=secrets,
                   journal=journal, cell=cell)
+        run._lock = lock
         run._build()
         run.target.open(progress)
         run._continue_after(path, kept, last, prev, dropped)

@@ -30,6 +30,7 @@ import yaml
 from ..config import AuditConfig, ExtractionConfig
 from ..errors import ConfigError, EngineError
 from ..events import jsonable
+from ..files import atomic_write
 from ..folder_lock import exclusive_folder
 from ..progress import Progress
 from .journal import PlantJournal, cleanup, describe_outstanding
@@ -148,15 +149,13 @@ class Audit:
 
     def _save(self) -> None:
         self.state["updated"] = _now()
-        tmp = self.out / (STATE + ".tmp")
-        tmp.write_text(json.dumps(jsonable(self.state), indent=2, default=str), encoding="utf-8")
-        tmp.replace(self.out / STATE)
+        atomic_write(self.out / STATE, json.dumps(jsonable(self.state), indent=2, default=str))
 
     def _write_preset(self) -> None:
         d = {"name": f"audit of {self.cfg.target}", "description": "The configuration of this audit (written by "
              "python -m engine audit); reproduce a finding with --preset this-file --only CELL.", "kind": "audit",
              **jsonable(self.cfg.to_dict())}
-        (self.out / PRESET).write_text(yaml.safe_dump(d, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        atomic_write(self.out / PRESET, yaml.safe_dump(d, sort_keys=False, allow_unicode=True))
 
     def command(self, cell_id: str) -> str:
         """The command that reruns one cell of this audit into a folder of its own."""
@@ -290,15 +289,9 @@ class Audit:
         """Write ``report.json`` and ``report.html`` from the current state; returns the report."""
         from .report import build_report, report_html
         report = build_report(self.state, journal=self.journal, command=self.command)
-        _atomic(self.out / "report.json", json.dumps(jsonable(report), indent=2, ensure_ascii=False, default=str))
-        _atomic(self.out / "report.html", report_html(report))
+        atomic_write(self.out / "report.json", json.dumps(jsonable(report), indent=2, ensure_ascii=False, default=str))
+        atomic_write(self.out / "report.html", report_html(report))
         return report
-
-
-def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def _now() -> str:

@@ -99,6 +99,11 @@ def cmd_list(args) -> int:
     return 0
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: line breaks (a path or a name with a newline in it) shown as ``\\n``."""
+    return str(text).replace("\r", "\\r").replace("\n", "\\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m engine`` parser with every subcommand (each sets ``func``)."""
     p = argparse.ArgumentParser(prog="python -m engine", description="RAG Attack & Defense Playground engine")
@@ -115,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("run", help="run a preset (YAML file or bundled name)")
     pr.add_argument("preset")
     pr.add_argument("--limit", type=int)
+    pr.add_argument("--overwrite", action="store_true", help="sweep and compare presets: replace results of other "
+                                                              "settings already in --out")
     add_executor_args(pr)
     common(pr)
     pr.set_defaults(func=cmd_run)
@@ -140,14 +147,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EngineError as e:
         if _partial_line["open"]:
             sys.stderr.write("\n")
-        print(f"error: {scrub(e)}", file=sys.stderr)
+        print(f"error: {one_line(scrub(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except OSError as e:
+        import errno
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):        # outside the user's input: exit 1, but one clear line
+            print(f"error: the disk is full ({one_line(e.filename or '')}): nothing finished was lost (results are "
+                  f"written whole or not at all); free some space and run the same command again", file=sys.stderr)
+            return 1
+        if os.environ.get("RAG_PLAYGROUND_DEBUG"):
+            raise
+        print(f"internal error: {type(e).__name__}: {one_line(scrub(e))} (set RAG_PLAYGROUND_DEBUG=1 for a "
+              f"traceback)", file=sys.stderr)
+        return 1
     except Exception as e:  # an engine bug: still one line, with a hint
         if os.environ.get("RAG_PLAYGROUND_DEBUG"):
             raise
-        print(f"internal error: {type(e).__name__}: {scrub(e)} (set RAG_PLAYGROUND_DEBUG=1 for a traceback)",
+        print(f"internal error: {type(e).__name__}: {one_line(scrub(e))} (set RAG_PLAYGROUND_DEBUG=1 for a traceback)",
               file=sys.stderr)
         return 1

@@ -22,22 +22,6 @@ from typing import Any
 from ..errors import ConfigError
 
 
-def _json_option(raw: str | None, name: str, example: str) -> Any:
-    """A JSON option's value; ``@FILE`` reads it from a file."""
-    if not raw:
-        return None
-    text = raw
-    if raw.startswith("@"):
-        try:
-            text = Path(raw[1:]).read_text(encoding="utf-8")
-        except OSError as e:
-            raise ConfigError(f"--{name}: cannot read {raw[1:]!r} ({e.strerror or e})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"--{name} is not valid JSON ({e.msg} at character {e.pos + 1}); e.g. {example}") from None
-
-
 def _names(text: str | None) -> tuple[str, ...] | None:
     if text is None:
         return None
@@ -47,7 +31,7 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 def audit_config(args: Any):
     """The :class:`~engine.config.AuditConfig` of the options: the preset, with every option given on top."""
     from ..config import AuditConfig
-    from .common import load_kind_preset
+    from .common import json_option, load_kind_preset
     if args.preset:
         cfg, _ = load_kind_preset(args.preset, "audit", args.quiet)
         values = cfg.to_dict()
@@ -56,12 +40,12 @@ def audit_config(args: Any):
     if args.target:
         values["target"] = args.target
         values["target_params"] = None
-    params = _json_option(args.target_params, "target-params", '\'{"url": "http://host/query"}\'')
+    params = json_option(args.target_params, "target-params", '\'{"url": "http://host/query"}\'')
     if params is not None:
         if not isinstance(params, dict):
             raise ConfigError("--target-params must be a JSON object of the target's parameters")
         values["target_params"] = params
-    attack_params = _json_option(args.attack_params, "attack-params", '\'{"rag-thief": {"budget": 5}}\'')
+    attack_params = json_option(args.attack_params, "attack-params", '\'{"rag-thief": {"budget": 5}}\'')
     if attack_params is not None:
         values["attack_params"] = attack_params
     for opt, key in (("kb", "kb"), ("rounds", "rounds"), ("questions", "questions"),
@@ -112,6 +96,7 @@ def cmd_audit(args: Any) -> int:
     from ..audit.gate import parse_fail_on
     from ..audit.report import report_html
     from ..events import jsonable
+    from ..files import atomic_write
     from .common import _progress_printer
     cfg = audit_config(args)
     baseline = load_baseline(args.baseline) if args.baseline else None
@@ -124,9 +109,8 @@ def cmd_audit(args: Any) -> int:
     lines = regressions(report, fail_on, baseline) if (fail_on or baseline is not None) else []
     report["gate"] = {"fail_on": fail_on, "baseline": str(args.baseline) if args.baseline else None,
                       "regressions": lines, "passed": (not lines) if (fail_on or baseline is not None) else None}
-    (out / "report.json").write_text(json.dumps(jsonable(report), indent=2, ensure_ascii=False, default=str),
-                                     encoding="utf-8")
-    (out / "report.html").write_text(report_html(report), encoding="utf-8")
+    atomic_write(out / "report.json", json.dumps(jsonable(report), indent=2, ensure_ascii=False, default=str))
+    atomic_write(out / "report.html", report_html(report))
     if not (args.json and args.quiet):
         _print_report(report, out)
     for line in lines:

@@ -120,3 +120,26 @@ def finish_run(run: Any, args: Any, show: Any, warn: Any = None, extra: Any = No
     if args.json:
         print(json.dumps(_clean(s)))
     return 0
+
+
+def json_option(raw: str | None, name: str, example: str) -> Any:
+    """A JSON option's value (None when not given); ``@FILE`` reads it from a file. Invalid JSON, JSON nested
+    past what can be read, or an unreadable file is one ConfigError naming ``--name`` with an example."""
+    import json
+
+    from ..errors import ConfigError
+    if raw is None or raw == "":
+        return None
+    text = raw
+    if raw.startswith("@"):
+        from pathlib import Path
+        try:
+            text = Path(raw[1:]).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"--{name}: cannot read {raw[1:]!r} ({getattr(e, 'strerror', None) or e})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"--{name} is not valid JSON ({e.msg} at character {e.pos + 1}); e.g. {example}") from None
+    except RecursionError:
+        raise ConfigError(f"--{name}: the JSON is nested too deep to read") from None

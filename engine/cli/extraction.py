@@ -68,7 +68,7 @@ def cmd_extract(args) -> int:
     from ..runs.extraction import ExtractionRun
 
     prog = _progress_printer(not args.quiet)
-    if args.resume:
+    if args.resume is not None:
         run = ExtractionRun.resume(args.resume, progress=prog)
         resumed = next((e for e in reversed(run.events) if e.kind == "run_resumed"), None)
         if resumed is not None and not args.quiet:
@@ -178,7 +178,7 @@ def run_compare(cfg, args, meta: dict | None = None) -> int:
     executor = executor_of(args, meta)
     failed: list = []
     rows = run_comparison(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet), executor=executor,
-                          failed=failed)
+                          failed=failed, overwrite=bool(getattr(args, "overwrite", False)))
     checks = {(f"{a} on {kb}" if len(kbs) > 1 else a): ablation_direction(rows, a, kb=kb if len(kbs) > 1 else None)
               for kb in kbs for a in cfg.attacks}
     average = average_ablation_direction(rows)
@@ -287,6 +287,8 @@ def add_parsers(sub, common) -> None:
     pc.add_argument("--utility-limit", type=int)
     pc.add_argument("--repeats", type=int, help="runs per attack × configuration (seeds base, base+1, …); "
                                                 "the table reports means and standard deviations")
+    pc.add_argument("--overwrite", action="store_true", help="replace a comparison with other settings already in "
+                                                              "--out (its recorded runs are dropped)")
     add_executor_args(pc)
     common(pc)
     pc.set_defaults(func=cmd_compare)

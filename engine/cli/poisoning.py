@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from ..metrics.intervals import fmt_interval
-from .common import _clean, _progress_printer, add_executor_args, finish_run
+from .common import _clean, _progress_printer, add_executor_args, finish_run, json_option
 
 def _print_summary(s: dict) -> None:
     print(f"run {s['run_id']}: {s['attack']} attack ({s['target']}), {s['injection']}, retriever {s['retriever']}")
@@ -110,13 +110,9 @@ def cmd_poison(args) -> int:
         values["defenses"] = tuple(d.strip() for d in args.defenses.split(",") if d.strip())
     for name, example in (("defense_params", '\'{"perplexity": {"quantile": 0.9}}\''),
                           ("attack_params", '\'{"order": "target-first"}\'')):
-        raw = getattr(args, name, None)
-        if raw:
-            try:
-                values[name] = json.loads(raw)
-            except json.JSONDecodeError as e:
-                from ..errors import ConfigError
-                raise ConfigError(f"--{name.replace('_', '-')} is not valid JSON ({e.msg}); e.g. {example}") from None
+        got = json_option(getattr(args, name, None), name.replace("_", "-"), example)
+        if got is not None:
+            values[name] = got
     if args.generate:
         from ..generators.spec import parse_generator
         gname, gparams = parse_generator(args.generator, api_base=args.api_base)
@@ -158,7 +154,7 @@ def _sweep(cfg, args, meta: dict | None = None) -> int:
         bar.update(already)
     try:
         result = run_sweep(cfg, progress=prog, should_stop=lambda: stop["flag"], out_dir=out_dir,
-                           executor=executor)
+                           executor=executor, overwrite=bool(getattr(args, "overwrite", False)))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -218,6 +214,9 @@ def cmd_analyze(args) -> int:
     from ..analysis.why import why_it_works
     from ..config import PoisonConfig
     from ..errors import ConfigError
+    from ..paths import writable_file
+    if args.save:
+        writable_file(args.save, "--save")       # checked now, not after the whole analysis
 
     retrievers = [r.strip() for r in (args.retrievers or args.retriever).split(",") if r.strip()]
     sets = [q.strip() for q in args.queries.split(",") if q.strip()]
@@ -252,9 +251,9 @@ def cmd_analyze(args) -> int:
                          "chunk_size": args.chunk_size}}
     if args.save:
         from pathlib import Path
+        from ..files import atomic_write
         dest = Path(args.save)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(json.dumps(payload, ensure_ascii=False, indent=1), encoding="utf-8")
+        atomic_write(dest, json.dumps(payload, ensure_ascii=False, indent=1))
         if not args.quiet:
             print(f"tables: {dest}", file=sys.stderr)
     if args.json:
@@ -313,6 +312,8 @@ def add_parsers(sub, common) -> None:
     pw.add_argument("--targets")
     pw.add_argument("--detectors")
     pw.add_argument("--limit", type=int)
+    pw.add_argument("--overwrite", action="store_true", help="replace a sweep with other settings already in --out "
+                                                              "(its finished cells are dropped)")
     pw.add_argument("--k", type=int)
     pw.add_argument("--variants", type=int)
     pw.add_argument("--seed", type=int)

@@ -33,7 +33,7 @@ class PerplexityFilter(Defense):
                                                                "chunks' perplexities")
         calibration_docs: int = param(60, min=10, max=2000, help="Clean KB chunks scored to calibrate")
         max_tokens: int = param(256, min=16, max=2048, help="Tokens of each chunk that are scored")
-        seed: int = param(0, help="Which clean chunks calibrate")
+        seed: int = param(0, min=0, help="Which clean chunks calibrate")
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)

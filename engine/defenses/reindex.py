@@ -41,7 +41,7 @@ class ContrastiveReindex(Defense):
         train_layers: Optional[int] = param(None, min=1, max=48,
                                             help="Fine-tune only the top N transformer layers (None = all, as the paper)")
         max_length: int = param(128, min=16, max=512, help="Tokens per training input (re-encoding uses whole chunks)")
-        seed: int = param(0, help="Training seed")
+        seed: int = param(0, min=0, help="Training seed")
         device: str = param("auto", help=f"Where the SupCon fine-tuning runs: {DEVICE_HELP}")
 
         def validate(self) -> None:

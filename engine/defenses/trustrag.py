@@ -42,7 +42,7 @@ class ClusterFilter(Defense):
         rouge_threshold: float = param(0.25, min=0.0, max=1.0,
                                        help="ROUGE-L F1 above which two chunks count as near-duplicates "
                                             "(paper: 0.25)")
-        seed: int = param(0, help="K-means initialisation seed")
+        seed: int = param(0, min=0, help="K-means initialisation seed")
 
     def filter(self, query: str, chunks: Sequence[Chunk], ctx: DefenseContext) -> tuple[list[Chunk], DefenseAction]:
         """Drops the tight cluster and near-duplicate groups; the action lists the dropped ids and each

@@ -43,7 +43,7 @@ class Detector:
         folds: int = param(5, min=2, max=20, help="Folds for out-of-fold calibration (and any CV of the detector)")
         calibration: str = param("out-of-fold", choices=("out-of-fold", "in-sample"),
                                  help="Which anchor scores set the threshold")
-        seed: int = param(0, help="Fold assignment seed")
+        seed: int = param(0, min=0, help="Fold assignment seed")
 
     def __init__(self, params: Params) -> None:
         self.params = params

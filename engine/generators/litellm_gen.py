@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence
 from ..errors import ConfigError, EngineError
 from ..secrets import register_secret, scrub
 from ..params import Params, param
+from ..retry import retry_after_of
 from .base import Generation, Generator, Message, TextCallback
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map at run time
@@ -31,6 +32,8 @@ class LiteLLMGenerator(Generator):
         timeout: float = param(60.0, min=1.0, max=600.0, help="Seconds per request")
         retries: int = param(3, min=0, max=10, help="Retries on 429 / 5xx / timeouts / connection errors")
         backoff: float = param(1.0, min=0.0, max=60.0, help="First retry delay in seconds (doubles each retry)")
+        max_retry_wait: float = param(60.0, min=0.0, max=3600.0, help="Longest wait a 429's Retry-After may ask "
+                                                                      "for (longer: the run stops, resumable)")
 
         def validate(self) -> None:
             if "/" not in self.model and not self.api_base:
@@ -87,7 +90,11 @@ class LiteLLMGenerator(Generator):
                 if attempt == p.retries:
                     raise EngineError(scrub(f"{p.model}: gave up after {p.retries + 1} attempts "
                                             f"({type(e).__name__}: {str(e).splitlines()[0][:200]})")) from None
-                time.sleep(delay)
+                asked = retry_after_of(e)
+                if asked is not None and asked > p.max_retry_wait:
+                    raise EngineError(f"{p.model}: the provider asks to wait {asked:.0f} s (Retry-After), more than "
+                                      f"max_retry_wait={p.max_retry_wait:g} s; try later or raise it") from None
+                time.sleep(asked if asked is not None else delay)
                 delay *= 2
             except litellm.AuthenticationError:
                 raise EngineError(f"{p.model}: the API key was rejected (check the key in your environment)") from None
@@ -112,34 +119,49 @@ class LiteLLMGenerator(Generator):
             return None
         return float(a) + float(b)
 
-    def _generation(self, out: Any, text: str, t0: float) -> Generation:
+    def _capped(self, text: str, max_tokens: int) -> tuple[str, int]:
+        """The answer kept (at most :func:`answer_cap` characters) and how many characters were dropped: a server
+        that ignores ``max_tokens`` cannot fill the memory or the disk."""
+        cap = answer_cap(max_tokens)
+        return (text, 0) if len(text) <= cap else (text[:cap], len(text) - cap)
+
+    def _generation(self, out: Any, text: str, t0: float, max_tokens: int = 0) -> Generation:
+        text, dropped = self._capped(text or "", max_tokens or self.params.max_tokens)
         usage = getattr(out, "usage", None)
         pt = int(getattr(usage, "prompt_tokens", 0) or 0)
         ct = int(getattr(usage, "completion_tokens", 0) or 0)
         cost = self.cost(pt, ct)
-        return Generation(text=text or "", prompt_tokens=pt, completion_tokens=ct, model=self.params.model,
-                          seconds=time.perf_counter() - t0, info={} if cost is None else {"cost_usd": cost})
+        info = ({} if cost is None else {"cost_usd": cost}) | ({"dropped_chars": dropped} if dropped else {})
+        return Generation(text=text, prompt_tokens=pt, completion_tokens=ct, model=self.params.model,
+                          seconds=time.perf_counter() - t0, info=info)
 
     def _stream(self, fn_name: str, on_text: TextCallback, t0: float, **kw: Any) -> Generation:
         """A streamed call: every piece goes to ``on_text`` as it arrives; usage from the final chunk."""
         pieces: list[str] = []
-        usage = None
+        usage, got, size = None, False, 0
+        cap = answer_cap(kw.get("max_tokens") or self.params.max_tokens)
         stream = self._call(fn_name, stream=True, stream_options={"include_usage": True}, **kw)
         try:
             for chunk in stream:
                 usage = getattr(chunk, "usage", None) or usage
                 if not getattr(chunk, "choices", None):
                     continue
+                got = True
                 c = chunk.choices[0]
                 delta = getattr(c, "delta", None)
                 piece = getattr(delta, "content", None) if delta is not None else getattr(c, "text", None)
                 if piece:
                     pieces.append(piece)
+                    size += len(piece)
                     on_text(piece)
+                    if size > cap:          # the server ignores max_tokens: stop reading, keep the capped text
+                        break
         except Exception as e:  # noqa: BLE001 - a stream broken half-way: one clear error, never a traceback
             raise EngineError(scrub(f"{self.params.model}: the answer stream broke off ({type(e).__name__}: "
                                     f"{str(e).splitlines()[0][:200] if str(e) else ''})")) from None
-        return self._generation(SimpleNamespace(usage=usage), "".join(pieces), t0)
+        if not got:
+            raise EngineError(f"{self.params.model}: the server streamed no answer (no choices)")
+        return self._generation(SimpleNamespace(usage=usage), "".join(pieces), t0, kw.get("max_tokens") or 0)
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None,
              on_text: Optional[TextCallback] = None) -> Generation:
@@ -149,7 +171,7 @@ class LiteLLMGenerator(Generator):
         if on_text is not None:
             return self._stream("completion", on_text, t0, **kw)
         out = self._call("completion", **kw)
-        return self._generation(out, out.choices[0].message.content, t0)
+        return self._generation(out, self._answer(out, chat=True), t0, kw["max_tokens"])
 
     def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = (),
                  on_text: Optional[TextCallback] = None) -> Generation:
@@ -160,4 +182,22 @@ class LiteLLMGenerator(Generator):
         if on_text is not None:
             return self._stream("text_completion", on_text, t0, **kw)
         out = self._call("text_completion", **kw)
-        return self._generation(out, out.choices[0].text, t0)
+        return self._generation(out, self._answer(out, chat=False), t0, kw["max_tokens"])
+
+    def _answer(self, out: Any, *, chat: bool) -> str:
+        """The text of a response; no choices, or a null content, is a failed call (the run keeps its finished
+        rounds and says how to resume), never an empty answer counted as a completed round."""
+        choices = getattr(out, "choices", None) or []
+        if not choices:
+            raise EngineError(f"{self.params.model}: the server returned no answer (an empty choices list)")
+        text = getattr(choices[0].message, "content", None) if chat else getattr(choices[0], "text", None)
+        if text is None:
+            reason = getattr(choices[0], "finish_reason", None) or "none given"
+            raise EngineError(f"{self.params.model}: the server returned no text (content null, finish reason "
+                              f"{reason})")
+        return str(text)
+
+
+def answer_cap(max_tokens: int) -> int:
+    """Characters of an answer kept: 32 a token of the budget (a token is 3–5 characters), at least 4,096."""
+    return max(4096, 32 * int(max_tokens or 0))

@@ -90,7 +90,7 @@ class LlamaCppGenerator(Generator):
         n_threads: int = param(2, min=1, max=64, help="CPU threads")
         temperature: float = param(0.0, min=0.0, max=2.0, help="Sampling temperature (0 = greedy)")
         max_tokens: int = param(128, min=1, max=4096, help="Tokens generated per answer")
-        seed: int = param(0, help="Sampling seed")
+        seed: int = param(0, min=0, help="Sampling seed")
         repeat_penalty: float = param(1.0, min=0.5, max=2.0,
                                       help="llama.cpp's repeat penalty over the last 64 generated tokens (1 = none)")
         decoding: str = param("lookup", choices=DECODINGS,

@@ -37,6 +37,7 @@ class EventRunner:
         self.progress = progress
         self.events: list[Event] = []
         self._sink = None
+        self._lock = None          # the run folder's lock while events are written (engine.folder_lock)
         self._round = 0
         self._prepared = False
         self._finished = False
@@ -53,16 +54,26 @@ class EventRunner:
         if self.progress:
             self.progress(stage, done, total)
 
+    def _hold(self, folder: Path) -> None:
+        """Take the run folder's lock (one writer per run: a live run, or a resume), unless held already."""
+        if self._lock is None:
+            from ..folder_lock import run_lock
+            lock = run_lock(folder, self.run_id)
+            lock.acquire()
+            self._lock = lock
+
     def _open_sink(self) -> None:
-        """Start ``out_dir/events.jsonl`` (no-op without an output folder)."""
+        """Start ``out_dir/events.jsonl`` (no-op without an output folder), holding the folder's lock."""
         if self.out_dir:
             self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._hold(self.out_dir)
             self._sink = open(self.out_dir / "events.jsonl", "w", encoding="utf-8")
 
     def _continue_after(self, path: Path, kept: list[Event], last: int, previous: str, dropped: int) -> None:
         """Resume in place: rewrite ``path`` with the ``kept`` events, record ``run_resumed``, go on after round
         ``last``."""
         from ..events import RunResumed
+        self._hold(path.parent)
         self.events = []
         self._sink = open(path, "w", encoding="utf-8")
         for e in kept:
@@ -77,6 +88,9 @@ class EventRunner:
         if self._sink is not None:
             self._sink.close()
             self._sink = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def _end(self) -> list[Event]:
         """Emit ``run_ended`` (completed) with the summary, write ``summary.json``, close; returns the new events."""
@@ -89,7 +103,8 @@ class EventRunner:
         self._emit(RunEnded, status="completed", summary=summary)
         self._finished = True
         if self.out_dir:
-            (self.out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2, default=str))
+            from ..files import atomic_write
+            atomic_write(self.out_dir / "summary.json", json.dumps(jsonable(summary), indent=2, default=str))
         self.close()
         return self.events[start:]
 

@@ -32,7 +32,8 @@ from ..generators.metered import MeteredGenerator
 from ..metrics.intervals import wilson
 from ..metrics.leakage import LeakageTracker
 from ..progress import Progress
-from ..secrets import scrub
+from ..files import atomic_write
+from ..secrets import scrub, scrub_known
 from ..rag import RagSystem
 from ..store import StoreSettings
 from ..summaries import ExtractionSummary
@@ -196,7 +197,7 @@ class ExtractionRun(EventRunner):
                                          "defenses": [d.describe() for d in self.system.defenses]})
         self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
         if self.out_dir:
-            (self.out_dir / "manifest.json").write_text(json.dumps(jsonable(manifest), indent=2, default=str))
+            atomic_write(self.out_dir / "manifest.json", json.dumps(jsonable(manifest), indent=2, default=str))
             # uploads, or a target's own store read as the reference: not reloadable by name (or may change), so kept
             if self._corpus_override is not None or (c.external and c.kb == "target"):
                 save_kb(corpus, self.out_dir)
@@ -258,18 +259,19 @@ class ExtractionRun(EventRunner):
                    scores=tuple(round(c.score, 5) for c in ans.retrieved), ranks=tuple(c.rank for c in ans.retrieved),
                    is_poison=tuple(False for _ in ans.retrieved))
         g = ans.generation
-        self._emit(Generated, round=r, text=ans.answer, context_ids=tuple(c.doc_id for c in ans.context),
+        answer = scrub_known(ans.answer)     # a key the engine was given never reaches the events, even echoed
+        self._emit(Generated, round=r, text=answer, context_ids=tuple(c.doc_id for c in ans.context),
                    blocked_by=ans.blocked_by, model=g.model if g else "", prompt_tokens=g.prompt_tokens if g else 0,
                    completion_tokens=g.completion_tokens if g else 0, seconds=round(g.seconds, 4) if g else 0.0,
                    info=dict(g.info) if g else {}, context_tokens=ans.context_tokens,
                    answer_budget=ans.answer_budget if g else 0)
         t1 = time.perf_counter()
-        leak = self.tracker.update(ans.answer, [c.doc_id for c in ans.context], [c.doc_id for c in ans.retrieved])
+        leak = self.tracker.update(answer, [c.doc_id for c in ans.context], [c.doc_id for c in ans.retrieved])
         t_metrics = time.perf_counter() - t1
         self._emit(LeakScored, round=r, recovered=leak.recovered, recall=leak.recall,
                    repeat_contexts=leak.repeat_contexts, rouge_contexts=leak.rouge_contexts, semantic=leak.semantic,
                    pii=leak.pii, metrics=leak.metrics)
-        self.transcript.append(Exchange(query, ans.answer))
+        self.transcript.append(Exchange(query, answer))
         state = jsonable(self.agent.state())
         whole, appended = state_delta(self._agent_state, state)
         self._emit(AttackerState, round=r, agent=self.config.attack, state=whole, appended=appended)
@@ -317,8 +319,24 @@ class ExtractionRun(EventRunner):
     def resume(cls, run_dir: str | Path, *, progress: Progress | None = None, generator: Any = None,
                config_overrides: dict | None = None, secrets: Mapping[str, str] | None = None,
                target: Any = None) -> "ExtractionRun":
-        """Reopen a run folder: replay its finished rounds, then continue where it stopped."""
+        """Reopen a run folder: replay its finished rounds, then continue where it stopped. The folder is locked
+        first: a second resume (or a live run) of the same folder stops at once with one line."""
+        from ..folder_lock import run_lock
+        if not str(run_dir).strip() or not Path(run_dir).is_dir():
+            raise ConfigError(f"--resume: {str(run_dir)!r} is not a run folder")
         run_dir = Path(run_dir)
+        lock = run_lock(run_dir, run_dir.name)
+        lock.acquire()
+        try:
+            return cls._resume(run_dir, lock, progress=progress, generator=generator,
+                               config_overrides=config_overrides, secrets=secrets, target=target)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _resume(cls, run_dir: Path, lock: Any, *, progress: Progress | None, generator: Any,
+                config_overrides: dict | None, secrets: Mapping[str, str] | None, target: Any) -> "ExtractionRun":
         path = events_file(run_dir)
         if path is None:
             raise ConfigError(f"{run_dir} holds no events.jsonl: not a run folder")
@@ -338,6 +356,7 @@ class ExtractionRun(EventRunner):
             corpus = load_kb(run_dir, saved.get("name") or cfg.kb, saved.get("fingerprint"))
         run = cls(cfg, out_dir=run_dir.parent, progress=progress, run_id=started.run_id, generator=generator,
                   corpus=corpus, secrets=secrets, target=target)
+        run._lock = lock
         retriever, _ = run._build()
         run.system.build(progress=run._tick)
         run.tracker = LeakageTracker(run.corpus, retriever=retriever, crr_tau=cfg.crr_tau,

@@ -36,6 +36,8 @@ from ..events import (AnswerScored, ContextDefended, DefenseApplied, DetectorFit
                       Retrieved, RoundEnded, RoundStarted, RunStarted, jsonable)
 from ..rag.prompts import get_template, render
 from ..rag.system import defend_context, defended_generation, prompt_additions, screen_query
+from ..files import atomic_write
+from ..secrets import scrub_known
 from .base import EventRunner
 from .manifest import build_manifest
 
@@ -107,7 +109,7 @@ class PoisoningRun(EventRunner):
                                          "n_queries": len(self.queries), "run_id": self.run_id})
         self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
         if self.out_dir:
-            (self.out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
+            atomic_write(self.out_dir / "manifest.json", json.dumps(manifest, indent=2, default=str))
         t0 = time.perf_counter()
         base = shared_base_index(corpus, retriever, settings=settings, progress=self._tick)
         self._emit(IndexBuilt, corpus=corpus.name, n_docs=len(corpus), retriever=c.retriever,
@@ -255,10 +257,10 @@ class PoisoningRun(EventRunner):
             gen, acts2 = defended_generation(q.text, messages, retrieved, context, self._defenses, self._dctx,
                                              self._generator, c.max_tokens, on_text)
             self._record(i, acts + acts2)
-            self._emit(Generated, round=i, text=gen.text, context_ids=kept, model=gen.model,
+            text = scrub_known(gen.text)        # a key the engine was given never reaches the events, even echoed
+            self._emit(Generated, round=i, text=text, context_ids=kept, model=gen.model,
                        prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
                        seconds=round(gen.seconds, 3), info=jsonable(dict(gen.info)))
-            text = gen.text
         goal = tuple(dict.fromkeys(g for p in poisons for g in p.goal))
         matched = answer_matches(text, goal)
         verdict = self._judge_answer(q, text, poisons, goal) if self._judge is not None else ""

@@ -19,7 +19,6 @@ Every request of an HTTP or OpenAI-compatible target goes through :class:`HttpCl
 """
 from __future__ import annotations
 
-import email.utils
 import json
 import threading
 import time
@@ -28,6 +27,7 @@ from typing import Any, Callable, Mapping
 from urllib.parse import urljoin, urlsplit
 
 from ..errors import EngineError
+from ..retry import retry_after
 from ..secrets import scrub
 from .json_path import preview
 
@@ -56,24 +56,6 @@ def check_url(url: str, *, what: str) -> None:
     u = urlsplit((url or "").strip())
     if u.scheme not in ("http", "https") or not u.hostname:
         raise ConfigError(f"{what}: {url!r} is not an http:// or https:// URL with a host")
-
-
-def retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta seconds or an HTTP date), None if absent/unreadable."""
-    if not value:
-        return None
-    v = value.strip()
-    try:
-        return max(0.0, float(v))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(v)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 @dataclass(frozen=True)

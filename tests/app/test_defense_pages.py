@@ -184,3 +184,16 @@ def test_a_long_experiments_folder_shows_its_curves_table_and_finished_cells(tmp
     assert any("reindex+cascade CRR" in m.value and "vs none" in m.value for m in at.markdown)
     folder.set_value(str(tmp_path)).run()
     assert not at.exception and any("no extraction runs" in i.value for i in at.info)
+
+
+def test_on_a_shared_deployment_the_long_experiments_folder_is_chosen_not_typed(monkeypatch):
+    """A web user of a shared deployment picks among the repository's results and their own comparisons: no box
+    takes a server path (single-user mode keeps the path box, and says so)."""
+    monkeypatch.setenv("RAG_PLAYGROUND_SHARED", "1")
+    at = _app()
+    at.switch_page("pages/defense_comparison.py").run()
+    assert not at.exception
+    assert not [t for t in at.text_input if t.key == "long_folder"]
+    pick = at.selectbox(key="long_folder")
+    assert pick.value.endswith("results/ragfort-paper-scale-hcm")
+    assert all("/results/" in o or "/comparisons/" in o for o in pick.options)

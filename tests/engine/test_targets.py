@@ -15,7 +15,8 @@ from engine.corpora import load_corpus, retriever_window
 from engine.embedders import make_retriever
 from engine.errors import ConfigError
 from engine.targets import TargetError, make_target
-from engine.targets.http_client import BudgetSpent, HttpClient, retry_after
+from engine.retry import retry_after
+from engine.targets.http_client import BudgetSpent, HttpClient
 from engine.types import Document
 from helpers import ScriptedServer, free_port, http_target_params, wait_for_port
 
@@ -401,7 +402,7 @@ def test_bad_target_parameters_are_refused_before_any_request():
     bad = [({"url": "ftp://x/q"}, "not an http"), ({"body": "{not json"}, "body: not valid JSON"),
            ({"body": '{"q": "x"}'}, "no \\{query\\}"), ({"method": "GET"}, "GET target needs \\{query\\}"),
            ({"answer_path": "a..b["}, "cannot read it"), ({"ingest_url": "http://h/d"}, "needs delete_url"),
-           ({"rate": float("nan")}, "NaN"), ({"timeout": 0}, "below the minimum")]
+           ({"rate": float("nan")}, "finite number"), ({"timeout": 0}, "below the minimum")]
     for params, message in bad:
         with pytest.raises(ConfigError, match=message):
             make_target("http", params)

@@ -62,7 +62,7 @@ class RuleParaphraser(Paraphraser):
 
     class Params(Params):
         rate: float = param(0.7, min=0.0, max=1.0, help="Share of replaceable words that are replaced")
-        seed: int = param(0, help="Seed (mixed with the query text)")
+        seed: int = param(0, min=0, help="Seed (mixed with the query text)")
 
     def paraphrase(self, text: str) -> str:
         """Swaps about ``rate`` of the known words for synonyms and picks a question frame; deterministic for a given
