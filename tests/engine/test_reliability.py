@@ -240,3 +240,13 @@ def test_a_huge_answer_despite_max_tokens_is_capped(tmp_path):
         assert len(gen["text"]) <= 4096 and gen["info"]["dropped_chars"] > 9_000_000
     finally:
         s.close()
+
+
+def test_a_pdf_whose_pages_hold_no_text_is_one_line(tmp_path):
+    from pypdf import PdfWriter
+    w = PdfWriter()
+    w.add_blank_page(200, 200)            # a scanned page: no text layer
+    w.add_blank_page(200, 200)
+    w.write(str(tmp_path / "scan.pdf"))
+    r = run_cli("poison", "--corpus", str(tmp_path / "scan.pdf"), "--limit", "1")
+    one_error(r, "scan.pdf' is empty \\(no non-empty documents\\)")
