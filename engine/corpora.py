@@ -359,6 +359,8 @@ def load_corpus(spec: str, *, data_dir: str | None = None, chunk_size: int | Non
         name = path.stem
     if limit:
         docs = docs[:limit]
+    if not docs:          # e.g. a PDF of scanned pages: nothing to chunk (the tokenizer refuses an empty batch)
+        raise CorpusError(f"corpus {spec!r} is empty (no non-empty documents)")
     docs = chunk_documents(docs, chunk_size, chunk_overlap, window)
     docs = _dedupe_ids(docs)
     if not docs:
