@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from helpers import ScriptedServer, http_target_params
+from helpers import ScriptedServer
 
 REPO = Path(__file__).resolve().parents[2]
 
