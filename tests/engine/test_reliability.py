@@ -250,3 +250,25 @@ def test_a_pdf_whose_pages_hold_no_text_is_one_line(tmp_path):
     w.write(str(tmp_path / "scan.pdf"))
     r = run_cli("poison", "--corpus", str(tmp_path / "scan.pdf"), "--limit", "1")
     one_error(r, "scan.pdf' is empty \\(no non-empty documents\\)")
+
+
+def test_a_huge_one_line_document_is_chunked_in_bounded_memory(tmp_path):
+    """A 5 MB document with no sentence in it (one line of words): cut into blocks before any tokenizer sees it,
+    packed word by word in linear work, every chunk within what MiniLM reads; the peak memory of loading it
+    stays well under 1 GB above the process's own."""
+    import random
+    random.seed(0)
+    words = ["patient", "reports", "pain", "since", "monday", "blood", "pressure", "normal", "follow", "up", "dose"]
+    path = tmp_path / "one-line.txt"
+    path.write_text(" ".join(random.choice(words) for _ in range(800_000)))
+    code = ("import resource, sys\nsys.path.insert(0, sys.argv[2])\n"
+            "from engine.corpora import load_corpus, retriever_window\nfrom engine.embedders import make_retriever\n"
+            "w = retriever_window(make_retriever('minilm')); w.count(['warm up'])\n"
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "c = load_corpus(sys.argv[1], window=w)\n"
+            "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "print(len(c), max(w.count(c.texts)), (after - before) // 1024)")
+    r = subprocess.run([sys.executable, "-c", code, str(path), str(REPO)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-1500:]
+    chunks, longest, grown_mb = (int(x) for x in r.stdout.split())
+    assert chunks > 3000 and longest <= 254 and grown_mb < 1024, r.stdout
