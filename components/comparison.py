@@ -140,23 +140,12 @@ def long_run_section() -> None:
                "`compare --preset ragfort-paper-scale`), including a cell still running or cut short: CRR after "
                "every round, with Wilson's 95% interval over the KB's chunks (which chunks one trajectory reaches; "
                "the spread over attacker seeds needs `--repeats`).")
-    default = str(REPO_ROOT / "results" / "ragfort-paper-scale-hcm")
-    from components.state import my_comparisons_dir, shared_mode
-    if shared_mode():      # a web user chooses among the repository's results and their own comparisons, no path
-        choices = sorted(str(p.parent) for p in (REPO_ROOT / "results").glob("*/comparison.json")) + \
-            sorted(str(p.parent) for p in my_comparisons_dir().glob("*/comparison.json"))
-        folder = st.selectbox("Comparison folder", choices, key="long_folder",
-                              index=choices.index(default) if default in choices else 0,
-                              help="A shared deployment reads only the repository's results and your own "
-                                   "comparisons")
-        if folder is None:
-            st.info("No comparison folder yet.")
-            return
-    else:
-        folder = st.text_input("Comparison folder", value=default, key="long_folder",
-                               help="Single-user mode: any folder on this machine (a shared deployment, "
-                                    "RAG_PLAYGROUND_SHARED=1, offers only the repository's results and your own "
-                                    "comparisons)")
+    from components.folders import folder_input, subfolders_holding
+    from components.state import my_comparisons_dir
+    folder = folder_input("Comparison folder", REPO_ROOT / "results" / "ragfort-paper-scale-hcm", key="long_folder",
+                          choices=subfolders_holding([REPO_ROOT / "results", my_comparisons_dir()], "comparison.json"))
+    if folder is None:
+        return
     try:
         with st.spinner("Reading the runs' events…"):
             runs = _long_runs(folder, _stamp(folder))

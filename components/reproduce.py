@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components.folders import folder_input, subfolders_holding
+from components.state import my_sweeps_dir
 from components.text import md_escape
 from engine.analysis.paper_tables import (QUERY_SETS, paper_table3, paper_table4, paper_table8, read_sweep,
                                           side_by_side, summary)
@@ -15,7 +17,10 @@ RESULTS = REPO_ROOT / "results"          # the runs committed with the repositor
 
 
 def _saved(reader, path):
-    """``reader(path)``, or None after one line saying what is missing and which command writes it."""
+    """``reader(path)``, or None after one line saying what is missing and which command writes it (or when no
+    folder was chosen)."""
+    if path is None:
+        return None
     try:
         return reader(path)
     except EngineError as e:
@@ -30,7 +35,8 @@ def _table1_tab() -> None:
                "for top-1. Our corpus is the 20,767 BioASQ PubMed snippets and the first 300 questions of each "
                "set; the paper's is PubMed (23.9M articles) with all questions.")
     c = st.columns([3, 1])
-    folder = c[0].text_input("Sweep folder", value=str(RESULTS / "table1-bioasq"), key="t1_folder")
+    folder = folder_input("Sweep folder", RESULTS / "table1-bioasq", key="t1_folder", container=c[0],
+                          choices=subfolders_holding([RESULTS, my_sweeps_dir()], "sweep_cells.csv"))
     k = c[1].radio("Top K", (2, 1), horizontal=True, key="t1_k",
                    format_func=lambda v: f"top-{v} (Table {1 if v == 2 else 7})")
     cells = _saved(read_sweep, folder)
@@ -53,7 +59,8 @@ def _table8_tab() -> None:
                "the out-of-fold 95th-percentile threshold: each cell is TPR / FPR on held-out clean documents. "
                "Reads every `poison ... --detectors mahalanobis --beta-sweep paper --json` summary saved under the "
                "folder (one per retriever × query set).")
-    folder = st.text_input("Folder of β-sweep summaries", value=str(RESULTS / "table8"), key="t8_folder")
+    folder = folder_input("Folder of β-sweep summaries", RESULTS / "table8", key="t8_folder",
+                          choices=subfolders_holding([RESULTS], "*.json"))
     frame = _saved(read_beta_sweeps, folder)
     if frame is None:
         return
@@ -68,7 +75,8 @@ def _detection_tab() -> None:
                "Reads every sweep run with `--detectors` in the folder or its subfolders. The paper reports "
                "near-perfect Mahalanobis detection in every setup and the ℓ2-norm filter far below it.")
     c = st.columns([3, 1])
-    folder = c[0].text_input("Folder of detection sweeps", value=str(RESULTS), key="det_folder")
+    folder = folder_input("Folder of detection sweeps", RESULTS, key="det_folder", container=c[0],
+                          choices=[str(RESULTS), *subfolders_holding([RESULTS, my_sweeps_dir()], "sweep_cells.csv")])
     detector = c[1].radio("Detector", ("mahalanobis", "l2"), horizontal=True, key="det_detector")
     table = _saved(lambda f: detection_table(read_detection(f), detector), folder)
     if table is not None:
@@ -80,7 +88,8 @@ def _tables34_tab() -> None:
                "right angle to q (orthogonal augmentation), so q ⊕ P stays near q. Table 4: the angle between a "
                "question and its clean top-5 documents — the margin a poison has to beat. Reads `python -m engine "
                "analyze ... --save FILE.json`.")
-    path = st.text_input("Tables file or folder", value=str(RESULTS / "tables34"), key="t34_path")
+    path = folder_input("Tables file or folder", RESULTS / "tables34", key="t34_path",
+                        choices=subfolders_holding([RESULTS], "*.json"))
     saved = _saved(read_tables34, path)
     if saved is None:
         return

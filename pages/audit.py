@@ -10,7 +10,7 @@ import streamlit as st
 
 from components.audit import probe_result, render_report, secrets_section, target_form
 from components.job_panel import job_panel
-from components.state import data_dir, init_state, owner
+from components.state import data_dir, init_state, owner, shared_mode
 from components.text import md_escape
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.attacks.poisoning import POISONING_ATTACKS
@@ -20,7 +20,7 @@ from engine.config import AuditConfig, list_presets, load_preset
 from engine.errors import EngineError
 from engine.jobs import Job
 from engine.saved import audits_dir, list_audits
-from engine.targets import TARGETS, check_target
+from engine.targets import TARGETS, check_shared_audit, check_target
 from engine.targets.probe import probe
 
 init_state()
@@ -34,7 +34,7 @@ st.caption("Point the playground's attacks at the RAG system you run — a JSON 
 job: Job | None = ss.get("audit_job")
 running = bool(job and job.running)
 
-kinds = TARGETS.names()
+kinds = [k for k in TARGETS.names() if not (shared_mode() and TARGETS.get(k).server_side)]
 default_kind = ss.get("audit_kind", AuditConfig().target)
 c1, c2 = st.columns(2)
 kind = c1.selectbox("Target", kinds, index=kinds.index(default_kind) if default_kind in kinds else 0,
@@ -75,6 +75,8 @@ with st.form("audit_setup"):
 def config() -> AuditConfig:
     """The audit of the form's values, its target's parameters validated (nothing is opened)."""
     ss.setdefault("audit_target_params", {})[kind] = params
+    if shared_mode():          # first: a path is refused by policy, whether it exists or not
+        check_shared_audit(kind, params, kb.strip())
     check_target(kind, params)
     return AuditConfig.from_dict({**base.to_dict(), "target": kind, "target_params": params, "kb": kb.strip(),
                                   "extraction_attacks": extraction, "poisoning_attacks": poisoning,

@@ -154,9 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except OSError as e:
         import errno
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):        # outside the user's input: exit 1, but one clear line
-            print(f"error: the disk is full ({one_line(e.filename or '')}): nothing finished was lost (results are "
-                  f"written whole or not at all); free some space and run the same command again", file=sys.stderr)
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):   # outside the user's input: exit 1, one line
+            print(f"error: the disk is full or the file is over the size limit ({one_line(e.filename or '')}): "
+                  f"nothing finished was lost (results are written whole or not at all); free some space and run "
+                  f"the same command again", file=sys.stderr)
             return 1
         if os.environ.get("RAG_PLAYGROUND_DEBUG"):
             raise

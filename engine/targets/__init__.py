@@ -30,10 +30,31 @@ def make_target(kind: str, params: Mapping[str, Any] | None = None, *, secrets: 
     return cls(cls.Params.from_dict(params, where=f"target {kind}"), secrets=secrets, data_dir=data_dir)
 
 
+def check_shared_audit(kind: str, params: Mapping[str, Any] | None, kb: str) -> None:
+    """On a shared deployment a web user's audit must not read the server's files or run its code: no
+    ``server_side`` target, and knowledge bases and presets only by bundled or benchmark name (no paths)."""
+    from ..config import PRESETS_DIR
+    from ..corpora import BENCHMARK_CORPORA, BUNDLED
+    from ..errors import ConfigError
+    if TARGETS.get(kind).server_side:
+        raise ConfigError(f"target {kind!r} reads this server's files or runs its code: not offered on a shared "
+                          "deployment")
+    names = set(BUNDLED) | set(BENCHMARK_CORPORA) | {"", "none", "target"}
+    p = dict(params or {})
+    for what, value in (("reference knowledge base", kb), ("kb", str(p.get("kb") or ""))):
+        if value not in names:
+            known = ", ".join(sorted(names - {"", "target"}))
+            raise ConfigError(f"{what}: a shared deployment reads knowledge bases by name only ({known})")
+    preset = str(p.get("preset") or "")
+    if preset and not (PRESETS_DIR / f"{preset}.yaml").is_file():
+        raise ConfigError("preset: a shared deployment takes a bundled preset by name, not a path")
+
+
 def check_target(kind: str, params: Mapping[str, Any] | None) -> None:
     """A registered target kind and valid parameters, else one ConfigError (nothing is opened)."""
     TARGETS.get(kind).Params.from_dict(params, where=f"target {kind}")
 
 
-__all__ = ["TARGETS", "Target", "TargetReply", "SourceItem", "TargetError", "BudgetSpent", "check_target", "make_target",
+__all__ = ["TARGETS", "Target", "TargetReply", "SourceItem", "TargetError", "BudgetSpent", "check_shared_audit",
+           "check_target", "make_target",
            "PipelineTarget", "HttpTarget", "OpenAIChatTarget", "PythonTarget", "ChromaTarget"]

@@ -63,6 +63,8 @@ class Target:
     readable: ClassVar[bool] = False          # reference_corpus() can read the knowledge base back
     writable: ClassVar[bool] = False          # ingest / remove always work (remote targets: when configured)
     verifiable: ClassVar[bool] = False        # exists() can tell whether a planted document is still there
+    server_side: ClassVar[bool] = False       # reads the server's own files or runs its code (python, chroma paths):
+                                              # not offered to web users of a shared deployment
 
     class Params(Params):
         pass

@@ -44,6 +44,7 @@ class ChromaTarget(Target):
 
     runs_engine_defenses = True
     readable = writable = verifiable = True
+    server_side = True        # opens a folder of the machine it runs on (or any Chroma server it can reach)
 
     class Params(Params):
         path: str = param("", help="Folder of a persistent Chroma store (blank: use host and port)")

@@ -93,6 +93,8 @@ class PythonTarget(Target):
     query engine over Chroma and a local GGUF model that this target audits.
     """
 
+    server_side = True        # imports and calls code of the machine it runs on
+
     class Params(Params):
         callable: str = param("examples.llamaindex_rag:build_query_engine",
                               help="module:attribute of the engine or function (dotted attributes allowed); the "

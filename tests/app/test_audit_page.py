@@ -131,3 +131,22 @@ def test_bad_target_fields_are_one_clear_line(audits):
     button(at, "Test connection").click().run()
     assert "headers: expected a mapping" in at.error[0].value
     assert list(audits.iterdir()) == [], "nothing was started"
+
+
+def test_a_shared_deployment_offers_no_target_that_reads_the_servers_files(audits, monkeypatch):
+    """With RAG_PLAYGROUND_SHARED=1 a web user cannot make the server import code (python target), open its
+    folders (chroma target, a knowledge base or preset by path) — the folder boxes of the Sweeps page are choices."""
+    monkeypatch.setenv("RAG_PLAYGROUND_SHARED", "1")
+    at = page()
+    kinds = {o.split(" — ")[0] for o in at.selectbox(key="audit_kind").options}
+    assert "python" not in kinds and "chroma" not in kinds and {"http", "pipeline"} <= kinds
+    field(at, "Reference knowledge base").set_value("/etc")
+    button(at, "Run audit").click().run()
+    assert "by name only" in at.error[0].value and list(audits.iterdir()) == []
+    field(at, "Reference knowledge base").set_value("")
+    field(at, "Preset").set_value("/tmp/some.yaml")
+    button(at, "Test connection").click().run()
+    assert "bundled preset by name" in at.error[0].value
+    at.switch_page("pages/sweeps.py").run()
+    assert not at.exception
+    assert not [t for t in at.text_input if t.key in ("t1_folder", "t8_folder", "det_folder", "t34_path")]

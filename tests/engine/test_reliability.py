@@ -230,16 +230,24 @@ def test_a_key_echoed_in_a_normal_answer_never_reaches_disk_or_the_terminal(tmp_
         s.close()
 
 
-def test_a_huge_answer_despite_max_tokens_is_capped(tmp_path):
-    s = ScriptedServer(lambda *a: (200, {}, chat_reply("word " * 2_000_000), 0))     # 10 MB of answer
-    try:
-        r = extract_against(s, tmp_path, "--rounds", "1", "--answer-budget", "fixed", "--max-tokens", "16")
-        assert r.returncode == 0, r.stderr[-1500:]
-        events = [json.loads(x) for x in next((tmp_path / "runs").glob("*/events.jsonl")).read_text().splitlines()]
-        gen = next(e for e in events if e["kind"] == "generated")
-        assert len(gen["text"]) <= 4096 and gen["info"]["dropped_chars"] > 9_000_000
-    finally:
-        s.close()
+def test_a_huge_answer_despite_max_tokens_is_capped_in_bounded_memory(tmp_path, monkeypatch):
+    """A server that answers 50 MB for max_tokens 16: the answer kept is capped (the rest counted as dropped), and
+    the process's peak memory grows by well under 1 GB over the same run with a short answer."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
+    peaks = {}
+    for name, text in (("short", "A short answer."), ("huge", "word " * 10_000_000)):
+        s = ScriptedServer(lambda *a, body=chat_reply(text): (200, {}, body, 0))
+        try:
+            r, peaks[name] = peak_rss_mb("extract", "--kb", "clinic_records", "--attack", "zeng", "--rounds", "1",
+                                         "--generator", "openai/m", "--api-base", s.base + "/v1", "--answer-budget",
+                                         "fixed", "--max-tokens", "16", "--out", str(tmp_path / name), "-q")
+            assert r.returncode == 0, r.stderr[-1500:]
+        finally:
+            s.close()
+    events = [json.loads(x) for x in next((tmp_path / "huge").glob("*/events.jsonl")).read_text().splitlines()]
+    gen = next(e for e in events if e["kind"] == "generated")
+    assert len(gen["text"]) <= 4096 and gen["info"]["dropped_chars"] > 49_000_000
+    assert peaks["huge"] - peaks["short"] < 1024, peaks
 
 
 def test_a_pdf_whose_pages_hold_no_text_is_one_line(tmp_path):
@@ -272,3 +280,28 @@ def test_a_huge_one_line_document_is_chunked_in_bounded_memory(tmp_path):
     assert r.returncode == 0, r.stderr[-1500:]
     chunks, longest, grown_mb = (int(x) for x in r.stdout.split())
     assert chunks > 3000 and longest <= 254 and grown_mb < 1024, r.stdout
+
+
+def test_a_full_disk_leaves_the_previous_results_whole(tmp_path):
+    """The same sweep run again with writes capped at 64 KB (RLIMIT_FSIZE: every write past it fails, as on a full
+    disk): one line, exit 1, and every result file of the first run still whole (written to a temporary file and
+    renamed, never truncated in place)."""
+    import resource
+    import signal
+    out = tmp_path / "sweep"
+    args = ["sweep", "--corpora", "clinic_handbook", "--retrievers", "bm25", "--query-sets", "clinic_handbook",
+            "--targets", "pii", "--limit", "2", "--out", str(out), "-q"]
+    assert run_cli(*args).returncode == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and not p.name.startswith(".")}
+    assert len(before["heatmap.html"]) > 64 * 1024
+
+    def cap_writes():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)        # a write past the cap fails (EFBIG) instead of killing
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+    r = subprocess.run([sys.executable, "-m", "engine", *args], cwd=REPO, capture_output=True, text=True,
+                       timeout=600, preexec_fn=cap_writes)
+    lines = [x for x in r.stderr.splitlines() if x.startswith(("error:", "internal error:", "Traceback"))]
+    assert r.returncode == 1 and len(lines) == 1 and "the disk is full" in lines[0], r.stderr[-1500:]
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and not p.name.startswith(".")}
+    assert after == before, "every result file is whole and unchanged; no temporary file is left"
