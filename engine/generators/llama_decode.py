@@ -25,8 +25,13 @@ What it guarantees, and how:
   ``logits`` flag is set in the batch; the prompt needs one row, a guess of k tokens needs k + 1.
   (``logits_all=True``, which llama-cpp-python's own lookup decoding needs, projects every prompt
   position: 150k-word vocabulary × hundreds of tokens — slower than not guessing at all.)
-* **Prefix reuse**: the KV cache keeps the longest common prefix with the previous call on the same
-  model (e.g. a shared system prompt, or RAG-Thief's reflections on one chunk), as llama-cpp-python does.
+* **Prefix reuse that never changes an answer**: a pass's numbers depend in the last bits on which tokens
+  it evaluates together (a prompt that is wholly cached, re-fed one token, gave a different greedy answer
+  than the same prompt evaluated fresh). So prompts are evaluated in passes aligned on multiples of
+  ``reuse_block`` (512 = llama-cpp-python's batch) and the KV cache keeps only whole blocks of the longest
+  common prefix with the previous call: an answer depends on its prompt alone, never on what another
+  session or round asked before (``tests/engine/test_sessions.py``). ``reuse_block = 0`` reuses any
+  prefix, as llama-cpp-python does (no faster on the demo: 6 rounds 32.5-33.6 s vs 32.6-36.6 s).
 * **Streaming**: ``on_text(delta)`` is called with each new piece of text as tokens are accepted
   (UTF-8 sequences split across tokens are held back until complete).
 
@@ -59,6 +64,7 @@ class LookupSettings:
     ngram_min: int = 2           # shortest suffix n-gram looked up
     repeat_penalty: float = 1.0  # llama.cpp's repeat penalty (1.0 = none, llama-cpp-python's default)
     penalty_last_n: int = 64     # window of generated tokens it applies to
+    reuse_block: int = 512       # prompts are evaluated, and reused, in aligned blocks of this many tokens (0 = any)
 
     def __post_init__(self) -> None:
         if self.draft_max < 0:
@@ -67,6 +73,8 @@ class LookupSettings:
             raise ConfigError("need 1 ≤ ngram_min ≤ ngram_max")
         if self.repeat_penalty <= 0:
             raise ConfigError("repeat_penalty must be > 0")
+        if self.reuse_block < 0:
+            raise ConfigError("reuse_block must be ≥ 0")
 
 
 @dataclass
@@ -175,8 +183,9 @@ class LlamaDecoder:
             llm.n_tokens = n
         llm._ctx.kv_cache_seq_rm(-1, n, -1)
 
-    def _forward(self, tokens: Sequence[int], rows: int, stats: DecodeStats) -> np.ndarray:
-        """Evaluate ``tokens`` after the cached ones; the logit rows of the last ``rows`` of them."""
+    def _forward(self, tokens: Sequence[int], rows: int, stats: DecodeStats, block: int = 0) -> np.ndarray:
+        """Evaluate ``tokens`` after the cached ones; the logit rows of the last ``rows`` of them. With
+        ``block``, in passes of ``block`` tokens (the caller starts at a multiple of it)."""
         import llama_cpp
 
         llm = self.llm
@@ -186,7 +195,7 @@ class LlamaDecoder:
                               f"context window ({llm.n_ctx()}); lower top-k / the answer budget or raise n_ctx")
         out = np.empty((rows, self.n_vocab), dtype=np.float32)
         got = 0
-        nb = llm.n_batch
+        nb = min(block, llm.n_batch) if block else llm.n_batch
         batch = llm._batch.batch
         for i in range(0, n, nb):
             chunk = tokens[i:i + nb]
@@ -247,16 +256,22 @@ class LlamaDecoder:
                               f"({n_ctx}); lower top-k or the chunk size, or raise n_ctx")
         max_tokens = max(1, min(int(max_tokens), n_ctx - len(prompt)))
         # prefix reuse: keep the cached tokens the new prompt starts with (at least one token is re-fed,
-        # so the last prompt position's logits are fresh)
+        # so the last prompt position's logits are fresh). A pass's numbers depend, in the last bits, on
+        # which tokens it evaluates together; so the prompt is evaluated in blocks aligned on multiples of
+        # reuse_block and only whole blocks are reused: every prompt is computed the same way whatever the
+        # previous call was (another session's, another round's) and its answer depends on it alone.
         cached = llm.input_ids[:llm.n_tokens].tolist()
         keep = 0
         for a, b in zip(cached, prompt[:-1]):
             if a != b:
                 break
             keep += 1
+        block = settings.reuse_block
+        if block:
+            keep -= keep % block
         self._rewind(keep)
         stats.reused_prefix = keep
-        row = self._forward(prompt[keep:], 1, stats)[0]
+        row = self._forward(prompt[keep:], 1, stats, block)[0]
         stats.seconds_prompt = time.perf_counter() - t0
         lookup = NgramLookup(settings.ngram_min, settings.ngram_max)
         lookup.extend(prompt)

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 import time
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
+from ..cpu_share import threads_for
 from ..errors import ConfigError, ModelUnavailableError
 from ..params import Params, param
 from .base import Generation, Generator, Message, TextCallback
@@ -16,6 +18,10 @@ _llms: dict[tuple, Any] = {}
 _llms_lock = threading.Lock()          # guards the model table only
 _model_locks: dict[int, threading.RLock] = {}
 _decoders: dict[int, LlamaDecoder] = {}
+_threads: dict[int, list[int]] = {}    # id(model) -> [configured threads, configured batch threads, threads now]
+_waiting: dict[int, int] = {}          # id(model) -> callers blocked on its lock now
+_wait_listener: contextvars.ContextVar[Optional[Callable[[int], None]]] = contextvars.ContextVar(
+    "model_wait_listener", default=None)
 DECODINGS = ("lookup", "llama.cpp")
 
 
@@ -43,14 +49,15 @@ def load_llama(path: str, n_ctx: int, n_threads: int, logits_all: bool = False, 
             try:
                 from llama_cpp import Llama
             except ImportError:
-                raise ModelUnavailableError("local generation needs llama-cpp-python==0.3.36 "
-                                            "(scripts/install.sh builds it)") from None
+                from .runtime import local_runtime
+                raise ModelUnavailableError(local_runtime().message()) from None
             try:
                 llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, logits_all=logits_all,
                             n_gpu_layers=n_gpu_layers, verbose=False, seed=0)
             except (ValueError, RuntimeError) as e:
                 raise ModelUnavailableError(f"llama.cpp could not load {path} ({e})") from None
             _model_locks[id(llm)] = threading.RLock()
+            _threads[id(llm)] = [n_threads, int(llm.n_threads_batch), n_threads]
             _decoders[id(llm)] = LlamaDecoder(llm)
             _llms[key] = llm
         return _llms[key]
@@ -60,12 +67,66 @@ def load_llama(path: str, n_ctx: int, n_threads: int, logits_all: bool = False, 
 def locked(*llms: Any) -> Iterator[None]:
     """Hold the lock of each model (a llama.cpp context is not re-entrant); one lock per loaded model, so
     different models (the generator and another session's attacker model) run side by side. Several
-    models are locked in one fixed order, so two callers never wait on each other."""
-    locks = [_model_locks[i] for i in sorted({id(m) for m in llms})]
+    models are locked in one fixed order, so two callers never wait on each other.
+
+    Holding the locks, each model's thread count is set from the cores other programs leave free
+    (:mod:`engine.cpu_share`): never more than it was loaded with, one per free core."""
+    models = {id(m): m for m in llms}
     with contextlib.ExitStack() as stack:
-        for lk in locks:
-            stack.enter_context(lk)
+        for i in sorted(models):
+            _acquire(i)
+            stack.callback(_model_locks[i].release)
+        for m in models.values():
+            _fit_threads(m)
         yield
+
+
+@contextlib.contextmanager
+def on_model_wait(listener: Callable[[int], None]) -> Iterator[None]:
+    """While inside, a call that finds its model busy with another caller (another session of the app, a
+    background job) calls ``listener(n)`` once before it waits, ``n`` being the callers ahead of it (the one
+    generating and those already waiting). Calls run one at a time per model, in no guaranteed order."""
+    token = _wait_listener.set(listener)
+    try:
+        yield
+    finally:
+        _wait_listener.reset(token)
+
+
+def _acquire(i: int) -> None:
+    lock = _model_locks[i]
+    if lock.acquire(blocking=False):
+        return
+    with _llms_lock:
+        _waiting[i] = _waiting.get(i, 0) + 1
+        ahead = _waiting[i]                 # the caller generating now, and the others already waiting
+    try:
+        listener = _wait_listener.get()
+        if listener is not None:
+            listener(ahead)
+        lock.acquire()
+    finally:
+        with _llms_lock:
+            _waiting[i] -= 1
+
+
+def _fit_threads(llm: Any) -> None:
+    """Set the model's generation and batch threads for its next call (only when the count changes)."""
+    conf = _threads.get(id(llm))
+    if conf is None:
+        return
+    n = threads_for(conf[0])
+    if n != conf[2]:
+        batch = conf[1] if n == conf[0] else min(n, conf[1])
+        llm._ctx.set_n_threads(n, batch)
+        llm.n_threads, llm.n_threads_batch = n, batch
+        conf[2] = n
+
+
+def threads_now(llm: Any) -> Optional[int]:
+    """The thread count the model's last call used (None for a model not loaded by :func:`load_llama`)."""
+    conf = _threads.get(id(llm))
+    return conf[2] if conf else None
 
 
 def decoder_for(llm: Any) -> LlamaDecoder:
@@ -97,6 +158,10 @@ class LlamaCppGenerator(Generator):
                               help="Greedy decoding: lookup (guesses copied text from the prompt and verifies it "
                                    "in one pass: same tokens, faster) or llama.cpp (one token per pass)")
         draft_max: int = param(16, min=0, max=64, help="Tokens guessed per step by lookup decoding (0 = none)")
+        reuse_block: int = param(512, min=0, max=4096,
+                                 help="Lookup decoding evaluates prompts in aligned blocks of this many tokens and "
+                                      "reuses cached blocks only, so an answer never depends on the previous call "
+                                      "(0: reuse any cached prefix, faster, history-dependent in the last bits)")
         n_gpu_layers: int = param(0, min=-1, max=1000, help="Layers offloaded to a GPU (-1: all); used when "
                                                             "llama.cpp was built with GPU support")
 
@@ -112,7 +177,8 @@ class LlamaCppGenerator(Generator):
         return self.params.decoding == "lookup" and self.params.temperature == 0.0
 
     def _settings(self) -> LookupSettings:
-        return LookupSettings(draft_max=self.params.draft_max, repeat_penalty=self.params.repeat_penalty)
+        return LookupSettings(draft_max=self.params.draft_max, repeat_penalty=self.params.repeat_penalty,
+                              reuse_block=self.params.reuse_block)
 
     def _generation(self, out: dict, text: str, t0: float, info: Optional[dict] = None) -> Generation:
         usage = out.get("usage", {})
@@ -130,6 +196,9 @@ class LlamaCppGenerator(Generator):
         """llama-cpp-python's own decoding (sampling, or ``decoding = llama.cpp``), streamed when asked."""
         p = self.params
         kw.update(temperature=p.temperature, seed=p.seed, repeat_penalty=p.repeat_penalty)
+        # no prefix reuse here: the prompt is evaluated whole, so the answer does not depend on the previous
+        # call on this model (another session's, another round's)
+        llm.reset()
         fn = getattr(llm, call)
         if on_text is None:
             out = fn(**kw)

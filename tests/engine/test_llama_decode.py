@@ -108,13 +108,22 @@ def test_streaming_delivers_the_answer_piece_by_piece(copy_prompt):
     assert len(pieces2) > 3 and "".join(pieces2) == g2.text and g2.completion_tokens > 0
 
 
-def test_prefix_is_reused_across_calls(qwen, copy_prompt):
+def test_prefix_is_reused_in_whole_blocks_and_never_changes_the_answer(qwen, copy_prompt):
+    """A wholly cached prompt re-fed one token can answer differently from the same prompt evaluated fresh
+    (a pass's numbers depend on which tokens it evaluates together): only aligned blocks are reused."""
     dec = decoder_for(qwen)
+    prompt = dec.chat_tokens(copy_prompt)
+    block = 32
     with locked(qwen):
         _clear(qwen)
-        _, a, _ = dec.generate(dec.chat_tokens(copy_prompt), 20)
-        _, b, st = dec.generate(dec.chat_tokens(copy_prompt), 20)
-    assert a == b and st.reused_prefix == st.prompt_tokens - 1
+        _, a, _ = dec.generate(prompt, 20, LookupSettings(reuse_block=block))
+        _, b, st = dec.generate(prompt, 20, LookupSettings(reuse_block=block))
+        _, c, other = dec.generate(prompt[:40] + dec.text_tokens(" and something else entirely"), 5,
+                                   LookupSettings(reuse_block=block))
+        _, d, st2 = dec.generate(prompt, 20, LookupSettings(reuse_block=block))
+    assert a == b == d
+    assert st.reused_prefix == (st.prompt_tokens - 1) // block * block > 0
+    assert other.reused_prefix == 32 and st2.reused_prefix == 32
 
 
 def test_context_overflow_is_a_clear_error(copy_prompt):
