@@ -7,7 +7,7 @@ ENGINE = Path(__file__).resolve().parents[2] / "engine"
 # bottom to top; a package may import its own layer and the ones below
 LAYERS = [
     {"errors", "params", "paths", "files", "secrets", "registry", "types", "events", "progress", "devices",
-     "folder_lock", "attacker_states", "retry"},
+     "folder_lock", "attacker_states", "retry", "cpu_share"},
     {"corpora", "queries", "embedders", "detectors", "generators", "metrics", "summaries"},
     {"store", "defenses", "attacks", "rag"},
     {"config", "targets", "runs", "pipeline", "jobs", "executors", "views", "saved"},
