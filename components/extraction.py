@@ -26,7 +26,7 @@ from engine.generators import GENERATORS
 from engine.events import Event, event_to_json, jsonable, read_jsonl
 from engine.saved import list_runs
 from engine.generators.litellm_gen import LiteLLMGenerator
-from engine.generators.llama_local import LlamaCppGenerator
+from engine.generators.llama_local import LlamaCppGenerator, on_model_wait
 from engine.generators.models import MODELS
 from engine.metrics.catalog import help_text
 from engine.metrics.intervals import fmt_interval
@@ -255,7 +255,12 @@ def stream_round(run: ExtractionRun) -> None:
             answer_box.text("Answer (streaming): " + "".join(pieces))
             shown[0] = now
 
-    run.step(on_query=on_query, on_text=on_text)
+    def on_wait(ahead: int) -> None:
+        answer_box.caption(f"waiting for the model: another session is using it ({ahead} ahead of this one); "
+                           "answers are generated one at a time per model")
+
+    with on_model_wait(on_wait):
+        run.step(on_query=on_query, on_text=on_text)
 
 
 def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None = None, key: str = "live") -> None:

@@ -12,6 +12,7 @@ from components.audit import probe_result, render_report, secrets_section, targe
 from components.job_panel import job_panel
 from components.state import data_dir, init_state, owner, shared_mode
 from components.text import md_escape
+from components.runtime_notice import local_runtime_notice
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.attacks.poisoning import POISONING_ATTACKS
 from engine.audit import run_audit
@@ -31,6 +32,7 @@ st.caption("Point the playground's attacks at the RAG system you run — a JSON 
            "battery in the background (extraction attacks; poisoning where the target can take test documents, "
            "each removed and checked gone afterwards) and writes a report with findings, severities, evidence, "
            "OWASP / MITRE ATLAS tags and the defenses to try. The same audit runs in CI: python -m engine audit.")
+local_runtime_notice()
 job: Job | None = ss.get("audit_job")
 running = bool(job and job.running)
 

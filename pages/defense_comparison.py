@@ -9,6 +9,7 @@ from components.job_panel import job_panel
 from components.params_form import registry_forms
 from components.state import data_dir, init_state, my_comparisons_dir, owner
 from components.text import md_escape
+from components.runtime_notice import local_runtime_notice
 from engine.analysis.comparison_view import (PRESET_CONFIGURATIONS, load_comparison, new_comparison_dir,
                                              parse_configurations, supports_adaptive)
 from engine.attacks.extraction import EXTRACTION_ATTACKS
@@ -33,6 +34,7 @@ st.title("Defense comparison")
 st.caption("Point extraction attacks at the same private knowledge base defended in several ways, and compare how "
            "much leaks (CRR, PII, …) with what each defense costs in answer quality (ACC, faithfulness on honest "
            "questions). It runs in the background: you can switch pages and come back, or stop it.")
+local_runtime_notice()
 job: Job | None = st.session_state.get("cmp_job")
 adaptive_ok = any(supports_adaptive(a) for a in ATTACKS)
 

@@ -14,6 +14,7 @@ from components.params_form import changed_only, params_form, registry_forms
 from components.state import data_dir, init_state
 from components.stepper import stepper
 from components.text import md_escape
+from components.runtime_notice import local_runtime_notice
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.defenses import DEFENSES
 from engine.generators import GENERATORS
@@ -29,6 +30,7 @@ init_state()
 st.title("Extraction lab")
 st.caption("A black-box attacker queries the RAG system round by round and tries to make it repeat its private "
            "knowledge base. Switch defenses on and watch what still leaks.")
+local_runtime_notice()
 ss = st.session_state
 
 

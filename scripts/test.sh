@@ -2,7 +2,8 @@
 # Quick start 2: install into .venv/ and run the whole test suite (real models, real Chroma).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install.sh requirements-dev.txt
+# LLAMA_FALLBACK: the tests compare the portable AVX2 build with the installed one
+LLAMA_FALLBACK=1 bash scripts/install.sh requirements-dev.txt
 # the real-browser test drives Debian's chromium (no browser download)
 if [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then

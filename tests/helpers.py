@@ -167,7 +167,7 @@ class RefusingServer(LoopbackServer):
         self._serve(Handler)
 
 
-def run_cli(*args, env_extra=None, timeout=900):
+def run_cli(*args, env_extra=None, timeout=1800):
     """``python -m engine ARGS`` from the repository root as a subprocess (text output, never raises on exit codes)."""
     env = {**os.environ, **(env_extra or {})}
     return subprocess.run([sys.executable, "-m", "engine", *args], cwd=Path(__file__).resolve().parents[1],

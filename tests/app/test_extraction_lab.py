@@ -156,3 +156,25 @@ def test_reopen_after_restart_and_resume(cache):
     assert run.done and run.finished
     events = read_jsonl(cache / "runs" / run_id / "events.jsonl")
     assert [e.kind for e in events].count("round_ended") == 2 and any(e.kind == "run_resumed" for e in events)
+
+
+def test_while_local_generation_is_being_built_the_page_says_so(tmp_path, monkeypatch):
+    """scripts/app.sh builds llama.cpp in the background on a fresh machine: its status file drives the notice."""
+    import time
+
+    from engine.generators import runtime
+    status = tmp_path / "llama-status"
+    status.write_text(f"state=building\nstarted={time.time() - 130:.0f}\nstep=compiling llama.cpp (avx512 build)\n")
+    monkeypatch.setattr(runtime, "STATUS_FILE", status)
+    at = AppTest.from_file(str(REPO / "pages/extraction_lab.py"), default_timeout=120)
+    at.run()
+    assert not at.exception
+    note = " ".join(i.value for i in at.info)
+    assert "being prepared in the background" in note and "compiling llama.cpp" in note and "2 of about 7" in note
+    status.write_text("state=failed\nstarted=0\nstep=the build failed (exit 1): see .venv/llama-build.log\n")
+    at.run()
+    assert any("llama-build.log" in e.value for e in at.error)
+    status.write_text("state=ready\nstep=local generation is installed\n")
+    at.run()
+    notices = [e.value for e in (*at.info, *at.error) if "local generation" in e.value]
+    assert not notices and not at.error                 # installed: no notice at all

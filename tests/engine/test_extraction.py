@@ -259,7 +259,7 @@ def test_a_run_over_uploaded_documents_keeps_them_and_resumes(tmp_path):
 
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=900)
+                          timeout=1800)
 
 
 def test_cli_extract_and_utility_print_their_json(tmp_path):
