@@ -1,0 +1,195 @@
+"""Load benchmark: a class on one server. One ``streamlit run app.py`` on 127.0.0.1, many browser sessions at once.
+
+    .venv/bin/python bench/bench_classroom.py [--poisoning 10] [--extraction 3] [--steps 3] [--limit-s 1500]
+
+Each session is its own browser context (its own Streamlit session) in one headless Debian chromium, driven
+concurrently through Playwright's async API, as students would: poisoning sessions press *Run the demo* on Home
+(the quick-demo preset) and then *Step* ``--steps`` times; extraction sessions press *Open the extraction demo*,
+*Prepare attack*, then *Step* ``--steps`` times. Every session starts together. Measured: each click's latency
+(click -> the caption that says the step is done), p50/p95 per kind, beside a lone session of each kind measured
+first on the same server; the server's resident memory before and after (per session); any exception box. The
+answers are checked: every extraction session's rounds (queries and answers, from its run folder) must equal the
+lone session's, and every poisoning session's success rate must equal the lone one's (same preset, same seed).
+Bounded: loopback only, ``--limit-s`` for the whole load phase.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+BUSY_JS = "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+ERRORS = '[data-testid="stException"]'
+TIMEOUT_MS = 900_000
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children (MB)."""
+    import psutil
+    p = psutil.Process(pid)
+    return sum(q.memory_info().rss for q in [p, *p.children(recursive=True)]) / 2**20
+
+
+async def idle(pg, quiet: float = 0.5) -> None:
+    calm = None
+    while True:
+        if await pg.evaluate(BUSY_JS):
+            calm = None
+            await pg.wait_for_function(f"() => !({BUSY_JS})()", timeout=TIMEOUT_MS)
+        calm = calm or time.monotonic()
+        if time.monotonic() - calm >= quiet:
+            return
+        await asyncio.sleep(0.1)
+
+
+async def open_home(browser, url: str, start: asyncio.Event):
+    """A new browser context (its own Streamlit session) on Home, settled; returns once ``start`` is set."""
+    ctx = await browser.new_context(viewport={"width": 1300, "height": 900})
+    pg = await ctx.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    await pg.goto(url, wait_until="domcontentloaded")
+    await pg.get_by_role("heading", name="RAG Attack & Defense Playground").wait_for()
+    await idle(pg)
+    await start.wait()
+    return ctx, pg
+
+
+async def poisoning_session(browser, url: str, steps: int, start: asyncio.Event) -> dict:
+    ctx, pg = await open_home(browser, url, start)
+    lat, t0 = [], time.monotonic()
+    await pg.get_by_role("button", name="Run the demo").click()
+    step = pg.get_by_role("button", name="Step", exact=True)
+    await step.wait_for()
+    await pg.get_by_text("questions attacked", exact=False).first.wait_for()
+    await idle(pg)
+    prepare_s = time.monotonic() - t0
+    for n in range(1, steps + 1):
+        t = time.monotonic()
+        await step.click()
+        await pg.get_by_text(re.compile(rf"\b{n}/\d+ questions attacked")).first.wait_for()
+        lat.append(time.monotonic() - t)
+        await idle(pg, quiet=0.2)
+    cap = await pg.get_by_text("questions attacked", exact=False).first.inner_text()
+    asr = await pg.get_by_text("ASR@", exact=False).first.inner_text()
+    errors = await pg.locator(ERRORS).count()
+    await ctx.close()
+    return {"kind": "poisoning", "prepare_s": prepare_s, "latencies": lat, "caption": cap, "asr": asr,
+            "errors": errors}
+
+
+async def extraction_session(browser, url: str, steps: int, start: asyncio.Event) -> dict:
+    ctx, pg = await open_home(browser, url, start)
+    t0 = time.monotonic()
+    await pg.get_by_role("button", name="Open the extraction demo").click()
+    await pg.get_by_role("button", name="Prepare attack").wait_for()
+    await idle(pg)
+    await pg.get_by_role("button", name="Prepare attack").click()
+    step = pg.get_by_role("button", name="Step", exact=True)
+    await pg.get_by_text("0/10 rounds").first.wait_for()
+    await idle(pg)
+    prepare_s = time.monotonic() - t0
+    lat = []
+    for n in range(1, steps + 1):
+        t = time.monotonic()
+        await step.click()
+        await pg.get_by_text(f"{n}/10 rounds").first.wait_for()
+        lat.append(time.monotonic() - t)
+        await idle(pg, quiet=0.2)
+    errors = await pg.locator(ERRORS).count()
+    await ctx.close()
+    return {"kind": "extraction", "prepare_s": prepare_s, "latencies": lat, "errors": errors}
+
+
+def extraction_rounds(cache: Path) -> list[list[tuple[str, str]]]:
+    """Queries and answers of every extraction run the server wrote, oldest first."""
+    from engine.events import Generated, QueryIssued, read_events
+    out = []
+    for f in sorted(cache.rglob("events.jsonl"), key=lambda p: p.stat().st_mtime):
+        evs = list(read_events(f))
+        qs = {e.round: e.text for e in evs if isinstance(e, QueryIssued)}
+        rounds = [(qs.get(e.round, ""), e.text) for e in evs if isinstance(e, Generated)]
+        if rounds:
+            out.append(rounds)
+    return out
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return round(xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))], 2) if xs else float("nan")
+
+
+async def load(url: str, n_poison: int, n_extract: int, steps: int, limit_s: float) -> tuple[dict, dict]:
+    from playwright.async_api import async_playwright
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                          args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        go = asyncio.Event()
+        go.set()
+        lone_p = await poisoning_session(browser, url, steps, go)
+        lone_x = await extraction_session(browser, url, steps, go)
+        start = asyncio.Event()
+        tasks = [asyncio.create_task(poisoning_session(browser, url, steps, start)) for _ in range(n_poison)]
+        tasks += [asyncio.create_task(extraction_session(browser, url, steps, start)) for _ in range(n_extract)]
+        await asyncio.sleep(20)               # every session has its page open
+        t0 = time.monotonic()
+        start.set()
+        done = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout=limit_s)
+        wall = time.monotonic() - t0
+        await browser.close()
+    return {"poisoning": lone_p, "extraction": lone_x}, {"sessions": done, "wall_s": wall}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--poisoning", type=int, default=10)
+    ap.add_argument("--extraction", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--limit-s", type=float, default=1500)
+    args = ap.parse_args()
+    from helpers import streamlit_server
+    cache = Path(tempfile.mkdtemp(prefix="bench-class-"))
+    with streamlit_server(REPO, cache / "streamlit.log", {"RAG_PLAYGROUND_CACHE": str(cache / "cache")},
+                          timeout=180) as url:
+        import psutil
+        port = int(url.rsplit(":", 1)[1])
+        server = next(c.pid for c in psutil.net_connections("tcp") if c.laddr and c.laddr.port == port
+                      and c.status == psutil.CONN_LISTEN)
+        mem0 = rss_mb(server)
+        lone, crowd = asyncio.run(load(url, args.poisoning, args.extraction, args.steps, args.limit_s))
+        mem1 = rss_mb(server)
+    sessions = crowd["sessions"]
+    failed = [repr(s) for s in sessions if isinstance(s, BaseException)]
+    ok = [s for s in sessions if isinstance(s, dict)]
+    runs = extraction_rounds(cache / "cache")
+    res = {"sessions": {"poisoning": args.poisoning, "extraction": args.extraction}, "steps": args.steps,
+           "failed_sessions": failed, "exception_boxes": sum(s["errors"] for s in ok) + lone["poisoning"]["errors"]
+           + lone["extraction"]["errors"], "load_wall_s": round(crowd["wall_s"], 1),
+           "server_rss_mb": {"before": round(mem0), "after": round(mem1),
+                             "per_session": round((mem1 - mem0) / max(1, len(sessions) + 2), 1)}}
+    for kind in ("poisoning", "extraction"):
+        mine = [s for s in ok if s["kind"] == kind]
+        lat = [x for s in mine for x in s["latencies"]]
+        res[kind] = {"lone_step_p50_s": pct(lone[kind]["latencies"], 0.5),
+                     "lone_prepare_s": round(lone[kind]["prepare_s"], 1),
+                     "crowd_step_p50_s": pct(lat, 0.5), "crowd_step_p95_s": pct(lat, 0.95),
+                     "crowd_prepare_p50_s": pct([s["prepare_s"] for s in mine], 0.5)}
+    mine = [s for s in ok if s["kind"] == "poisoning"]
+    res["poisoning"]["same_asr_as_lone"] = all(s["asr"] == lone["poisoning"]["asr"] for s in mine)
+    res["extraction"]["same_rounds_as_lone"] = bool(runs) and all(r == runs[0] for r in runs)
+    res["extraction"]["runs_compared"] = len(runs)
+    print(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
