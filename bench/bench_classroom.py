@@ -8,9 +8,10 @@ concurrently through Playwright's async API, as students would: poisoning sessio
 *Prepare attack*, then *Step* ``--steps`` times. Every session starts together. Measured: each click's latency
 (click -> the caption that says the step is done), p50/p95 per kind, beside a lone session of each kind measured
 first on the same server; the server's resident memory before and after (per session); any exception box. The
-answers are checked: every extraction session's rounds (queries and answers, from its run folder) must equal the
-lone session's, and every poisoning session's success rate must equal the lone one's (same preset, same seed).
-Bounded: loopback only, ``--limit-s`` for the whole load phase.
+results are checked from the run folders the server wrote: every poisoning session's events (poisons, retrieval,
+detector scores, round ends) and every extraction session's queries and answers must equal the lone session's
+(same preset, same seed; ids and times left out). A session that fails leaves a screenshot and its page's text in
+``$TMPDIR/bench-classroom-shots``. Bounded: loopback only, 420 s per wait, ``--limit-s`` for the load phase.
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 BUSY_JS = "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
 ERRORS = '[data-testid="stException"]'
-TIMEOUT_MS = 900_000
+TIMEOUT_MS = 420_000
+SHOTS = Path(tempfile.gettempdir()) / "bench-classroom-shots"
 
 
 def rss_mb(pid: int) -> float:
@@ -53,10 +55,11 @@ async def idle(pg, quiet: float = 0.5) -> None:
         await asyncio.sleep(0.1)
 
 
-async def open_home(browser, url: str, start: asyncio.Event):
+async def open_home(browser, url: str, start: asyncio.Event, box: dict):
     """A new browser context (its own Streamlit session) on Home, settled; returns once ``start`` is set."""
     ctx = await browser.new_context(viewport={"width": 1300, "height": 900})
     pg = await ctx.new_page()
+    box["page"] = pg
     pg.set_default_timeout(TIMEOUT_MS)
     await pg.goto(url, wait_until="domcontentloaded")
     await pg.get_by_role("heading", name="RAG Attack & Defense Playground").wait_for()
@@ -65,8 +68,8 @@ async def open_home(browser, url: str, start: asyncio.Event):
     return ctx, pg
 
 
-async def poisoning_session(browser, url: str, steps: int, start: asyncio.Event) -> dict:
-    ctx, pg = await open_home(browser, url, start)
+async def poisoning_session(browser, url: str, steps: int, start: asyncio.Event, box: dict) -> dict:
+    ctx, pg = await open_home(browser, url, start, box)
     lat, t0 = [], time.monotonic()
     await pg.get_by_role("button", name="Run the demo").click()
     step = pg.get_by_role("button", name="Step", exact=True)
@@ -81,15 +84,14 @@ async def poisoning_session(browser, url: str, steps: int, start: asyncio.Event)
         lat.append(time.monotonic() - t)
         await idle(pg, quiet=0.2)
     cap = await pg.get_by_text("questions attacked", exact=False).first.inner_text()
-    asr = await pg.get_by_text("ASR@", exact=False).first.inner_text()
     errors = await pg.locator(ERRORS).count()
     await ctx.close()
-    return {"kind": "poisoning", "prepare_s": prepare_s, "latencies": lat, "caption": cap, "asr": asr,
+    return {"kind": "poisoning", "prepare_s": prepare_s, "latencies": lat, "caption": cap,
             "errors": errors}
 
 
-async def extraction_session(browser, url: str, steps: int, start: asyncio.Event) -> dict:
-    ctx, pg = await open_home(browser, url, start)
+async def extraction_session(browser, url: str, steps: int, start: asyncio.Event, box: dict) -> dict:
+    ctx, pg = await open_home(browser, url, start, box)
     t0 = time.monotonic()
     await pg.get_by_role("button", name="Open the extraction demo").click()
     await pg.get_by_role("button", name="Prepare attack").wait_for()
@@ -111,16 +113,42 @@ async def extraction_session(browser, url: str, steps: int, start: asyncio.Event
     return {"kind": "extraction", "prepare_s": prepare_s, "latencies": lat, "errors": errors}
 
 
-def extraction_rounds(cache: Path) -> list[list[tuple[str, str]]]:
-    """Queries and answers of every extraction run the server wrote, oldest first."""
-    from engine.events import Generated, QueryIssued, read_events
+async def guarded(name: str, session, browser, url: str, steps: int, start: asyncio.Event) -> dict:
+    """Run one session; on failure keep a screenshot and the page's text under SHOTS, then re-raise."""
+    box: dict = {}
+    try:
+        return await session(browser, url, steps, start, box)
+    except BaseException:
+        pg = box.get("page")
+        if pg is not None:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            try:
+                await pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+                (SHOTS / f"{name}.txt").write_text(await pg.inner_text("body"))
+            except Exception:  # noqa: BLE001 - best effort: the failure itself is what is reported
+                pass
+        raise
+
+
+def run_signatures(cache: Path, kind: str) -> list[list[str]]:
+    """Every run's events of one kind (poisoning: retrieval, poisons, detector scores, round ends; extraction:
+    queries and answers), without ids and times, oldest run first: equal lists mean equal results."""
+    import dataclasses
+
+    from engine.events import read_jsonl
+    keep = {"poisoning": ("poison_injected", "retrieved", "detector_scored", "round_ended"),
+            "extraction": ("query_issued", "generated")}[kind]
+    drop = {"seq", "run_id", "t", "ts", "time", "timings", "seconds", "elapsed_s", "info"}
     out = []
     for f in sorted(cache.rglob("events.jsonl"), key=lambda p: p.stat().st_mtime):
-        evs = list(read_events(f))
-        qs = {e.round: e.text for e in evs if isinstance(e, QueryIssued)}
-        rounds = [(qs.get(e.round, ""), e.text) for e in evs if isinstance(e, Generated)]
-        if rounds:
-            out.append(rounds)
+        evs = read_jsonl(f)
+        kinds = {e.kind for e in evs}
+        if ("poison_injected" in kinds) != (kind == "poisoning"):
+            continue
+        sig = [json.dumps({k: v for k, v in dataclasses.asdict(e).items() if k not in drop}, sort_keys=True,
+                          default=str) for e in evs if e.kind in keep]
+        if sig:
+            out.append(sig)
     return out
 
 
@@ -136,11 +164,13 @@ async def load(url: str, n_poison: int, n_extract: int, steps: int, limit_s: flo
                                           args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
         go = asyncio.Event()
         go.set()
-        lone_p = await poisoning_session(browser, url, steps, go)
-        lone_x = await extraction_session(browser, url, steps, go)
+        lone_p = await guarded("lone-poisoning", poisoning_session, browser, url, steps, go)
+        lone_x = await guarded("lone-extraction", extraction_session, browser, url, steps, go)
         start = asyncio.Event()
-        tasks = [asyncio.create_task(poisoning_session(browser, url, steps, start)) for _ in range(n_poison)]
-        tasks += [asyncio.create_task(extraction_session(browser, url, steps, start)) for _ in range(n_extract)]
+        tasks = [asyncio.create_task(guarded(f"poisoning-{i}", poisoning_session, browser, url, steps, start))
+                 for i in range(n_poison)]
+        tasks += [asyncio.create_task(guarded(f"extraction-{i}", extraction_session, browser, url, steps, start))
+                  for i in range(n_extract)]
         await asyncio.sleep(20)               # every session has its page open
         t0 = time.monotonic()
         start.set()
@@ -171,7 +201,6 @@ def main() -> None:
     sessions = crowd["sessions"]
     failed = [repr(s) for s in sessions if isinstance(s, BaseException)]
     ok = [s for s in sessions if isinstance(s, dict)]
-    runs = extraction_rounds(cache / "cache")
     res = {"sessions": {"poisoning": args.poisoning, "extraction": args.extraction}, "steps": args.steps,
            "failed_sessions": failed, "exception_boxes": sum(s["errors"] for s in ok) + lone["poisoning"]["errors"]
            + lone["extraction"]["errors"], "load_wall_s": round(crowd["wall_s"], 1),
@@ -184,10 +213,12 @@ def main() -> None:
                      "lone_prepare_s": round(lone[kind]["prepare_s"], 1),
                      "crowd_step_p50_s": pct(lat, 0.5), "crowd_step_p95_s": pct(lat, 0.95),
                      "crowd_prepare_p50_s": pct([s["prepare_s"] for s in mine], 0.5)}
-    mine = [s for s in ok if s["kind"] == "poisoning"]
-    res["poisoning"]["same_asr_as_lone"] = all(s["asr"] == lone["poisoning"]["asr"] for s in mine)
-    res["extraction"]["same_rounds_as_lone"] = bool(runs) and all(r == runs[0] for r in runs)
-    res["extraction"]["runs_compared"] = len(runs)
+    for kind in ("poisoning", "extraction"):
+        sigs = run_signatures(cache / "cache", kind)        # the lone session's run is the oldest
+        res[kind]["same_results_as_lone"] = bool(sigs) and all(x == sigs[0] for x in sigs)
+        res[kind]["runs_compared"] = len(sigs)
+    if failed:
+        res["failed_pages"] = str(SHOTS)
     print(json.dumps(res, indent=1))
 
 

@@ -57,7 +57,7 @@ def extraction_browser(rounds: int, busy: bool) -> dict:
     sys.path.insert(0, str(REPO / "tests"))
     from helpers import streamlit_server
 
-    from engine.events import Generated, RoundEnded, read_events
+    from engine.events import Generated, RoundEnded, read_jsonl
     cache = Path(tempfile.mkdtemp(prefix="bench-ui-x-"))
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     rows = []
@@ -75,7 +75,7 @@ def extraction_browser(rounds: int, busy: bool) -> dict:
             _idle(pg)
             pg.get_by_role("button", name="Prepare attack").click()
             step = pg.get_by_role("button", name="Step", exact=True)
-            expect(main_.get_by_text("0/10 rounds")).to_be_visible()
+            main_.get_by_text("0/10 rounds").first.wait_for()
             _idle(pg)
             for n in range(1, rounds + 1):
                 expect(step).to_be_enabled()
@@ -96,7 +96,7 @@ def extraction_browser(rounds: int, busy: bool) -> dict:
             hog.kill()
             hog.wait()
     events = sorted(cache.rglob("events.jsonl"), key=lambda f: f.stat().st_mtime)[-1]
-    evs = list(read_events(events))
+    evs = read_jsonl(events)
     ends = {e.round: e for e in evs if isinstance(e, RoundEnded)}
     gens = {e.round: e for e in evs if isinstance(e, Generated)}
     for row in rows:
