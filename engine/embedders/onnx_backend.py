@@ -25,7 +25,6 @@ import numpy as np
 from ..errors import ModelUnavailableError
 from ..paths import cache_dir
 
-ONNX_BACKENDS = ("onnx", "onnx-int8")
 _sessions: dict[tuple, "OnnxEncoder"] = {}
 _lock = threading.Lock()
 
@@ -93,21 +92,63 @@ def export_onnx(model_dir: Path, out_dir: Path, quantize: bool) -> Path:
     return int8
 
 
-class OnnxEncoder:
-    """A sentence-transformers folder run by ONNX Runtime: tokenise, transformer, pooling, normalisation."""
+class _OrtRunner:
+    """ONNX Runtime on the CPU."""
 
-    def __init__(self, model_dir: Path, key: str, quantize: bool, threads: int | None = None) -> None:
-        _needs()
+    def __init__(self, path: Path, threads: int) -> None:
         import onnxruntime as ort
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.log_severity_level = 3
+        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self.inputs = [i.name for i in self.session.get_inputs()]
+
+    def __call__(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        return self.session.run(None, feeds)[0]
+
+
+class _OpenVinoRunner:
+    """OpenVINO on the CPU, reading the same exported ONNX file; ``precision`` is its inference precision
+    hint (``f32``: the float32 vectors; ``bf16``: bfloat16 matrix products where the CPU has AVX-512 BF16 or
+    AMX)."""
+
+    def __init__(self, path: Path, threads: int, precision: str) -> None:
+        try:
+            import openvino as ov
+        except ImportError:
+            raise ModelUnavailableError("the OpenVINO backend needs openvino (pip install openvino)") from None
+        core = ov.Core()
+        model = core.read_model(str(path))
+        self.inputs = [i.get_any_name() for i in model.inputs]
+        self.compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": precision,
+                                                          "INFERENCE_NUM_THREADS": threads,
+                                                          "PERFORMANCE_HINT": "LATENCY"})
+        self.request = self.compiled.create_infer_request()
+        self.lock = threading.Lock()            # one infer request: one batch at a time
+
+    def __call__(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        with self.lock:
+            return np.array(self.request.infer(feeds)[0], copy=True)
+
+
+RUNTIMES = {"onnx": ("ort", False, ""), "onnx-int8": ("ort", True, ""), "openvino": ("openvino", False, "f32"),
+            "openvino-bf16": ("openvino", False, "bf16")}
+
+
+class OnnxEncoder:
+    """A sentence-transformers folder exported to ONNX and run by ONNX Runtime or OpenVINO: tokenise,
+    transformer, pooling, normalisation."""
+
+    def __init__(self, model_dir: Path, key: str, quantize: bool, threads: int | None = None,
+                 runtime: str = "ort", precision: str = "f32") -> None:
+        _needs()
         from transformers import AutoTokenizer
 
         self.model_dir = Path(model_dir)
         path = export_onnx(self.model_dir, cache_dir("onnx") / key, quantize)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = int(threads or min(os.cpu_count() or 1, 8))
-        opts.log_severity_level = 3
-        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        self.inputs = [i.name for i in self.session.get_inputs()]
+        n = int(threads or min(os.cpu_count() or 1, 8))
+        self.runner = _OpenVinoRunner(path, n, precision) if runtime == "openvino" else _OrtRunner(path, n)
+        self.inputs = self.runner.inputs
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir))
         st = _read_json(self.model_dir / "sentence_bert_config.json")
         self.max_length = int(st.get("max_seq_length") or self.tokenizer.model_max_length or 512)
@@ -137,7 +178,7 @@ class OnnxEncoder:
             feeds = {"input_ids": input_ids, "attention_mask": mask}
             if "token_type_ids" in self.inputs:
                 feeds["token_type_ids"] = np.zeros_like(input_ids)
-            hidden = self.session.run(None, {k: v for k, v in feeds.items() if k in self.inputs})[0]
+            hidden = self.runner({k: v for k, v in feeds.items() if k in self.inputs})
             if self.pooling == "cls":
                 vec = hidden[:, 0]
             else:
@@ -159,10 +200,12 @@ def _read_json(path: Path) -> dict:
         return {}
 
 
-def onnx_encoder(model_dir: Path, key: str, quantize: bool) -> OnnxEncoder:
-    """The process-wide encoder of one exported model (exported on first use, then loaded from the cache)."""
-    k = (str(model_dir), key, quantize)
+def onnx_encoder(model_dir: Path, key: str, backend: str) -> OnnxEncoder:
+    """The process-wide encoder of one exported model for ``backend`` (one of :data:`RUNTIMES`; exported on
+    first use, then loaded from the cache)."""
+    runtime, quantize, precision = RUNTIMES[backend]
+    k = (str(model_dir), key, backend)
     with _lock:
         if k not in _sessions:
-            _sessions[k] = OnnxEncoder(model_dir, key, quantize)
+            _sessions[k] = OnnxEncoder(model_dir, key, quantize, runtime=runtime, precision=precision)
         return _sessions[k]

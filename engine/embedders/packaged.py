@@ -14,7 +14,7 @@ import numpy as np
 
 from ..devices import DEVICE_HELP, check_device
 
-BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8", "openvino", "openvino-bf16")
 from ..files import sha256_file
 from ..errors import ModelUnavailableError
 from ..params import param
@@ -114,7 +114,8 @@ class MiniLMRetriever(_PackagedST):
         backend: str = param("torch", choices=BACKENDS,
                              help="torch (sentence-transformers, float32); torch-bf16 (bfloat16 autocast: fast on "
                                   "CPUs with AMX / AVX-512 BF16 and on GPUs); onnx (ONNX Runtime, the float32 "
-                                  "vectors); onnx-int8 (int8 weights: fastest, but ranks shift; see the README)")
+                                  "vectors); onnx-int8 (int8 weights: fastest, but ranks shift; see the README); "
+                                  "openvino (OpenVINO, float32); openvino-bf16 (OpenVINO, bfloat16 products)")
 
         def validate(self) -> None:
             check_device(self.device)
@@ -154,7 +155,7 @@ class MiniLMRetriever(_PackagedST):
         if self.params.backend != "torch":
             from .onnx_backend import onnx_encoder
             key = "".join(c if c.isalnum() or c in "-_." else "-" for c in self._weights_key())
-            return onnx_encoder(Path(self._model_path()), key, self.params.backend == "onnx-int8").encode(texts)
+            return onnx_encoder(Path(self._model_path()), key, self.params.backend).encode(texts)
         return self._doc_model().encode(texts, batch_size=self.params.batch_size, convert_to_numpy=True,
                                         show_progress_bar=False, normalize_embeddings=False)
 

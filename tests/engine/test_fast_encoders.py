@@ -34,11 +34,23 @@ def test_onnx_gives_the_pytorch_vectors_and_int8_stays_close(texts):
     assert np.allclose(np.linalg.norm(int8, axis=1), 1, atol=1e-4)    # the model's Normalize module is applied
 
 
+def test_openvino_runs_the_same_export_to_the_pytorch_vectors(texts):
+    pytest.importorskip("openvino")
+    from engine.embedders import make_retriever
+    torch_v = make_retriever("minilm")._encode_documents(texts)
+    f32 = make_retriever("minilm", {"backend": "openvino"})._encode_documents(texts)
+    bf16 = make_retriever("minilm", {"backend": "openvino-bf16"})._encode_documents(texts)
+    assert f32.shape == bf16.shape == torch_v.shape and f32.dtype == np.float32
+    assert _cos(f32, torch_v).min() > 0.9999
+    assert _cos(bf16, torch_v).min() > 0.98 and _cos(bf16, torch_v).mean() > 0.99
+
+
 def test_each_backend_has_its_own_cache_key_and_the_export_is_reused(texts):
     from engine.embedders import make_retriever
     from engine.paths import cache_dir
-    ids = {make_retriever("minilm", {"backend": b}).model_id for b in ("torch", "torch-bf16", "onnx", "onnx-int8")}
-    assert len(ids) == 4
+    from engine.embedders.packaged import BACKENDS
+    ids = {make_retriever("minilm", {"backend": b}).model_id for b in BACKENDS}
+    assert len(ids) == len(BACKENDS)
     files = list((cache_dir("onnx")).glob("minilm*/model.int8.onnx"))
     assert files, "the int8 export is cached"
     before = files[0].stat().st_mtime
