@@ -1,6 +1,7 @@
 """Load benchmark: a class on one server. One ``streamlit run app.py`` on 127.0.0.1, many browser sessions at once.
 
     .venv/bin/python bench/bench_classroom.py [--poisoning 10] [--extraction 3] [--steps 3] [--limit-s 1500]
+                                              [--servers 1]
 
 Each session is its own browser context (its own Streamlit session) in one headless Debian chromium, driven
 concurrently through Playwright's async API, as students would: poisoning sessions press *Run the demo* on Home
@@ -12,6 +13,8 @@ results are checked from the run folders the server wrote: every poisoning sessi
 detector scores, round ends) and every extraction session's queries and answers must equal the lone session's
 (same preset, same seed; ids and times left out). A session that fails leaves a screenshot and its page's text in
 ``$TMPDIR/bench-classroom-shots``. Bounded: loopback only, 420 s per wait, ``--limit-s`` for the load phase.
+``--servers N`` starts N app processes on one cache folder (as N processes behind a proxy would be) and spreads
+the sessions over them in turn; the lone sessions use the first; memory is the sum over the processes.
 """
 from __future__ import annotations
 
@@ -157,20 +160,19 @@ def pct(xs: list[float], q: float) -> float:
     return round(xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))], 2) if xs else float("nan")
 
 
-async def load(url: str, n_poison: int, n_extract: int, steps: int, limit_s: float) -> tuple[dict, dict]:
+async def load(urls: list[str], n_poison: int, n_extract: int, steps: int, limit_s: float) -> tuple[dict, dict]:
     from playwright.async_api import async_playwright
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
                                           args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
         go = asyncio.Event()
         go.set()
-        lone_p = await guarded("lone-poisoning", poisoning_session, browser, url, steps, go)
-        lone_x = await guarded("lone-extraction", extraction_session, browser, url, steps, go)
+        lone_p = await guarded("lone-poisoning", poisoning_session, browser, urls[0], steps, go)
+        lone_x = await guarded("lone-extraction", extraction_session, browser, urls[0], steps, go)
         start = asyncio.Event()
-        tasks = [asyncio.create_task(guarded(f"poisoning-{i}", poisoning_session, browser, url, steps, start))
-                 for i in range(n_poison)]
-        tasks += [asyncio.create_task(guarded(f"extraction-{i}", extraction_session, browser, url, steps, start))
-                  for i in range(n_extract)]
+        kinds = [("poisoning", poisoning_session)] * n_poison + [("extraction", extraction_session)] * n_extract
+        tasks = [asyncio.create_task(guarded(f"{kind}-{i}", session, browser, urls[i % len(urls)], steps, start))
+                 for i, (kind, session) in enumerate(kinds)]
         await asyncio.sleep(20)               # every session has its page open
         t0 = time.monotonic()
         start.set()
@@ -186,22 +188,28 @@ def main() -> None:
     ap.add_argument("--extraction", type=int, default=3)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--limit-s", type=float, default=1500)
+    ap.add_argument("--servers", type=int, default=1, help="app processes sharing the sessions")
     args = ap.parse_args()
+    import contextlib
+
+    import psutil
     from helpers import streamlit_server
     cache = Path(tempfile.mkdtemp(prefix="bench-class-"))
-    with streamlit_server(REPO, cache / "streamlit.log", {"RAG_PLAYGROUND_CACHE": str(cache / "cache")},
-                          timeout=180) as url:
-        import psutil
-        port = int(url.rsplit(":", 1)[1])
-        server = next(c.pid for c in psutil.net_connections("tcp") if c.laddr and c.laddr.port == port
-                      and c.status == psutil.CONN_LISTEN)
-        mem0 = rss_mb(server)
-        lone, crowd = asyncio.run(load(url, args.poisoning, args.extraction, args.steps, args.limit_s))
-        mem1 = rss_mb(server)
+    with contextlib.ExitStack() as stack:
+        urls = [stack.enter_context(streamlit_server(REPO, cache / f"streamlit-{i}.log",
+                                                     {"RAG_PLAYGROUND_CACHE": str(cache / "cache")}, timeout=180))
+                for i in range(args.servers)]
+        ports = {int(u.rsplit(":", 1)[1]) for u in urls}
+        servers = [c.pid for c in psutil.net_connections("tcp") if c.laddr and c.laddr.port in ports
+                   and c.status == psutil.CONN_LISTEN]
+        mem0 = sum(rss_mb(s) for s in servers)
+        lone, crowd = asyncio.run(load(urls, args.poisoning, args.extraction, args.steps, args.limit_s))
+        mem1 = sum(rss_mb(s) for s in servers)
     sessions = crowd["sessions"]
     failed = [repr(s) for s in sessions if isinstance(s, BaseException)]
     ok = [s for s in sessions if isinstance(s, dict)]
-    res = {"sessions": {"poisoning": args.poisoning, "extraction": args.extraction}, "steps": args.steps,
+    res = {"servers": args.servers, "sessions": {"poisoning": args.poisoning, "extraction": args.extraction},
+           "steps": args.steps,
            "failed_sessions": failed, "exception_boxes": sum(s["errors"] for s in ok) + lone["poisoning"]["errors"]
            + lone["extraction"]["errors"], "load_wall_s": round(crowd["wall_s"], 1),
            "server_rss_mb": {"before": round(mem0), "after": round(mem1),
