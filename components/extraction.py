@@ -16,6 +16,7 @@ import streamlit as st
 from components.params_form import new_form_generation
 from components.presets import preset_config
 from components.state import my_runs_dir, progress_callback
+from components.extraction_settings import ATTACKER_NONE, LITELLM, settings_from_config
 from components.text import marked_markdown, md_escape
 from engine.config import ExtractionConfig, list_presets
 from engine.corpora import corpus_from_documents, load_corpus, retriever_window
@@ -26,7 +27,7 @@ from engine.generators import GENERATORS
 from engine.events import Event, event_to_json, jsonable, read_jsonl
 from engine.saved import list_runs
 from engine.generators.litellm_gen import LiteLLMGenerator
-from engine.generators.llama_local import LlamaCppGenerator, on_model_wait
+from engine.generators.llama_local import on_model_wait
 from engine.generators.models import MODELS
 from engine.metrics.catalog import help_text
 from engine.metrics.intervals import fmt_interval
@@ -40,37 +41,11 @@ KBS = ["clinic_records", "healthcaremagic", "enron", "upload"]
 KB_HELP = ("clinic_records: bundled synthetic patient notes with fake PII; healthcaremagic / enron: benchmark "
            "data (needs the data dir); upload: the documents uploaded on the Pipeline page")
 LOCAL_MODELS = list(MODELS)
-LITELLM = "litellm"
-ATTACKER_NONE = "none"
 
 
 # ------------------------------------------------------------------------------ settings ↔ config
 def extract_presets() -> list[dict]:
     return [p for p in list_presets() if p["kind"] == "extract"]
-
-
-def settings_from_config(cfg: ExtractionConfig) -> dict[str, Any]:
-    """The lab's setup settings for a config (e.g. a preset)."""
-    gp = dict(cfg.generator_params or {})
-    other: dict[str, Any] = {}
-    if cfg.generator == "litellm":
-        gen, litellm_model = LITELLM, gp.get("model", "openai/gpt-4o-mini")
-    elif cfg.generator != "local":                  # a generator plugin: its own parameters
-        gen, litellm_model = cfg.generator, "openai/gpt-4o-mini"
-        other = {cfg.generator: {k: v for k, v in gp.items() if k != "max_tokens"}}
-    else:
-        gen, litellm_model = gp.get("model", LlamaCppGenerator.Params().model), "openai/gpt-4o-mini"
-    ap = dict(cfg.attack_params or {})
-    ap.pop("budget", None)
-    attacker = (dict(cfg.attacker_llm_params or {}).get("model", LlamaCppGenerator.Params().model) if cfg.attacker_llm
-                else ATTACKER_NONE)
-    return {"kb": cfg.kb, "generator": gen, "litellm_model": litellm_model, "api_base": gp.get("api_base", ""),
-            "attack": cfg.attack, "attack_params": ap, "attacker_llm": attacker, "rounds": cfg.rounds,
-            "top_k": cfg.top_k, "max_tokens": cfg.max_tokens, "answer_budget": cfg.answer_budget,
-            "defenses": list(cfg.defenses), "seed": cfg.seed,
-            "defense_params": {k: dict(v) for k, v in dict(cfg.defense_params or {}).items()},
-            "generator_params": {k: v for k, v in gp.items() if k not in ("model", "max_tokens", "api_base")}
-            if cfg.generator == "local" else {}, "other_generator_params": other}
 
 
 def load_extract_preset(name: str) -> bool:

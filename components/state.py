@@ -25,7 +25,7 @@ EXTRACT_PRESET = "quick-extraction-demo"   # what leaks visibly offline (presets
 
 def default_extract() -> dict[str, Any]:
     """The extraction lab's first settings: those of :data:`EXTRACT_PRESET`."""
-    from components.extraction import settings_from_config
+    from components.extraction_settings import settings_from_config
     from engine.config import load_preset
     return settings_from_config(load_preset(EXTRACT_PRESET)[1])
 

@@ -81,3 +81,70 @@ def test_no_cycle_between_packages():
         return seen
     cycles = sorted({tuple(sorted((a, b))) for a, bs in edges.items() for b in bs if a in reach(b)})
     assert cycles == [], f"import cycles between packages: {cycles}"
+
+
+# ------------------------------------------------------------------ the whole tree: app -> pages -> components -> engine
+ROOT = ENGINE.parent
+TREE_LAYERS = ["engine", "components", "pages", "app"]       # bottom to top
+
+
+def _modules_imported(path: Path, package: list[str]) -> set[str]:
+    """Every module ``path`` imports (absolute names; lazy imports inside functions included)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - (node.level - 1)] if node.level else []
+            mod = ".".join(base + ([node.module] if node.module else []))
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)    # ``from components import state``
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def tree_graph() -> dict[str, set[str]]:
+    """Module-level import graph of app.py, pages/, components/ and engine/ (their own modules only)."""
+    files = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "components").glob("*.py")),
+             *sorted(ENGINE.rglob("*.py"))]
+    names = {}
+    for f in files:
+        parts = list(f.with_suffix("").relative_to(ROOT).parts)
+        names[f] = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    known = set(names.values())
+    graph = {}
+    for f, name in names.items():
+        package = list(f.with_suffix("").relative_to(ROOT).parts[:-1])
+        graph[name] = {m for m in _modules_imported(f, package) if m in known and m != name}
+    return graph
+
+
+def _tree_layer(module: str) -> int:
+    return TREE_LAYERS.index(module.split(".")[0])
+
+
+def test_no_module_imports_a_layer_above_its_own_in_the_whole_tree():
+    upward = sorted((a, b) for a, bs in tree_graph().items() for b in bs if _tree_layer(b) > _tree_layer(a))
+    assert upward == [], f"upward imports (app -> pages -> components -> engine): {upward}"
+
+
+def test_pages_import_no_other_page():
+    across = sorted((a, b) for a, bs in tree_graph().items() for b in bs
+                    if a.startswith("pages.") and b.startswith("pages."))
+    assert across == [], f"a page imports another page: {across}"
+
+
+def test_no_import_cycle_between_app_modules():
+    """No cycle among the modules of pages/ and components/ (the engine's packages have their own test)."""
+    graph = {a: {b for b in bs if not b.startswith("engine")} for a, bs in tree_graph().items()
+             if not a.startswith("engine")}
+
+    def reach(a: str) -> set[str]:
+        seen, todo = set(), [a]
+        while todo:
+            for b in graph.get(todo.pop(), ()):
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return seen
+    cycles = sorted({tuple(sorted((a, b))) for a, bs in graph.items() for b in bs if a in reach(b)})
+    assert cycles == [], f"import cycles: {cycles}"

@@ -1,0 +1,36 @@
+"""The extraction lab's settings as a plain mapping, made from an :class:`ExtractionConfig` (a preset's, or the
+defaults). No Streamlit and no other ``components`` module: ``state`` (the session defaults) and ``extraction``
+(the lab's panels) both build on it."""
+from __future__ import annotations
+
+from typing import Any
+
+from engine.config import ExtractionConfig
+from engine.generators.llama_local import LlamaCppGenerator
+
+LITELLM = "litellm"           # the lab's generator choice that means "a litellm model string"
+ATTACKER_NONE = "none"        # the lab's attacker-LLM choice that means "no attacker LLM"
+
+
+def settings_from_config(cfg: ExtractionConfig) -> dict[str, Any]:
+    """The lab's setup settings for a config (e.g. a preset)."""
+    gp = dict(cfg.generator_params or {})
+    other: dict[str, Any] = {}
+    if cfg.generator == "litellm":
+        gen, litellm_model = LITELLM, gp.get("model", "openai/gpt-4o-mini")
+    elif cfg.generator != "local":                  # a generator plugin: its own parameters
+        gen, litellm_model = cfg.generator, "openai/gpt-4o-mini"
+        other = {cfg.generator: {k: v for k, v in gp.items() if k != "max_tokens"}}
+    else:
+        gen, litellm_model = gp.get("model", LlamaCppGenerator.Params().model), "openai/gpt-4o-mini"
+    ap = dict(cfg.attack_params or {})
+    ap.pop("budget", None)
+    attacker = (dict(cfg.attacker_llm_params or {}).get("model", LlamaCppGenerator.Params().model) if cfg.attacker_llm
+                else ATTACKER_NONE)
+    return {"kb": cfg.kb, "generator": gen, "litellm_model": litellm_model, "api_base": gp.get("api_base", ""),
+            "attack": cfg.attack, "attack_params": ap, "attacker_llm": attacker, "rounds": cfg.rounds,
+            "top_k": cfg.top_k, "max_tokens": cfg.max_tokens, "answer_budget": cfg.answer_budget,
+            "defenses": list(cfg.defenses), "seed": cfg.seed,
+            "defense_params": {k: dict(v) for k, v in dict(cfg.defense_params or {}).items()},
+            "generator_params": {k: v for k, v in gp.items() if k not in ("model", "max_tokens", "api_base")}
+            if cfg.generator == "local" else {}, "other_generator_params": other}
