@@ -68,9 +68,8 @@ def test_no_package_imports_a_layer_above_its_own():
     assert upward == [], f"upward imports: {upward}"
 
 
-def test_no_cycle_between_packages():
-    edges = import_graph()
-
+def cycles(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Every pair of nodes of ``edges`` that reach each other (sorted pairs)."""
     def reach(a: str) -> set[str]:
         seen, todo = set(), [a]
         while todo:
@@ -79,8 +78,12 @@ def test_no_cycle_between_packages():
                     seen.add(b)
                     todo.append(b)
         return seen
-    cycles = sorted({tuple(sorted((a, b))) for a, bs in edges.items() for b in bs if a in reach(b)})
-    assert cycles == [], f"import cycles between packages: {cycles}"
+    return sorted({tuple(sorted((a, b))) for a, bs in edges.items() for b in bs if a in reach(b)})
+
+
+def test_no_cycle_between_packages():
+    found = cycles(import_graph())
+    assert found == [], f"import cycles between packages: {found}"
 
 
 # ------------------------------------------------------------------ the whole tree: app -> pages -> components -> engine
@@ -137,14 +140,5 @@ def test_no_import_cycle_between_app_modules():
     """No cycle among the modules of pages/ and components/ (the engine's packages have their own test)."""
     graph = {a: {b for b in bs if not b.startswith("engine")} for a, bs in tree_graph().items()
              if not a.startswith("engine")}
-
-    def reach(a: str) -> set[str]:
-        seen, todo = set(), [a]
-        while todo:
-            for b in graph.get(todo.pop(), ()):
-                if b not in seen:
-                    seen.add(b)
-                    todo.append(b)
-        return seen
-    cycles = sorted({tuple(sorted((a, b))) for a, bs in graph.items() for b in bs if a in reach(b)})
-    assert cycles == [], f"import cycles: {cycles}"
+    found = cycles(graph)
+    assert found == [], f"import cycles: {found}"
