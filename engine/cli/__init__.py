@@ -14,7 +14,7 @@ from typing import Sequence
 from ..errors import EngineError
 from ..secrets import scrub
 from .audit import add_parser as add_audit_parser
-from .common import _partial_line, _progress_printer, add_executor_args, check_args
+from .common import Parser, _partial_line, _progress_printer, add_executor_args, check_args
 from .extraction import _finish_extraction, run_compare
 from .extraction import add_parsers as add_extraction_parsers
 from .poisoning import _run_poison, _sweep
@@ -106,8 +106,8 @@ def one_line(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m engine`` parser with every subcommand (each sets ``func``)."""
-    p = argparse.ArgumentParser(prog="python -m engine", description="RAG Attack & Defense Playground engine")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = Parser(prog="python -m engine", description="RAG Attack & Defense Playground engine")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     def common(sp, out=True):
         sp.add_argument("--data-dir", help="benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")

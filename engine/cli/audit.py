@@ -178,13 +178,15 @@ def add_parser(sub: Any, common: Any) -> None:
                     help="run the battery (default), cleanup what a crashed run planted, or probe the target once")
     pa.add_argument("--preset", help="an audit preset: audit-quick, audit-standard, or a YAML path (e.g. an audit "
                                      "folder's audit.yaml)")
-    pa.add_argument("--target", help="pipeline (built-in), http, openai-chat, python or chroma")
+    pa.add_argument("--target", help="one of: {registered:targets} (pipeline: the built-in one)")
     pa.add_argument("--target-params", dest="target_params",
                     help="the target's parameters as JSON (or @file.json), credentials as ${VAR}")
     pa.add_argument("--kb", help="reference knowledge base: a bundled name, benchmark name or path; 'none'; blank = "
                                  "the target's own store where it can be read")
-    pa.add_argument("--attacks", help="extraction attacks (comma-separated; 'none' for none)")
-    pa.add_argument("--poisoning", help="poisoning attacks (comma-separated; 'none' for none)")
+    pa.add_argument("--attacks", help="extraction attacks, comma-separated, of: {registered:extraction-attacks}; "
+                                       "'none' for none")
+    pa.add_argument("--poisoning", help="poisoning attacks, comma-separated, of: {registered:poisoning-attacks}; "
+                                         "'none' for none")
     pa.add_argument("--attack-params", dest="attack_params", help="per-attack parameters as JSON {attack: {...}}")
     pa.add_argument("--rounds", type=int, help="queries per extraction attack")
     pa.add_argument("--questions", help="questions the poisons aim at (query-set spec)")

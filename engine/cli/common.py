@@ -1,7 +1,10 @@
 """What every command shares: progress on stderr, JSON cleaning, and the checks made before any work."""
 from __future__ import annotations
 
+import argparse
+import importlib
 import math
+import re
 import sys
 import time
 from typing import Mapping, Any
@@ -143,3 +146,39 @@ def json_option(raw: str | None, name: str, example: str) -> Any:
         raise ConfigError(f"--{name} is not valid JSON ({e.msg} at character {e.pos + 1}); e.g. {example}") from None
     except RecursionError:
         raise ConfigError(f"--{name}: the JSON is nested too deep to read") from None
+
+
+# ------------------------------------------------------------------ help text from the registries
+# ``{registered:KIND}`` in a help string becomes the names registered under KIND when the help is shown: the
+# lists never drift from the plugins, and building the parser imports no plugin (``--help`` of one command
+# imports only what its own help names).
+REGISTRIES = {"defenses": ("engine.defenses", "DEFENSES"),
+              "extraction-attacks": ("engine.attacks.extraction", "EXTRACTION_ATTACKS"),
+              "poisoning-attacks": ("engine.attacks.poisoning", "POISONING_ATTACKS"),
+              "detectors": ("engine.detectors", "DETECTORS"),
+              "retrievers": ("engine.embedders", "RETRIEVERS"),
+              "targets": ("engine.targets", "TARGETS"),
+              "generators": ("engine.generators", "GENERATORS")}
+_REGISTERED = re.compile(r"\{registered:([a-z-]+)\}")
+
+
+def registered(kind: str) -> list[str]:
+    """The names registered under ``kind`` (a key of :data:`REGISTRIES`)."""
+    module, attr = REGISTRIES[kind]
+    return list(getattr(importlib.import_module(module), attr).names())
+
+
+class RegistryHelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, with ``{registered:KIND}`` in a help string filled from the registry."""
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return _REGISTERED.sub(lambda m: ", ".join(registered(m.group(1))), super()._expand_help(action))
+
+
+class Parser(argparse.ArgumentParser):
+    """The engine's argument parser: help strings may name a registry (:class:`RegistryHelpFormatter`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", RegistryHelpFormatter)
+        super().__init__(*args, **kwargs)
+

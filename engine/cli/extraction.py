@@ -240,15 +240,14 @@ def add_parsers(sub, common) -> None:
     """Add the ``extract``, ``utility`` and ``compare`` subcommands; ``common(parser)`` adds the shared options."""
     pe = sub.add_parser("extract", help="knowledge-base extraction attack against a (defended) RAG system")
     pe.add_argument("--kb", default="clinic_records", help="knowledge base: bundled/benchmark name or a path")
-    pe.add_argument("--attack", default="rag-thief", help="zeng | worm | rag-thief")
+    pe.add_argument("--attack", default="rag-thief", help="one of: {registered:extraction-attacks}")
     pe.add_argument("--generator", default="local", help="local[:model] | model name | .gguf | provider/model")
     pe.add_argument("--api-base", help="base URL of an OpenAI-compatible server (litellm generators)")
     pe.add_argument("--attacker-llm", help="the attacker's LLM (RAG-Thief reflections); 'none' for none")
-    pe.add_argument("--defenses", default="", help="comma-separated defenses (threshold, rerank, summarize, "
-                                                   "paraphrase, system-prompt, intent-block, reindex, cascade)")
+    pe.add_argument("--defenses", default="", help="comma-separated defenses, of: {registered:defenses}")
     pe.add_argument("--rounds", type=int, default=10)
     pe.add_argument("--top-k", type=int, default=3)
-    pe.add_argument("--retriever", default="minilm")
+    pe.add_argument("--retriever", default="minilm", help="{registered:retrievers}, or a sentence-transformers model")
     pe.add_argument("--template", default="rag-privacy", choices=("rag-privacy", "chat"))
     pe.add_argument("--max-tokens", type=int, default=192, help="answer tokens (the floor when the budget "
                                                                    "covers the context)")
@@ -265,9 +264,9 @@ def add_parsers(sub, common) -> None:
     pu.add_argument("--queries", default="clinic_handbook")
     pu.add_argument("--generator", default="local")
     pu.add_argument("--api-base")
-    pu.add_argument("--defenses", default="")
+    pu.add_argument("--defenses", default="", help="comma-separated, of: {registered:defenses}")
     pu.add_argument("--limit", type=int)
-    pu.add_argument("--retriever", default="minilm")
+    pu.add_argument("--retriever", default="minilm", help="{registered:retrievers}, or a sentence-transformers model")
     pu.add_argument("--top-k", type=int, default=3)
     pu.add_argument("--seed", type=int, default=0)
     common(pu, out=False)
@@ -281,8 +280,10 @@ def add_parsers(sub, common) -> None:
     pc.add_argument("--generator", default="local", help="local[:model] | model name | .gguf | provider/model")
     pc.add_argument("--api-base", help="base URL of an OpenAI-compatible server (a vLLM or llama.cpp server on a "
                                        "GPU machine) for a provider/model generator")
-    pc.add_argument("--attacks", help="comma-separated attacks (overrides the preset's)")
-    pc.add_argument("--configurations", help="comma-separated defense sets, '+' inside a set (overrides the preset's)")
+    pc.add_argument("--attacks", help="comma-separated attacks, of: {registered:extraction-attacks} (overrides the "
+                                       "preset's)")
+    pc.add_argument("--configurations", help="comma-separated defense sets, '+' inside a set, 'none' for none "
+                                              "(overrides the preset's); defenses: {registered:defenses}")
     pc.add_argument("--rounds", type=int)
     pc.add_argument("--utility-limit", type=int)
     pc.add_argument("--repeats", type=int, help="runs per attack × configuration (seeds base, base+1, …); "

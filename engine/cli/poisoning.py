@@ -267,14 +267,15 @@ def add_parsers(sub, common) -> None:
     ps = sub.add_parser("poison", help="universal poisoning / PoisonedRAG against a retriever, with detectors")
     ps.add_argument("--corpus", default="clinic_handbook")
     ps.add_argument("--queries", default="clinic_handbook")
-    ps.add_argument("--retriever", default="minilm")
+    ps.add_argument("--retriever", default="minilm", help="{registered:retrievers}, or a sentence-transformers model")
     ps.add_argument("--target", default="pii")
     ps.add_argument("--target-text", help="your own target text (with --target custom)")
-    ps.add_argument("--attack", default="universal")
+    ps.add_argument("--attack", default="universal", help="one of: {registered:poisoning-attacks}")
     ps.add_argument("--injection", default="one-at-a-time", choices=("one-at-a-time", "all-at-once"))
     ps.add_argument("--limit", type=int)
     ps.add_argument("--top-k", type=int, default=5)
-    ps.add_argument("--detectors", default="l2,mahalanobis", help="comma-separated; empty for none")
+    ps.add_argument("--detectors", default="l2,mahalanobis", help="comma-separated, of: {registered:detectors}; "
+                                                                  "empty for none")
     ps.add_argument("--beta", type=float, help="fix the Mahalanobis shrinkage β (default: cross-validated)")
     ps.add_argument("--beta-sweep", help="after the run, refit Mahalanobis for each β (comma-separated, or 'paper' "
                                          "for 0.001,0.005,0.01,0.05,0.1,0.2: the paper's Table 8) on the same anchors")
@@ -294,9 +295,8 @@ def add_parsers(sub, common) -> None:
     ps.add_argument("--max-tokens", type=int, default=96, help="with --generate: tokens per answer")
     ps.add_argument("--template", default="chat", choices=("chat", "rag-privacy"),
                     help="with --generate: prompt template")
-    ps.add_argument("--defenses", default="", help="comma-separated defenses between retrieval and the answer "
-                                                   "(perplexity, trustrag-cluster, threshold, intent-block …; "
-                                                   "isolate-aggregate and other answer-stage ones need --generate)")
+    ps.add_argument("--defenses", default="", help="comma-separated defenses between retrieval and the answer, of: "
+                                                   "{registered:defenses} (answer-stage ones need --generate)")
     ps.add_argument("--attack-params", help='the attack\'s parameters as JSON, e.g. \'{"order": "target-first"}\'')
     ps.add_argument("--defense-params", help='per-defense parameters as JSON, e.g. \'{"perplexity": {"quantile": 0.9}}\'')
     ps.add_argument("--judge", help="with --generate: an LLM judge (same forms as --generator) that also decides "
@@ -307,10 +307,10 @@ def add_parsers(sub, common) -> None:
     pw = sub.add_parser("sweep", help="Table-1 grid: corpora × retrievers × query sets × targets")
     pw.add_argument("--preset", help="a sweep preset (YAML file or bundled name)")
     pw.add_argument("--corpora")
-    pw.add_argument("--retrievers")
+    pw.add_argument("--retrievers", help="comma-separated, of: {registered:retrievers}")
     pw.add_argument("--query-sets", dest="query_sets")
     pw.add_argument("--targets")
-    pw.add_argument("--detectors")
+    pw.add_argument("--detectors", help="comma-separated, of: {registered:detectors}")
     pw.add_argument("--limit", type=int)
     pw.add_argument("--overwrite", action="store_true", help="replace a sweep with other settings already in --out "
                                                               "(its finished cells are dropped)")
@@ -329,7 +329,7 @@ def add_parsers(sub, common) -> None:
     pa.add_argument("--corpus", default="clinic_handbook")
     pa.add_argument("--queries", default="clinic_handbook", help="query set(s), comma-separated: Table 3 uses the "
                                                                  "first, Table 4 has a column for each")
-    pa.add_argument("--retriever", default="minilm")
+    pa.add_argument("--retriever", default="minilm", help="{registered:retrievers}, or a sentence-transformers model")
     pa.add_argument("--retrievers", help="comma-separated retrievers, e.g. minilm,mpnet,e5-small: every table for "
                                          "each, then the paper's Contriever and MedCPT rows")
     pa.add_argument("--target", default="pii")
