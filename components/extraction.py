@@ -176,7 +176,8 @@ def kb_texts(cfg: Mapping[str, Any], folder: str | Path | None = None) -> tuple[
             else:
                 c = load_corpus(cfg["kb"], data_dir=cfg.get("data_dir") or None, chunk_size=cfg.get("chunk_size"),
                                 chunk_overlap=cfg.get("chunk_overlap", 0),
-                                window=window_of(cfg.get("retriever") or "minilm", cfg.get("retriever_params")))
+                                window=window_of(cfg.get("retriever") or ExtractionConfig().retriever,
+                                                 cfg.get("retriever_params")))
             cache.clear()
             cache[key] = (list(c.ids), {d.id: d.text for d in c.documents})
         except (EngineError, OSError, KeyError):

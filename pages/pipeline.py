@@ -7,7 +7,7 @@ import streamlit as st
 from components.text import md_escape
 from components.state import close_run, data_dir, init_state, progress_callback
 from engine.corpora import BENCHMARK_CORPORA, BUNDLED, MAX_UPLOAD_BYTES, SUPPORTED_SUFFIXES
-from engine.embedders import RETRIEVERS
+from engine.embedders import RETRIEVERS, offline_retrievers
 from engine.errors import EngineError
 from engine.pipeline import Pipeline, PipelineConfig, documents_from_uploads
 
@@ -16,7 +16,6 @@ st.title("Pipeline")
 st.caption("The retrieval half of a RAG system: which documents, cut into which chunks, embedded by which model, "
            "and how many come back per question.")
 p = dict(st.session_state["pipeline"])
-OFFLINE = ["minilm", "mpnet", "e5-small", "bm25"]
 
 sources = ["Bundled", "Benchmark data", "Upload"]
 current = "Upload" if p["corpus"] == "upload" else ("Benchmark data" if p["corpus"] in BENCHMARK_CORPORA else "Bundled")
@@ -49,7 +48,7 @@ chunking = c1.toggle("Chunk documents", value=p["chunk_size"] is not None)
 chunk_size = c2.number_input("Chunk size (tokens)", 16, 4096, int(p["chunk_size"] or 512), step=16, disabled=not chunking)
 chunk_overlap = c3.number_input("Overlap (tokens)", 0, 1024, int(p["chunk_overlap"]), step=8, disabled=not chunking)
 top_k = c4.number_input("Top-K", 1, 100, int(p["top_k"]))
-names = OFFLINE + [n for n in RETRIEVERS.names() if n not in OFFLINE]
+names = offline_retrievers() + [n for n in RETRIEVERS.names() if n not in offline_retrievers()]
 retriever = st.selectbox("Retriever", names, index=names.index(p["retriever"]) if p["retriever"] in names else 0,
                          format_func=lambda n: f"{n} — {RETRIEVERS.describe(n)[:90]}")
 new = {"corpus": corpus, "chunk_size": int(chunk_size) if chunking else None, "chunk_overlap": int(chunk_overlap),

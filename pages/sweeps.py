@@ -11,6 +11,7 @@ from components.text import md_escape
 from engine.attacks.poisoning import TARGET_KINDS
 from engine.config import SweepConfig
 from engine.corpora import available_corpora
+from engine.embedders import RETRIEVERS, offline_retrievers
 from engine.errors import EngineError
 from engine.jobs import Job
 from engine.plots import table1_heatmap
@@ -37,7 +38,11 @@ job: Job | None = st.session_state.get("sweep_job")
 with st.form("sweep_setup"):
     c1, c2 = st.columns(2)
     corpora = c1.multiselect("Corpora", available_corpora(), default=["clinic_handbook"])
-    retrievers = c1.multiselect("Retrievers", ["minilm", "mpnet", "e5-small", "bm25"], default=["minilm", "bm25"])
+    offline = offline_retrievers()           # a sweep runs many cells: only retrievers that need no download
+    sweep_default = SweepConfig().retrievers
+    # the config's default retriever beside the sparse one, for the contrast Table 1 draws
+    default = [r for r in offline if r in sweep_default or not RETRIEVERS.get(r).dense]
+    retrievers = c1.multiselect("Retrievers", offline, default=default)
     query_sets = c2.multiselect("Query sets", available_query_sets(), default=["clinic_handbook"])
     targets = c2.multiselect("Targets", [t for t in TARGET_KINDS if t != "custom"], default=["pii", "diagnosis"])
     c3, c4, c5, c6 = st.columns(4)

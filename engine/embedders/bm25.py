@@ -24,6 +24,7 @@ class BM25Retriever(Retriever):
     """
 
     dense = False
+    offline = True        # no weights at all
 
     class Params(Params):
         k1: float = param(1.5, min=0.0, max=5.0, help="Term-frequency saturation")

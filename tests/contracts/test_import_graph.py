@@ -142,3 +142,17 @@ def test_no_import_cycle_between_app_modules():
              if not a.startswith("engine")}
     found = cycles(graph)
     assert found == [], f"import cycles: {found}"
+
+
+def test_pages_and_components_name_no_retriever():
+    """Retriever lists in the UI come from the registry's declarations (``offline_retrievers``), never from a
+    literal list: a quoted retriever name in pages/ or components/ fails (a step of the wider rule that no page
+    names a plugin)."""
+    from engine.embedders import RETRIEVERS
+    names = set(RETRIEVERS.names())
+    found = []
+    for path in [*sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "components").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}")
+    assert found == [], f"retriever names written in the UI: {found}"
