@@ -68,7 +68,8 @@ def main() -> None:
     ap.add_argument("--backends", default="torch-bf16,onnx,onnx-int8")
     ap.add_argument("--n-speed", type=int, default=1500)
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--data-dir", default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
+    ap.add_argument("--data-dir",
+                    default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
     ap.add_argument("--skip-agreement", action="store_true")
     ap.add_argument("--agreement-docs", type=int, default=0,
                     help="rank over the first N snippets only (0: all); ASR@2 is then not measured")

@@ -71,7 +71,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--preset", default="quick-extraction-demo")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--data-dir", default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
+    ap.add_argument("--data-dir",
+                    default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--baseline-worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -169,7 +170,8 @@ def main() -> None:
     print(f"{args.preset}: {model}, {len(rounds)} rounds; round wall time mean {res['round_seconds_mean']} s, "
           f"max {res['round_seconds_max']} s (installed llama.cpp build: {res['installed_build']})")
     for row in rounds:
-        print(f"  round {row['round']}: {row['answer_tokens']} answer tokens · first token {row['first_token_seconds']} s"
+        print(f"  round {row['round']}: {row['answer_tokens']} answer tokens"
+              f" · first token {row['first_token_seconds']} s"
               f" · engine {row['engine_seconds']} s · llama.cpp decoding {row['llama_cpp_seconds']} s"
               + (f" · main before (AVX2 build) {row['main_before_seconds']} s" if main_res else "")
               + f" · same text: {row['same_text_llama_cpp']}"

@@ -86,7 +86,8 @@ def bench_cascade(max_tokens: int, repeats: int, threads: int, **rule) -> dict:
             best_v = v if best_v is None or v.seconds < best_v.seconds else best_v
         c, v = best_c, best_v
         results[f"cascade_{name}"] = {
-            "prompt_tokens": c.prompt_tokens, "cascade_tokens": c.completion_tokens, "verifier_tokens": v.completion_tokens,
+            "prompt_tokens": c.prompt_tokens, "cascade_tokens": c.completion_tokens,
+            "verifier_tokens": v.completion_tokens,
             "acceptance_rate": c.acceptance_rate, "rejected": c.rejected, "suppressed": c.suppressed,
             "cascade_s": c.seconds, "verifier_only_s": v.seconds,
             "wall_ratio": c.seconds / v.seconds,

@@ -68,7 +68,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-docs", type=int, default=20000)
     ap.add_argument("--supcon-docs", type=int, default=1500)
-    ap.add_argument("--data-dir", default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
+    ap.add_argument("--data-dir",
+                    default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
     ap.add_argument("--cpu-docs", type=int, default=2000, help="documents timed on the CPU (it is slow; a rate)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--models", default="minilm,mpnet", help="retriever names or LABEL=PATH, comma-separated; "

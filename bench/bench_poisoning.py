@@ -35,8 +35,10 @@ def timed(fn, *a, **kw):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n-docs", type=int, default=3000, help="documents for the ingest and cold/cached benchmarks (0 = the whole corpus)")
-    ap.add_argument("--data-dir", default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
+    ap.add_argument("--n-docs", type=int, default=3000,
+                    help="documents for the ingest and cold/cached benchmarks (0 = the whole corpus)")
+    ap.add_argument("--data-dir",
+                    default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="rag-bench-")
     os.environ["RAG_PLAYGROUND_CACHE"] = tmp  # a cold cache for this process

@@ -118,7 +118,8 @@ def main() -> None:
     ap.add_argument("--ray-cell", action="store_true")
     ap.add_argument("--ray-rounds", type=int, default=10)
     ap.add_argument("--skip-search", action="store_true")
-    ap.add_argument("--data-dir", default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
+    ap.add_argument("--data-dir",
+                    default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
     ap.add_argument("--json")
     args = ap.parse_args()
     out: dict = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "search": [], "chroma": []}
@@ -129,7 +130,8 @@ def main() -> None:
             ms = exact_search_ms(M)
             row = {"n": n, "d": d, "ms_per_query": round(ms, 3), "vectors_mb": round(M.nbytes / 2**20, 1)}
             out["search"].append(row)
-            print(f"exact search n={n:>9,} d={d}: {ms:8.3f} ms/query · vectors {row['vectors_mb']:,.0f} MiB", flush=True)
+            print(f"exact search n={n:>9,} d={d}: {ms:8.3f} ms/query · vectors {row['vectors_mb']:,.0f} MiB",
+                  flush=True)
             del M
     import chromadb
     from chromadb.config import Settings

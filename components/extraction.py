@@ -76,7 +76,8 @@ def build_config(s: Mapping[str, Any], data_dir: str) -> ExtractionConfig:
     return ExtractionConfig.from_dict({
         "kb": s["kb"], "attack": s["attack"], "attack_params": dict(s.get("attack_params") or {}),
         "rounds": int(s["rounds"]), "generator": gen, "generator_params": gp,
-        "attacker_llm": "local" if uses_llm else "", "attacker_llm_params": {"model": s["attacker_llm"]} if uses_llm else None,
+        "attacker_llm": "local" if uses_llm else "",
+        "attacker_llm_params": {"model": s["attacker_llm"]} if uses_llm else None,
         "defenses": list(s.get("defenses") or ()), "top_k": int(s["top_k"]), "max_tokens": int(s["max_tokens"]),
         "defense_params": {d: p for d, p in dict(s.get("defense_params") or {}).items()
                            if d in (s.get("defenses") or ())} or None,
@@ -120,7 +121,8 @@ def start_run(cfg: ExtractionConfig, corpus: Any, api_key: str) -> ExtractionRun
     """Prepare a new run (progress bar: knowledge base, indexing, reindex training, model loading)."""
     bar = st.progress(0.0, text="starting")
     tick = progress_callback(bar)
-    run = ExtractionRun(cfg, out_dir=my_runs_dir(), progress=tick, corpus=corpus, generator=make_generator(cfg, api_key))
+    run = ExtractionRun(cfg, out_dir=my_runs_dir(), progress=tick, corpus=corpus,
+                        generator=make_generator(cfg, api_key))
     try:
         run.prepare()
         _warm_models(run, tick)
@@ -288,7 +290,8 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
         src = texts.get(cid)
         with st.container(border=True):
             rec = v["recall"].get(cid)
-            st.markdown(f"`{md_escape(cid)}` · {', '.join(kinds)}" + (f" · ROUGE-L recall {rec:.2f}" if rec is not None else ""))
+            st.markdown(f"`{md_escape(cid)}` · {', '.join(kinds)}"
+                        + (f" · ROUGE-L recall {rec:.2f}" if rec is not None else ""))
             if src is None:
                 st.caption("source text unavailable (the knowledge base could not be reloaded)")
                 continue

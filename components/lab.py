@@ -117,7 +117,8 @@ def render_live_metrics(run) -> None:
                        help="poisons flagged so far / held-out clean documents flagged")
             intervals.append(f"{name} TPR {fmt_interval(d['tpr'].ci)} FPR {fmt_interval(d['fpr'].ci)}")
         else:
-            skipped = next((e.reason for e in run.events if isinstance(e, DetectorSkipped) and e.detector == name), None)
+            skipped = next((e.reason for e in run.events if isinstance(e, DetectorSkipped) and e.detector == name),
+                           None)
             col.metric(f"{name}", "skipped" if skipped else "–", help=skipped)
     trigger = trigger_of(run.config.to_dict())
     if trigger and n:
@@ -171,8 +172,10 @@ def render_detectors(run) -> None:
             params = {k: v for k, v in chosen.items() if own.get(k) != v} or None
             cache = st.session_state.setdefault("detector_cache", {})
             rep = detector_report(run, e.detector, params, cache=cache)
-            lo = float(min(rep["clean_scores"].min(initial=rep["threshold"]), rep["poison_scores"].min(initial=rep["threshold"])))
-            hi = float(max(rep["clean_scores"].max(initial=rep["threshold"]), rep["poison_scores"].max(initial=rep["threshold"])))
+            lo = float(min(rep["clean_scores"].min(initial=rep["threshold"]),
+                           rep["poison_scores"].min(initial=rep["threshold"])))
+            hi = float(max(rep["clean_scores"].max(initial=rep["threshold"]),
+                           rep["poison_scores"].max(initial=rep["threshold"])))
             hi = hi if hi > lo else lo + abs(lo) * 1e-3 + 1e-12
             thr = st.slider("Threshold", lo, hi, min(max(float(rep["calibrated_threshold"]), lo), hi),
                             step=(hi - lo) / 200, format="%.4g", key=f"thr_{e.detector}_{params}",

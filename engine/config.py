@@ -19,7 +19,8 @@ class PoisonConfig(Params):
     """Everything that defines a poisoning run."""
 
     corpus: str = param("clinic_handbook", help="Corpus: bundled name, benchmark name or path")
-    queries: str = param("clinic_handbook", help="Query set: clinic_handbook, mirage:<set>, poisonedrag:<set> or a path")
+    queries: str = param("clinic_handbook",
+                         help="Query set: clinic_handbook, mirage:<set>, poisonedrag:<set> or a path")
     retriever: str = param("minilm", help="Retriever: registered name or a sentence-transformers model name/path")
     retriever_params: Optional[Mapping[str, Any]] = param(None, help="Retriever parameters")
     attack: str = param("universal", help="Poisoning attack (registry name)")
@@ -34,8 +35,11 @@ class PoisonConfig(Params):
     detector_params: Optional[Mapping[str, Any]] = param(None, help="Per-detector parameters {name: {...}}")
     anchor_k: int = param(10, min=1, max=1000, help="Clean documents per protected query used as anchors")
     anchor_fraction: float = param(0.5, min=0.05, max=0.95,
-                                   help="Share of protected queries whose clean documents fit the detectors; the rest are held out")
-    chunk_size: Optional[int] = param(512, min=16, help="Chunk size in the retriever's tokens, capped at what it reads (None: no chunking)")
+                                   help="Share of protected queries whose clean documents fit the detectors; "
+                                        "the rest are held out")
+    chunk_size: Optional[int] = param(512, min=16,
+                                      help="Chunk size in the retriever's tokens, capped at what it reads "
+                                           "(None: no chunking)")
     chunk_overlap: int = param(32, min=0, help="Chunk overlap in tokens")
     seed: int = param(0, min=0, help="Seed for targets, splits and folds")
     data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
@@ -60,7 +64,8 @@ class PoisonConfig(Params):
         """Refuses a chunk overlap that is not smaller than the chunk size; with generation, checks the generator,
         the judge and a local model before anything loads."""
         if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
-            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
+            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
+                              f"chunk_size ({self.chunk_size})")
         if self.generate:
             check_generators(self, ("generator", "judge"))
         from .defenses import DEFENSES
@@ -150,7 +155,8 @@ class SweepConfig(Params):
     limit: Optional[int] = param(None, min=1, help="First N queries of each set")
     k: int = param(2, min=1, max=100, help="K of the reported ASR@K (the paper's Table 1: K=2)")
     detectors: tuple[str, ...] = param((), help="Detectors to evaluate per cell (slower)")
-    chunk_size: Optional[int] = param(512, min=16, help="Chunk size in each retriever's tokens, capped at what it reads")
+    chunk_size: Optional[int] = param(512, min=16,
+                                      help="Chunk size in each retriever's tokens, capped at what it reads")
     chunk_overlap: int = param(32, min=0, help="Chunk overlap in tokens")
     seed: int = param(0, min=0, help="Seed")
     data_dir: str = param("", help="Benchmark data dir")
@@ -200,7 +206,8 @@ class ExtractionConfig(Params):
         other than the built-in pipeline: its parameters are valid, the engine's defenses are not asked for (the
         target has its own), and ``kb`` is the reference ('' = unknown, 'target' = the target's own store)."""
         if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
-            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
+            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
+                              f"chunk_size ({self.chunk_size})")
         from .attacks.extraction import EXTRACTION_ATTACKS
         from .defenses import DEFENSES
         EXTRACTION_ATTACKS.get(self.attack)
@@ -333,7 +340,8 @@ class AuditConfig(Params):
             if name not in EXTRACTION_ATTACKS and name not in POISONING_ATTACKS:
                 raise ConfigError(f"attack_params: {name!r} is not an attack")
         if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
-            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
+            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
+                              f"chunk_size ({self.chunk_size})")
         if self.attacker_llm:
             from .generators.spec import parse_generator
             parse_generator(self.attacker_llm)

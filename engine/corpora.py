@@ -10,7 +10,8 @@ Documents are chunked with llama-index's ``SentenceSplitter`` (chunk size and ov
 tokens); a document shorter than one chunk stays whole and keeps its id. Given the retriever's
 :class:`TokenWindow`, tokens are the *retriever's own* (its tokenizer, its document prefix) and a chunk
 never exceeds what the encoder reads: ``chunk_size`` is capped at the window, a document over it is
-cut into balanced pieces (the fewest that fit, of about equal size, not full chunks and a scrap), a piece the splitter leaves too long is split again at word boundaries, and ``Corpus.stats`` records
+cut into balanced pieces (the fewest that fit, of about equal size, not full chunks and a scrap),
+a piece the splitter leaves too long is split again at word boundaries, and ``Corpus.stats`` records
 ``{"chunks", "retriever_max_tokens", "over_window"}``. Without chunking (``chunk_size=None``) nothing is
 split and ``over_window`` counts the documents whose tail the retriever never sees.
 """

@@ -38,8 +38,9 @@ class ExecutorConfig(Params):
 
     executor: str = param("local", choices=EXECUTORS, help="Where cells run: here, one after another (local), "
                                                            "or as Ray tasks (ray)")
-    ray_address: str = param("", label="Ray address", help="Ray cluster to join: empty starts a local Ray, 'auto' joins the one "
-                                      "started on this machine with 'ray start', ray://host:10001 a remote one")
+    ray_address: str = param("", label="Ray address",
+                             help="Ray cluster to join: empty starts a local Ray, 'auto' joins the one "
+                                  "started on this machine with 'ray start', ray://host:10001 a remote one")
     workers: int = param(0, min=0, max=4096, help="Cells running at once on Ray (0: the cluster's CPUs ÷ CPUs "
                                                  "per cell)")
     cpus_per_cell: int = param(1, min=1, max=256, help="CPUs Ray reserves for each cell", label="CPUs per cell")

@@ -50,7 +50,8 @@ def summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
     for name, events in runs.items():
         s = summarize(list(events))
         col = {"retriever": s["retriever"], "attack": s["attack"], "target": s["target"], "injection": s["injection"],
-               "queries": s["n_queries"], "corpus size": s["corpus_size"], **{f"ASR@{k}": v for k, v in s["asr"].items()},
+               "queries": s["n_queries"], "corpus size": s["corpus_size"],
+               **{f"ASR@{k}": v for k, v in s["asr"].items()},
                "mean poison rank": s["mean_poison_rank"], "Chroma agreement": s["store_agreement"]}
         for det, d in s["detectors"].items():
             if "tpr" in d:

@@ -38,8 +38,8 @@ else:
         rows = [{"feature": FEATURES[f], **correlate(df, f, "poison_rank")} for f in names if f != "poison_rank"]
         st.markdown("**Every feature against the poison's rank**")
         st.dataframe(pd.DataFrame(rows).round(4), hide_index=True, width="stretch")
-        st.download_button("Per-question features (CSV)", df.to_csv(index=False), file_name=f"{run.run_id}-features.csv",
-                           mime="text/csv", on_click="ignore")
+        st.download_button("Per-question features (CSV)", df.to_csv(index=False),
+                           file_name=f"{run.run_id}-features.csv", mime="text/csv", on_click="ignore")
     except EngineError as e:
         st.error(md_escape(e))
 

@@ -45,7 +45,8 @@ else:
 
 c1, c2, c3, c4 = st.columns(4)
 chunking = c1.toggle("Chunk documents", value=p["chunk_size"] is not None)
-chunk_size = c2.number_input("Chunk size (tokens)", 16, 4096, int(p["chunk_size"] or 512), step=16, disabled=not chunking)
+chunk_size = c2.number_input("Chunk size (tokens)", 16, 4096, int(p["chunk_size"] or 512), step=16,
+                             disabled=not chunking)
 chunk_overlap = c3.number_input("Overlap (tokens)", 0, 1024, int(p["chunk_overlap"]), step=8, disabled=not chunking)
 top_k = c4.number_input("Top-K", 1, 100, int(p["top_k"]))
 names = offline_retrievers() + [n for n in RETRIEVERS.names() if n not in offline_retrievers()]

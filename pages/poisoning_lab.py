@@ -78,7 +78,8 @@ with st.expander("Attack setup", expanded=run is None):
     with st.form("attack_setup"):
         c1, c2, c3 = st.columns(3)
         qsets = available_query_sets()
-        queries = c1.selectbox("Questions to attack", qsets, index=qsets.index(lab["queries"]) if lab["queries"] in qsets else 0)
+        queries = c1.selectbox("Questions to attack", qsets,
+                               index=qsets.index(lab["queries"]) if lab["queries"] in qsets else 0)
         limit = c1.number_input("How many (first N; 0 = all)", 0, 5000, int(lab["limit"] or 0))
         attack_cls = POISONING_ATTACKS.get(attack)
         c2.markdown(f"**{attack} parameters**")
@@ -178,8 +179,9 @@ def render_lab(run: PoisoningRun) -> None:
     with tabs[0]:
         render_detectors(run)
     with tabs[1]:
-        st.caption("Paper §4. Table 3: appending an unrelated text p to q moves f(q) mostly *perpendicular* to f(q), so "
-                   "the poison keeps the question's similarity. Table 4: clean documents are far from their questions.")
+        st.caption("Paper §4. Table 3: appending an unrelated text p to q moves f(q) mostly *perpendicular* "
+                   "to f(q), so the poison keeps the question's similarity. "
+                   "Table 4: clean documents are far from their questions.")
         key = f"why-{run.config.config_hash()}"
         if st.button("Compute for this configuration", key="why_btn"):
             try:

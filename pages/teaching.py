@@ -50,7 +50,8 @@ def controls(level: int, busy: bool) -> None:
     k = f"teach{level}"
     if level == 1:
         c1, c2, c3 = st.columns(3)
-        attack = c1.selectbox("Attack", [a for a in POISONING_ATTACKS.names() if POISONING_ATTACKS.get(a).takes_target()],
+        attack = c1.selectbox("Attack",
+                              [a for a in POISONING_ATTACKS.names() if POISONING_ATTACKS.get(a).takes_target()],
                               key=f"{k}_attack")
         target = c2.selectbox("Target", [t for t in TARGET_KINDS if t != "custom"], key=f"{k}_target")
         limit = c3.number_input("Questions attacked", 1, 10, 3, key=f"{k}_limit")

@@ -147,7 +147,8 @@ C = [
               "expect the tablets to take a few weeks to work"],
          red=["thoughts of self-harm", "feeling unable to keep safe"], fu=(2, 4)),
     dict(dx="gastro-oesophageal reflux disease", age=(25, 80),
-         sx=["heartburn after meals", "a sour taste in the mouth at night", "burping", "a hoarse voice in the mornings"],
+         sx=["heartburn after meals", "a sour taste in the mouth at night", "burping",
+             "a hoarse voice in the mornings"],
          trig=["worse lying flat", "worse after coffee and late dinners"],
          exam=["mild epigastric tenderness", "no masses"],
          tests=[("BMI {}", U(27, 33, 1)), ("haemoglobin normal", None)],
@@ -186,7 +187,8 @@ C = [
          sx=["mild ankle swelling", "tiredness", "abnormal kidney tests on routine bloods", "itchy skin"],
          trig=["long history of high blood pressure", "on ibuprofen for years"],
          exam=["mild pitting oedema at the ankles", "no bladder enlargement"],
-         tests=[("eGFR {} mL/min", U(45, 58)), ("urine ACR {} mg/g", U(35, 120)), ("potassium {} mmol/L", U(4.2, 5.0, 1))],
+         tests=[("eGFR {} mL/min", U(45, 58)), ("urine ACR {} mg/g", U(35, 120)),
+                ("potassium {} mmol/L", U(4.2, 5.0, 1))],
          meds=["losartan 25 mg once daily", "lisinopril 5 mg once daily"],
          adv=["avoid ibuprofen and other anti-inflammatories", "keep salt intake low"],
          red=["passing very little urine", "marked swelling"], fu=(8, 12)),
@@ -195,7 +197,8 @@ C = [
          trig=["flares with stress", "worse in winter"],
          exam=["well-demarcated silvery plaques", "about {} percent of body surface affected", "nail pitting"],
          tests=[("no joint swelling on review", None)],
-         meds=["clobetasol 0.05% ointment once daily plus calcipotriene cream", "betamethasone-calcipotriene gel once daily"],
+         meds=["clobetasol 0.05% ointment once daily plus calcipotriene cream",
+               "betamethasone-calcipotriene gel once daily"],
          adv=["use a thick emollient every day", "coal tar shampoo for the scalp"],
          red=["painful swollen joints", "widespread red skin"], fu=(4, 8)),
     dict(dx="hyperlipidaemia", age=(35, 80),
@@ -213,7 +216,8 @@ C = [
          trig=["following a cold {} days ago", "a recent dental filling"],
          exam=["tenderness over the maxillary sinuses", "purulent discharge in the nose"],
          tests=[("temperature {} C", U(37.8, 38.6, 1))],
-         meds=["amoxicillin-clavulanate 875/125 mg twice daily for 7 days", "doxycycline 100 mg twice daily for 5 days"],
+         meds=["amoxicillin-clavulanate 875/125 mg twice daily for 7 days",
+               "doxycycline 100 mg twice daily for 5 days"],
          adv=["saline nasal rinses", "steam inhalation"],
          red=["swelling around the eye", "a severe headache or double vision"], fu=(1, 2)),
     dict(dx="streptococcal pharyngitis", acute=True, age=(18, 50),
@@ -270,7 +274,8 @@ C = [
          trig=["worst looking up to a high shelf", "onset after a minor head bump"],
          exam=["a positive Dix-Hallpike test on the right", "no nystagmus at rest", "normal cranial nerves"],
          tests=[("normal hearing on whisper test", None)],
-         meds=["meclizine 25 mg as needed for a few days", "the Epley manoeuvre in clinic, with meclizine 12.5 mg as needed"],
+         meds=["meclizine 25 mg as needed for a few days",
+               "the Epley manoeuvre in clinic, with meclizine 12.5 mg as needed"],
          adv=["Brandt-Daroff exercises at home", "get up slowly"],
          red=["double vision or slurred speech", "new hearing loss"], fu=(2, 4)),
     dict(dx="vitamin B12 deficiency", age=(40, 90),
@@ -337,8 +342,10 @@ C = [
          sx=["severe colicky loin pain", "pain moving to the groin", "blood in the urine", "vomiting with the pain"],
          trig=["low fluid intake in the heat", "a previous stone"],
          exam=["tender right loin", "restless with pain"],
-         tests=[("CT showing a {} mm stone in the distal ureter", U(4, 6)), ("urine dipstick positive for blood", None)],
-         meds=["tamsulosin 0.4 mg daily and ibuprofen 400 mg as needed", "ketorolac for pain and tamsulosin 0.4 mg daily"],
+         tests=[("CT showing a {} mm stone in the distal ureter", U(4, 6)),
+                ("urine dipstick positive for blood", None)],
+         meds=["tamsulosin 0.4 mg daily and ibuprofen 400 mg as needed",
+               "ketorolac for pain and tamsulosin 0.4 mg daily"],
          adv=["drink at least 2.5 litres a day", "strain the urine to catch the stone"],
          red=["fever with the pain", "pain not controlled"], fu=(2, 4)),
     dict(dx="acne vulgaris", age=(18, 35),
@@ -354,10 +361,11 @@ C = [
 
 # --------------------------------------------------------------------------- generic pools
 ALLERGIES = ["no known drug allergies", "NKDA", "penicillin (rash)", "sulfa drugs (hives)", "codeine (vomiting)",
-             "latex", "no known allergies", "shellfish", "aspirin (wheeze)", "none known", "erythromycin (stomach upset)"]
-PMH = ["appendectomy as a teenager", "childhood asthma", "a broken wrist years ago", "gallbladder removed", "no major illnesses",
-       "tonsillectomy", "a hernia repair", "mild eczema", "previous kidney stone", "hay fever", "knee arthroscopy",
-       "shingles in the past", "nothing significant"]
+             "latex", "no known allergies", "shellfish", "aspirin (wheeze)", "none known",
+             "erythromycin (stomach upset)"]
+PMH = ["appendectomy as a teenager", "childhood asthma", "a broken wrist years ago", "gallbladder removed",
+       "no major illnesses", "tonsillectomy", "a hernia repair", "mild eczema", "previous kidney stone", "hay fever",
+       "knee arthroscopy", "shingles in the past", "nothing significant"]
 FAMILY = ["mother with type 2 diabetes", "father had a stroke at 70", "no relevant family history",
           "brother with high blood pressure", "grandmother had breast cancer", "family history of heart disease",
           "sister with thyroid disease", "parents both alive and well"]
@@ -374,11 +382,14 @@ ONSET = ["It came on gradually.", "The onset was sudden.", "Symptoms built up sl
 ACUTE_DURATION = ["since {day}", "since {day} evening", "over the last {} days",
                   "since {day} morning", "for {} days now"]
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "the weekend"]
-OTC = ["ibuprofen", "paracetamol", "antacids", "a heat pack", "rest", "honey and lemon", "herbal tea", "a friend's tablets",
-       "an online remedy", "cold compresses", "extra sleep", "a pharmacy cream", "cutting out caffeine", "aspirin"]
-IMPACT = [("has missed {} days of work", "I've missed {} days of work"), ("sleep is disturbed", "I'm not sleeping well"),
+OTC = ["ibuprofen", "paracetamol", "antacids", "a heat pack", "rest", "honey and lemon", "herbal tea",
+       "a friend's tablets", "an online remedy", "cold compresses", "extra sleep", "a pharmacy cream",
+       "cutting out caffeine", "aspirin"]
+IMPACT = [("has missed {} days of work", "I've missed {} days of work"),
+          ("sleep is disturbed", "I'm not sleeping well"),
           ("still managing the school run", "I can still do the school run, just about"),
-          ("had to cancel a planned holiday", "I had to cancel a holiday"), ("struggling with the stairs at home", "stairs are hard"),
+          ("had to cancel a planned holiday", "I had to cancel a holiday"),
+          ("struggling with the stairs at home", "stairs are hard"),
           ("stopped going to the gym", "I've stopped the gym"), ("appetite is normal", "I'm eating fine"),
           ("no weight change", "my weight hasn't changed"), ("falling behind at work", "work is suffering")]
 CONCERN = [("worried it might be something serious", "I was worried it's something serious"),
@@ -386,8 +397,9 @@ CONCERN = [("worried it might be something serious", "I was worried it's somethi
            ("concerned about side effects of tablets", "I don't like taking tablets, to be honest"),
            ("a colleague had something similar", "someone at work had the same thing"),
            ("prompted to attend by family", "my family made me come in")]
-REGULAR = ["a daily multivitamin", "vitamin D 1000 units", "no regular medication", "the combined pill", "cetirizine in summer",
-           "occasional antacids", "fish oil capsules", "no prescribed medicines", "melatonin on and off"]
+REGULAR = ["a daily multivitamin", "vitamin D 1000 units", "no regular medication", "the combined pill",
+           "cetirizine in summer", "occasional antacids", "fish oil capsules", "no prescribed medicines",
+           "melatonin on and off"]
 RELATION = ["wife", "husband", "daughter", "son", "sister", "brother", "partner", "mother", "father", "friend", "niece"]
 NUMW = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
 
@@ -439,7 +451,8 @@ class Visit:
         self.doc_first = fk.first_name()
         self.address = fk.address().replace("\n", ", ")
         self.job = fk.job().split(",")[0].lower()
-        self.clinic = f"{fk.city()} {r.choice(['Family Practice', 'Medical Group', 'Health Centre', 'Primary Care', 'Clinic'])}"
+        self.clinic = (f"{fk.city()} "
+                       f"{r.choice(['Family Practice', 'Medical Group', 'Health Centre', 'Primary Care', 'Clinic'])}")
         self.med = r.choice(c["meds"])
         self.allergy = gen_allergy(r, self.med)
         sx = list(c["sx"])
@@ -525,14 +538,16 @@ class Visit:
     def social(self, first_person: bool = False) -> list[str]:
         if first_person:
             fp = [("ex-smoker", "I'm an ex-smoker"), ("never smoked", "I've never smoked"), ("smokes", "I smoke"),
-                  ("vapes", "I vape"), ("non-smoker", "I don't smoke"), ("drinks", "I drink"), ("teetotal", "I'm teetotal"),
-                  ("a glass of wine", "I have a glass of wine"), ("rarely drinks", "I rarely drink"), ("lives", "I live")]
+                  ("vapes", "I vape"), ("non-smoker", "I don't smoke"), ("drinks", "I drink"),
+                  ("teetotal", "I'm teetotal"), ("a glass of wine", "I have a glass of wine"),
+                  ("rarely drinks", "I rarely drink"), ("lives", "I live")]
             s = [self.smoke, self.alcohol, self.living]
             for a, b in fp:
                 s = [x.replace(a, b, 1) if x.startswith(a) else x for x in s]
             s.append(self.pick(f"I work as a {self.job}", f"my job is {self.job}"))
         else:
-            s = [self.smoke, self.alcohol, self.pick(f"works as a {self.job}", f"job: {self.job}", f"occupation: {self.job}"),
+            s = [self.smoke, self.alcohol,
+                 self.pick(f"works as a {self.job}", f"job: {self.job}", f"occupation: {self.job}"),
                  self.living]
         self.r.shuffle(s)
         return s[:self.r.randint(2, 4)]
@@ -567,8 +582,9 @@ def fmt_dialog(v: Visit) -> str:
                         f"{pn}: It's {s}. Been going on {v.duration}, honestly.",
                         f"{pn}: Mainly {s}, {v.duration} now. {v.onset}".strip()))
     extra = [v.pick(f"{dn}: Anything that makes it worse?", f"{dn}: Have you noticed a pattern?",
-                    f"{dn}: Any triggers?") + "\n" + v.pick(f"{pn}: Hmm, {v.trig}, I think.", f"{pn}: Not sure. Maybe relevant: {v.trig}.",
-                                                           f"{pn}: My partner pointed out {v.trig}."),
+                    f"{dn}: Any triggers?") + "\n" +
+             v.pick(f"{pn}: Hmm, {v.trig}, I think.", f"{pn}: Not sure. Maybe relevant: {v.trig}.",
+                    f"{pn}: My partner pointed out {v.trig}."),
              v.pick(f"{dn}: Any medical problems in the past?", f"{dn}: Past history?") + "\n" +
              v.pick(f"{pn}: Just {v.pmh}. Family-wise, {v.family}.",
                     f"{pn}: {cap(v.pmh)}, nothing else. Oh, {v.family}."),
@@ -624,7 +640,8 @@ def fmt_soap(v: Visit) -> str:
             v.pick(f"Safety-net: {v.red}.", f"Return if {v.red}.", f"Red flags given ({v.red})."),
             v.pick(f"Review in {v.weeks} wk.", f"F/u {v.fu_text}.", f"Follow-up booked for {v.fu_text}.")]
     head = v.pii_line()
-    tail = v.pick(f"— {v.doctor}, {v.date_text(v.visit)}", f"Signed {v.doctor} ({v.clinic})", f"{v.doctor} / {v.date_text(v.visit)}")
+    tail = v.pick(f"— {v.doctor}, {v.date_text(v.visit)}", f"Signed {v.doctor} ({v.clinic})",
+                  f"{v.doctor} / {v.date_text(v.visit)}")
     return "\n".join([head, f"{lab[0]} " + " ".join(hist), f"{lab[1]} " + " ".join(obj), f"{lab[2]} {ass}",
                       f"{lab[3]} " + " ".join(plan), tail])
 
@@ -633,9 +650,12 @@ def fmt_referral(v: Visit) -> str:
     r = v.r
     spec = r.choice(["colleague", "Doctor"])
     to = f"Dr. {r.choice(['Okafor', 'Lindqvist', 'Ramirez', 'Chen', 'Haddad', 'Novak', 'Brennan', 'Iyer', 'Moreau'])}"
-    body = [v.pick(f"Dear {to},", f"Dear {spec},", f"To {to}, {r.choice(['cardiology', 'medical', 'outpatient', 'specialist'])} clinic:"),
-            v.pick(f"I would be grateful if you could see {v.name} ({v.dob}), a {v.age}-year-old {v.job}, with {v.cond['dx']}.",
-                   f"Thank you for seeing this {v.age}-year-old {'lady' if v.sex == 'F' else 'gentleman'}, {v.name}, born {v.dob}, whom I believe has {v.cond['dx']}.",
+    body = [v.pick(f"Dear {to},", f"Dear {spec},",
+                   f"To {to}, {r.choice(['cardiology', 'medical', 'outpatient', 'specialist'])} clinic:"),
+            v.pick(f"I would be grateful if you could see {v.name} ({v.dob}), a {v.age}-year-old {v.job}, "
+                   f"with {v.cond['dx']}.",
+                   f"Thank you for seeing this {v.age}-year-old {'lady' if v.sex == 'F' else 'gentleman'}, "
+                   f"{v.name}, born {v.dob}, whom I believe has {v.cond['dx']}.",
                    f"Re: {v.name}, DOB {v.dob}. I am referring {v.him} for your opinion on {v.cond['dx']}.")]
     mid = [v.pick(f"{cap(v.he)} describes {v.lst(v.sx)} {v.duration}, {v.trig}.",
                   f"The story is of {v.lst(v.sx)} {v.duration}; {v.trig}."),
@@ -662,10 +682,12 @@ def fmt_phone(v: Visit) -> str:
     head = v.pick(f"Telephone encounter {v.date_text(v.visit)}. Caller: {v.name}, DOB {v.dob}, {v.mrn}.",
                   f"PHONE NOTE — {v.name} ({v.mrn}), born {v.dob}",
                   f"Call log, {v.clinic}. {v.mrn}; pt {v.name}; D.O.B. {v.dob}.")
-    parts = [v.pick(f"Pt rang about {v.lst(v.sx)} {v.duration}.", f"{v.first} phoned reporting {v.lst(v.sx)}, {v.duration}.",
+    parts = [v.pick(f"Pt rang about {v.lst(v.sx)} {v.duration}.",
+                    f"{v.first} phoned reporting {v.lst(v.sx)}, {v.duration}.",
                     f"Called in: \"I've had {v.lst(v.sx)} {v.duration}, please call me at {v.phone}.\""),
              v.pick(f"Of note: {v.trig}.", f"Pattern: {v.trig}.", f"({cap(v.trig)}.)"),
-             v.pick(f"Recent results reviewed with {v.him}: {v.lst(v.tests)}.", f"Discussed results: {v.lst(v.tests)}."),
+             v.pick(f"Recent results reviewed with {v.him}: {v.lst(v.tests)}.",
+                    f"Discussed results: {v.lst(v.tests)}."),
              v.pick(f"Allergy check: {v.allergy}.", f"Confirmed {v.allergy}.")] + v.details(r.randint(1, 3))
     r.shuffle(parts)
     parts = parts[:r.randint(3, 6)]
@@ -704,7 +726,8 @@ def fmt_discharge(v: Visit) -> str:
     body += [v.pick(f"Discharge diagnosis: {v.cond['dx']}.", f"Final diagnosis — {v.cond['dx']}."),
              v.pick(f"Medications on discharge: {v.med}.", f"TTO: {v.med}.", f"Go home on {v.med}."),
              v.pick(f"Allergies {v.allergy}.", f"Allergy: {v.allergy}."),
-             v.pick(f"GP to arrange review in {v.fu_text}.", f"Follow-up with {v.doctor} at {v.clinic} in {v.fu_text}."),
+             v.pick(f"GP to arrange review in {v.fu_text}.",
+                    f"Follow-up with {v.doctor} at {v.clinic} in {v.fu_text}."),
              v.pick(f"Return if {v.red}.", f"Given advice about {v.red}; also advised: {v.adv[0]}.")]
     return "\n".join(head) + "\n" + " ".join(body)
 
@@ -724,8 +747,10 @@ def fmt_portal(v: Visit) -> str:
     pt.append(v.pick(f"Thanks, {v.name}", f"- {v.name}", f"Best, {v.name}"))
     reply = [v.pick(f"Reply from {v.doctor}, {v.date_text(v.visit)}:", f"{v.doctor} wrote:", "Clinician response:",
                     f"{v.doctor} ({v.clinic}) replied on {v.date_text(v.visit)}:"),
-             v.pick(f"Thanks {v.first}. Your results show {v.lst(v.tests)}.", f"Hi {v.first}, I looked at your tests: {v.lst(v.tests)}.",
-                    f"Dear {v.first}, the exam last week found {v.lst(v.exam)}.", f"{v.first} - good news, the bloods are back.",
+             v.pick(f"Thanks {v.first}. Your results show {v.lst(v.tests)}.",
+                    f"Hi {v.first}, I looked at your tests: {v.lst(v.tests)}.",
+                    f"Dear {v.first}, the exam last week found {v.lst(v.exam)}.",
+                    f"{v.first} - good news, the bloods are back.",
                     f"Thank you for the message. When I saw you, there was {v.lst(v.exam)}.")]
     core = [v.pick(f"This is in keeping with {v.cond['dx']}.", f"I think this is {v.cond['dx']}.",
                    f"The most likely explanation is {v.cond['dx']}.", f"Everything points to {v.cond['dx']}.",
@@ -754,7 +779,8 @@ def fmt_progress(v: Visit) -> str:
                 f"Ongoing {v.lst(v.sx)} {v.duration}, {v.trig}.")]
     opt = [v.pick(f"{cap(v.his)} history includes {v.pmh}.", f"Known {v.pmh}."),
            v.pick(f"{cap(v.family)}.", f"Family: {v.family}."),
-           f"{cap(v.he)} {v.living} and {v.smoke.replace('smokes', 'smokes').replace('never smoked', 'has never smoked')}.",
+           f"{cap(v.he)} {v.living} and "
+           f"{v.smoke.replace('smokes', 'smokes').replace('never smoked', 'has never smoked')}.",
            v.pick(f"Today {v.vitals()}.", f"Measured {v.vitals()}."),
            v.pick(f"Examination showed {v.lst(v.exam)}.", f"Exam: {v.lst(v.exam)}."),
            v.pick(f"Results: {v.lst(v.tests)}.", f"{cap(v.lst(v.tests))}."),
@@ -767,7 +793,8 @@ def fmt_progress(v: Visit) -> str:
     s.append(v.pick(f"We agreed on {v.med}", f"Continuing {v.med}", f"Switched to {v.med}") +
              v.pick(f"; advice given: {v.lst(v.adv)}.", f"; advised {v.adv[0]}.", "."))
     s.append(v.pick(f"Red flags discussed ({v.red}).", f"To seek care for {v.red}."))
-    s.append(v.pick(f"Contact details checked: {v.phone}, {v.email}.", f"Prefers updates by email ({v.email}); tel {v.phone}.",
+    s.append(v.pick(f"Contact details checked: {v.phone}, {v.email}.",
+                    f"Prefers updates by email ({v.email}); tel {v.phone}.",
                     f"Address {v.address}; phone {v.phone}; {v.email}."))
     s.append(v.pick(f"Next visit in {v.fu_text}.", f"Recall {v.fu_text}. {v.doctor}"))
     return head + "\n" + " ".join(s)

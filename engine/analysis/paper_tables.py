@@ -92,8 +92,8 @@ def read_sweep(folder: str | Path) -> pd.DataFrame:
 
 def side_by_side(cells: pd.DataFrame, k: int = 2) -> pd.DataFrame:
     """One row per (query set, target): ASR@k of each of our retrievers, then the paper's three PubMed
-    retrievers (Table 1 for k = 2, Table 7 for k = 1; none for other k), and our ``poisons_over_window`` (poisons longer than the retriever reads). Query sets and targets
-    outside the paper's five are left out."""
+    retrievers (Table 1 for k = 2, Table 7 for k = 1; none for other k), and our ``poisons_over_window`` (poisons
+    longer than the retriever reads). Query sets and targets outside the paper's five are left out."""
     col = f"asr@{k}"
     mine = cells[cells["query_set"].isin(QUERY_SETS) & cells["target"].isin(TARGETS)]
     if mine.empty:

@@ -96,7 +96,8 @@ def read_detection(folder: str | Path) -> pd.DataFrame:
         if any(c.endswith("_tpr") for c in cells.columns):
             frames.append(cells)
     if not frames:
-        raise ConfigError(f"{folder}: no sweep with detectors there or in its subfolders (run `python -m engine sweep --preset "
+        raise ConfigError(f"{folder}: no sweep with detectors there or in its subfolders "
+                          "(run `python -m engine sweep --preset "
                           "universal-poisoning-table1 --retrievers minilm --variants 1 --limit 200 --detectors "
                           "l2,mahalanobis --out results/detection-bioasq-minilm`)")
     return pd.concat(frames, ignore_index=True)
@@ -143,5 +144,6 @@ def read_tables34(path: str | Path) -> dict[str, dict[str, pd.DataFrame]]:
             out[f"{ret} · target {target}" if target else ret] = {name: pd.DataFrame(t) for name, t in tables.items()}
     if not out:
         raise ConfigError(f"{path}: no Tables 3–4 saved there (run `python -m engine analyze --corpus bioasq "
-                          f"--queries mirage:medqa,mirage:mmlu --retrievers minilm --save {p if p.suffix else p / 'tables34.json'}`)")
+                          f"--queries mirage:medqa,mirage:mmlu --retrievers minilm "
+                          f"--save {p if p.suffix else p / 'tables34.json'}`)")
     return out

@@ -172,7 +172,8 @@ def check_level3(rows: Sequence[dict[str, Any]], tolerance: float = 0.34) -> dic
     drop = float(base.get("utility_acc") or 0.0) - float(row.get("utility_acc") or 0.0)
     less = leak < leak0
     ok_acc = drop <= tolerance + 1e-9
-    reason = ("" if less else f"the defended system leaked as much as the undefended one ({name} {leak:g} vs {leak0:g}). ") + \
+    reason = ("" if less else f"the defended system leaked as much as the undefended one "
+                              f"({name} {leak:g} vs {leak0:g}). ") + \
              ("" if ok_acc else f"ACC dropped by {drop:.2f}, more than the tolerance {tolerance:.2f}.")
     return {"met": less and ok_acc, "reason": reason.strip(),
             "metrics": {f"{name} (undefended)": leak0, f"{name} (defended)": leak,

@@ -61,7 +61,8 @@ def embedding_map(run: "PoisoningRun", round_index: int, n_background: int = 300
         points.append(("poison", t, run.store.embedding_of(t), run.store.text_of(t)))
     for j in pick:
         d = anchor_ids[int(j)]
-        points.append(("anchor sample", d, base.vectors[base.id_to_row[d]], base.corpus.documents[base.id_to_row[d]].text))
+        points.append(("anchor sample", d, base.vectors[base.id_to_row[d]],
+                       base.corpus.documents[base.id_to_row[d]].text))
     X = np.vstack([p[2] for p in points]).astype(np.float64)
     Xc = X - X.mean(axis=0)
     _, _, vt = np.linalg.svd(Xc, full_matrices=False)

@@ -101,7 +101,8 @@ def regressions(report: Mapping[str, Any], fail_on: Mapping[str, Any],
         for key in WORSE_WHEN_HIGHER:
             m, bm = (f.get("metrics") or {}).get(key), (b.get("metrics") or {}).get(key)
             if m and bm and m.get("ci") and bm.get("ci") and m["ci"][0] > bm["ci"][1]:
-                lines.append(f"{f['id']}: {key} {metric_text(m)} is above the baseline's {metric_text(bm)} (intervals apart)")
+                lines.append(f"{f['id']}: {key} {metric_text(m)} is above the baseline's {metric_text(bm)} "
+                             "(intervals apart)")
     return lines
 
 

@@ -95,7 +95,7 @@ def cmd_list(args) -> int:
                         print(f"  {'':22s}   source: {sources[section][k]}")
             else:
                 for v in items:
-                    print(f"  {v if not isinstance(v, dict) else v['name'] + ' (' + v['kind'] + ') ' + v['description'].strip()}")
+                    print(f"  {v if not isinstance(v, dict) else v['name'] + ' (' + v['kind'] + ') ' + v['description'].strip()}")  # noqa: E501
     return 0
 
 
@@ -112,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     def common(sp, out=True):
         sp.add_argument("--data-dir", help="benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
         sp.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-        sp.add_argument("--quiet", "-q", action="store_true", help="no progress; with --json also no tables (only the JSON line)")
+        sp.add_argument("--quiet", "-q", action="store_true",
+                        help="no progress; with --json also no tables (only the JSON line)")
         if out:
             sp.add_argument("--out", help="write events.jsonl, manifest.json, summary.json (or sweep files) here")
 

@@ -190,8 +190,9 @@ def run_compare(cfg, args, meta: dict | None = None) -> int:
                       f"< CRR(none): {'holds' if c['holds'] else 'does NOT hold'}{_caveat(c)}")
         if average["holds"] is not None and average["attacks"] > 1:
             rr = average["ratios"]
-            print(f"RAGFort ablation, relative CRR averaged over {average['attacks']} attack × KB pairs: reindex+cascade "
-                  f"{rr['reindex+cascade']:.2f}× · reindex {rr['reindex']:.2f}× · cascade {rr['cascade']:.2f}× · "
+            print(f"RAGFort ablation, relative CRR averaged over {average['attacks']} attack × KB pairs: "
+                  f"reindex+cascade {rr['reindex+cascade']:.2f}× · reindex {rr['reindex']:.2f}× · "
+                  f"cascade {rr['cascade']:.2f}× · "
                   f"none 1.00×: direction {'holds' if average['holds'] else 'does NOT hold'}{_caveat(average)}")
     for f in failed:
         print(f"cell {f['attack']} vs {f['configuration']} on {f['kb']} (seed {f['seed']}) failed: {f['error']}",

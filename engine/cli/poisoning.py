@@ -36,7 +36,8 @@ def _print_summary(s: dict) -> None:
               + (f"; {d['blocked']} questions blocked" if d["blocked"] else ""))
     if "poisonedrag" in s:
         p = s["poisonedrag"]
-        print(f"  PoisonedRAG top-{s['top_k']}: precision {p['precision']:.3f}  recall {p['recall']:.3f}  F1 {p['f1']:.3f}")
+        print(f"  PoisonedRAG top-{s['top_k']}: precision {p['precision']:.3f}  recall {p['recall']:.3f}  "
+              f"F1 {p['f1']:.3f}")
     for name, d in s["detectors"].items():
         if "skipped" in d:
             print(f"  detector {name}: skipped ({d['skipped']})")
@@ -72,11 +73,13 @@ def _run_poison(cfg, args) -> int:
         if not raw:
             return {}
         from ..analysis.beta_sweep import PAPER_BETAS, beta_table
-        rows = beta_table(run, PAPER_BETAS if raw.strip() == "paper" else [float(x) for x in raw.split(",") if x.strip()])
+        rows = beta_table(run, PAPER_BETAS if raw.strip() == "paper"
+                          else [float(x) for x in raw.split(",") if x.strip()])
         if not args.quiet:
             print("Mahalanobis detection by shrinkage β (same anchors, out-of-fold threshold):", file=sys.stderr)
             for r in rows:
-                print(f"  β = {r['beta']:<6g} TPR {r['tpr']:.3f}  FPR {r['fpr']:.3f}  AUROC {r['auroc']:.3f}", file=sys.stderr)
+                print(f"  β = {r['beta']:<6g} TPR {r['tpr']:.3f}  FPR {r['fpr']:.3f}  AUROC {r['auroc']:.3f}",
+                      file=sys.stderr)
         return {"beta_sweep": rows}
 
     if getattr(args, "beta_sweep", None):
@@ -85,7 +88,8 @@ def _run_poison(cfg, args) -> int:
         try:
             vals = [] if raw == "paper" else [float(x) for x in raw.split(",") if x.strip()]
         except ValueError:
-            raise ConfigError(f"--beta-sweep: give comma-separated numbers in [0, 1] or 'paper' (got {raw!r})") from None
+            raise ConfigError(f"--beta-sweep: give comma-separated numbers in [0, 1] or 'paper' "
+                              f"(got {raw!r})") from None
         if raw != "paper" and (not vals or any(not 0 <= v <= 1 for v in vals)):
             raise ConfigError(f"--beta-sweep: give comma-separated numbers in [0, 1] or 'paper' (got {raw!r})")
     run = PoisoningRun(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet))
@@ -143,7 +147,8 @@ def _sweep(cfg, args, meta: dict | None = None) -> int:
     def prog(done, total, row):
         if bar is not None:
             bar.update(1)
-            bar.set_postfix_str(f"{row['retriever']}/{row['query_set']}/{row['target']}: ASR@{cfg.k}={row[f'asr@{cfg.k}']:.2f}")
+            bar.set_postfix_str(f"{row['retriever']}/{row['query_set']}/{row['target']}: "
+                                f"ASR@{cfg.k}={row[f'asr@{cfg.k}']:.2f}")
     stop = {"flag": False}
     from ..sweep import finished_cells
     out_dir = args.out or "sweep-out"
@@ -298,7 +303,8 @@ def add_parsers(sub, common) -> None:
     ps.add_argument("--defenses", default="", help="comma-separated defenses between retrieval and the answer, of: "
                                                    "{registered:defenses} (answer-stage ones need --generate)")
     ps.add_argument("--attack-params", help='the attack\'s parameters as JSON, e.g. \'{"order": "target-first"}\'')
-    ps.add_argument("--defense-params", help='per-defense parameters as JSON, e.g. \'{"perplexity": {"quantile": 0.9}}\'')
+    ps.add_argument("--defense-params",
+                    help='per-defense parameters as JSON, e.g. \'{"perplexity": {"quantile": 0.9}}\'')
     ps.add_argument("--judge", help="with --generate: an LLM judge (same forms as --generator) that also decides "
                                     "whether each answer states the target (asr_judge)")
     common(ps)
@@ -335,8 +341,9 @@ def add_parsers(sub, common) -> None:
     pa.add_argument("--target", default="pii")
     pa.add_argument("--limit", type=int, default=50)
     pa.add_argument("--chunk-size", type=int, default=512)
-    pa.add_argument("--save", metavar="FILE.json", help="also write the tables (every retriever's and the paper's) "
-                                                        "to this JSON file: the Sweeps page's Reproduce section reads it")
+    pa.add_argument("--save", metavar="FILE.json",
+                    help="also write the tables (every retriever's and the paper's) "
+                         "to this JSON file: the Sweeps page's Reproduce section reads it")
     common(pa, out=False)
     pa.set_defaults(func=cmd_analyze)
 

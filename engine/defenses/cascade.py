@@ -39,11 +39,13 @@ class CascadeGeneration(Defense):
         verifier: str = param("qwen2.5-1.5b", help="Verifier model (same tokenizer as the draft)")
         gamma: int = param(2, min=1, max=32, help="γ: tokens the draft proposes per block (speed only)")
         alpha: float = param(0.0, min=0.0, max=10.0,
-                             help="α: weight of D_TV(p, q); larger = fewer rejections, at α ≥ 1 only the copy term rejects")
+                             help="α: weight of D_TV(p, q); larger = fewer rejections, "
+                                  "at α ≥ 1 only the copy term rejects")
         eta: float = param(0.5, min=0.0, max=100.0, help="η: weight of the copy ratio q(z)/p(z)")
         min_match: int = param(3, min=1, max=64, help="Tokens of verbatim overlap before z is defined")
         copy_window: int = param(4, min=0, max=64,
-                                 help="Keep following a copy through deviations of up to this many tokens (0: exact suffix only)")
+                                 help="Keep following a copy through deviations of up to this many tokens "
+                                      "(0: exact suffix only)")
         n_ctx: int = param(4096, min=512, max=32768, help="Context window of both models")
         n_threads: int = param(2, min=1, max=64, help="CPU threads")
         n_gpu_layers: int = param(0, min=-1, max=1000, help="Layers of each model offloaded to a GPU (-1: all); "

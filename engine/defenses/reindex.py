@@ -27,7 +27,8 @@ class ContrastiveReindex(Defense):
     class Params(Params):
         min_cluster_size: int = param(5, min=2, max=1000, help="HDBSCAN: smallest cluster")
         min_samples: Optional[int] = param(2, min=1, max=1000,
-                                           help="HDBSCAN: core-point neighbours (lower = less noise; None = min_cluster_size)")
+                                           help="HDBSCAN: core-point neighbours "
+                                                "(lower = less noise; None = min_cluster_size)")
         selection: str = param("leaf", choices=("leaf", "eom"),
                                help="HDBSCAN cluster selection: leaf = fine topics, eom = broad clusters")
         noise: str = param("nearest", choices=("nearest", "own", "drop"),
@@ -39,7 +40,8 @@ class ContrastiveReindex(Defense):
         max_steps: int = param(100, min=1, max=100000, help="Cap on optimisation steps (CPU time)")
         per_class: int = param(4, min=2, max=64, help="Chunks of one pseudo-class per batch group (positives)")
         train_layers: Optional[int] = param(None, min=1, max=48,
-                                            help="Fine-tune only the top N transformer layers (None = all, as the paper)")
+                                            help="Fine-tune only the top N transformer layers "
+                                                 "(None = all, as the paper)")
         max_length: int = param(128, min=16, max=512, help="Tokens per training input (re-encoding uses whole chunks)")
         seed: int = param(0, min=0, help="Training seed")
         device: str = param("auto", help=f"Where the SupCon fine-tuning runs: {DEVICE_HELP}")
@@ -59,7 +61,8 @@ class ContrastiveReindex(Defense):
 
         p = self.params
         res = contrastive_reindex(ctx.corpus.texts, ctx.retriever, min_cluster_size=p.min_cluster_size,
-                                  min_samples=p.min_samples, selection=p.selection, per_class=p.per_class, train_layers=p.train_layers,
+                                  min_samples=p.min_samples, selection=p.selection, per_class=p.per_class,
+                                  train_layers=p.train_layers,
                                   max_length=p.max_length, noise=p.noise, epochs=p.epochs, temperature=p.temperature,
                                   batch_size=p.batch_size, lr=p.lr, max_steps=p.max_steps, seed=p.seed,
                                   progress=ctx.progress, device=p.device)

@@ -72,5 +72,6 @@ class IsolateAggregate(Defense):
         info = {"isolated_calls": len(passages), "mu": round(mu, 3), "kept_keywords": kept[:60],
                 "dropped_keywords": sorted(w for w, n in counts.items() if n < mu)[:60],
                 "isolated_prompt_tokens": p_tok, "isolated_completion_tokens": c_tok}
-        return Generation(text=g.text, prompt_tokens=p_tok + g.prompt_tokens, completion_tokens=c_tok + g.completion_tokens,
+        return Generation(text=g.text, prompt_tokens=p_tok + g.prompt_tokens,
+                          completion_tokens=c_tok + g.completion_tokens,
                           model=f"isolate-aggregate({g.model})", seconds=time.perf_counter() - t0, info=info)

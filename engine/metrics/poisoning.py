@@ -137,7 +137,8 @@ def detection(events: Sequence[Event], detector: str, threshold: float | None = 
                            ci(fpr, n_neg)),
         "fpr_in_sample": MetricValue("FPR (in-sample threshold)", fpr_in,
                                      "held-out clean flagged with the in-sample 95th percentile", counts),
-        "tpr_in_sample": MetricValue("TPR (in-sample threshold)", tpr_in, "poisons flagged, in-sample threshold", counts),
+        "tpr_in_sample": MetricValue("TPR (in-sample threshold)", tpr_in,
+                                     "poisons flagged, in-sample threshold", counts),
         "auroc": MetricValue("AUROC", auroc, "area under the ROC of poison vs held-out clean scores", counts),
     }
 

@@ -75,7 +75,8 @@ def worm_drift(history: Sequence[Mapping[str, Any]]) -> go.Figure:
     optimised query to its target."""
     x = list(range(1, len(history) + 1))
     fig = go.Figure()
-    for key, name in (("target_vs_extracted", "target vs extracted (centroid)"), ("query_vs_target", "query vs target")):
+    for key, name in (("target_vs_extracted", "target vs extracted (centroid)"),
+                      ("query_vs_target", "query vs target")):
         fig.add_trace(go.Scatter(x=x, y=[h.get(key) for h in history], mode="lines+markers", name=name,
                                  connectgaps=False))
     fig.update_layout(xaxis_title="round", yaxis_title="cosine", xaxis={"tickformat": "d"}, height=300,

@@ -117,7 +117,8 @@ def embedding_scatter(df: pd.DataFrame, detector: str | None = None) -> go.Figur
 def correlation_scatter(df: pd.DataFrame, x: str, y: str, labels: dict[str, str], stats_: dict) -> go.Figure:
     """Scatter of two per-query features with the correlation in the title."""
     fig = go.Figure(go.Scatter(x=df[x], y=df[y], mode="markers", text=df.get("query_id"),
-                               hovertemplate="%{text}<br>%{x}, %{y}<extra></extra>", marker={"size": 7, "opacity": 0.7}))
+                               hovertemplate="%{text}<br>%{x}, %{y}<extra></extra>",
+                               marker={"size": 7, "opacity": 0.7}))
     title = (f"Pearson r = {stats_['pearson_r']:.2f} (p = {stats_['pearson_p']:.2g}), "
              f"Spearman ρ = {stats_['spearman_rho']:.2f} (p = {stats_['spearman_p']:.2g}), n = {stats_['n']}")
     fig.update_layout(xaxis_title=labels.get(x, x), yaxis_title=labels.get(y, y), title=title, margin={"t": 40})

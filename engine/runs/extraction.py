@@ -424,7 +424,8 @@ def summarize_extraction(events: list[Event], config: ExtractionConfig | None = 
     }
     if cascade:
         out["cascade"] = {k: sum(float(i.get(k, 0)) for i in cascade) for k in
-                          ("accepted", "rejected", "suppressed", "flops_draft", "flops_verifier", "flops_verifier_only")}
+                          ("accepted", "rejected", "suppressed", "flops_draft", "flops_verifier",
+                           "flops_verifier_only")}
     kb, rec, pii, pii_n = int(out["kb_size"]), int(out["recovered"]), int(out["pii_leaked"]), int(out["pii_total"])
     out["crr_ci"] = wilson(rec, kb) if kb else None
     out["pii_ci"] = wilson(pii, pii_n) if pii_n else None

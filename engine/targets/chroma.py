@@ -273,8 +273,8 @@ class ChromaTarget(Target):
         meta_key = self.params.text_key
         metas = [{**{k: v for k, v in dict(d.metadata).items() if isinstance(v, (str, int, float, bool))},
                   "planted_by": "rag-playground-audit", **({meta_key: d.text} if meta_key else {})} for d in docs]
-        col.add(ids=[d.id for d in docs], embeddings=np.asarray(vecs, dtype=np.float32), documents=[d.text for d in docs],
-                metadatas=metas)
+        col.add(ids=[d.id for d in docs], embeddings=np.asarray(vecs, dtype=np.float32),
+                documents=[d.text for d in docs], metadatas=metas)
         return [d.id for d in docs]
 
     def remove(self, ids: Sequence[str]) -> None:

@@ -95,7 +95,8 @@ def cost_line(summary: Mapping[str, Any]) -> str:
     line = (f"Cost so far: {c.get('queries', 0)} queries · the system read {g.get('prompt', 0):,} tokens and wrote "
             f"{g.get('completion', 0):,} · {c.get('seconds', 0):.0f} s")
     if a.get("calls"):
-        line += f" · the attacker's own LLM: {a['calls']} calls, {a.get('prompt', 0):,} in / {a.get('completion', 0):,} out"
+        line += (f" · the attacker's own LLM: {a['calls']} calls, {a.get('prompt', 0):,} in / "
+                 f"{a.get('completion', 0):,} out")
     if c.get("usd") is not None:
         line += f" · ${c['usd']:.4f}"
     return line

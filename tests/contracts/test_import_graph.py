@@ -86,7 +86,7 @@ def test_no_cycle_between_packages():
     assert found == [], f"import cycles between packages: {found}"
 
 
-# ------------------------------------------------------------------ the whole tree: app -> pages -> components -> engine
+# -------------------------------------------------------------- the whole tree: app -> pages -> components -> engine
 ROOT = ENGINE.parent
 TREE_LAYERS = ["engine", "components", "pages", "app"]       # bottom to top
 

@@ -53,7 +53,8 @@ def test_offline_dense_retrievers_embed(name):
 
 
 def test_hub_only_retrievers_fail_clearly_offline():
-    for name in sorted(set(RETRIEVERS.names()) - OFFLINE_RETRIEVERS - {"sentence-transformers"}) + ["sentence-transformers"]:
+    for name in (sorted(set(RETRIEVERS.names()) - OFFLINE_RETRIEVERS - {"sentence-transformers"})
+                 + ["sentence-transformers"]):
         r = RETRIEVERS.create(name)
         with pytest.raises(ModelUnavailableError, match="could not be loaded"):
             r.encode_queries([f"offline check {name}"])
@@ -68,7 +69,8 @@ def test_bm25_scores_lexically():
 
 @pytest.mark.parametrize("name", POISONING_ATTACKS.names())
 def test_attack_crafts_one_document_per_target(name):
-    qs = [Query("q1", "Is aspirin useful for blood pressure after a heart attack?", {"adv_texts": ("a", "b", "c", "d", "e")}),
+    qs = [Query("q1", "Is aspirin useful for blood pressure after a heart attack?",
+                {"adv_texts": ("a", "b", "c", "d", "e")}),
           Query("q2", "What does HbA1c measure?", {"adv_texts": ("f", "g", "h", "i", "j")})]
     attack = make_attack(name)
     if getattr(attack, "needs_index", False):

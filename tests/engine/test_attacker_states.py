@@ -38,7 +38,8 @@ def test_a_delta_without_its_base_is_a_clear_error():
 
 
 def test_a_worm_run_writes_deltas_that_fold_back_and_resumes_from_them(tmp_path):
-    cfg = ExtractionConfig.from_dict({**SMALL, "attack": "worm", "rounds": 3, "attack_params": {"swap_iters": 4, "min_chunk_words": 2}})
+    cfg = ExtractionConfig.from_dict({**SMALL, "attack": "worm", "rounds": 3,
+                                      "attack_params": {"swap_iters": 4, "min_chunk_words": 2}})
     whole = ExtractionRun(cfg, out_dir=tmp_path / "whole")
     whole.run()
     states = [e for e in whole.events if isinstance(e, AttackerState)]

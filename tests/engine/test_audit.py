@@ -272,7 +272,8 @@ def test_an_audit_preset_runs_with_engine_run(tmp_path):
     s = ScriptedServer(lambda *a: (200, {}, json.dumps({"reply": {"text": "No records here."}}).encode(), 0))
     try:
         preset = tmp_path / "my-audit.yaml"
-        preset.write_text(f"kind: audit\ntarget: http\ntarget_params: {{url: '{s.base}/ask', answer_path: reply.text}}\n"
+        preset.write_text("kind: audit\ntarget: http\n"
+                          f"target_params: {{url: '{s.base}/ask', answer_path: reply.text}}\n"
                           "extraction_attacks: [ikea]\nrounds: 2\npoisoning_attacks: [jamming]\n"
                           "fail_on: {severity: critical}\n")
         r = run_cli("run", str(preset), "--out", str(tmp_path / "out"), "--json", "-q")

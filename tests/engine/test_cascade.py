@@ -304,7 +304,8 @@ def test_cascade_defense_answers_through_the_rag_system(cascade):
     finally:
         system.close()
     info = ans.actions[-1].detail
-    assert ans.actions[-1].defense == "cascade" and info["accepted"] + info["rejected"] == ans.generation.completion_tokens
+    assert (ans.actions[-1].defense == "cascade"
+            and info["accepted"] + info["rejected"] == ans.generation.completion_tokens)
     assert info["flops_verifier"] > 0 and info["flops_draft"] > 0 and info["suppressed"] > 0
     scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 

@@ -146,7 +146,8 @@ def _bad(tmp_path):
     exit 2 with exactly one ``error:`` line and no traceback (exit 1 is left for engine bugs)."""
     files = {"bin.txt": b"\x00\x01\x02", "latin.txt": "caf\xe9".encode("latin-1"),
              "bad.jsonl": b'{"text": "fine"}\n{"text": "fine"}\n{oops\n', "empty.jsonl": b"",
-             "bad.yaml": b"corpus: [unclosed\n", "unknown.yaml": b"kind: poison\ncorpus: clinic_handbook\ncolour: red\n",
+             "bad.yaml": b"corpus: [unclosed\n",
+             "unknown.yaml": b"kind: poison\ncorpus: clinic_handbook\ncolour: red\n",
              "bin.yaml": b"kind: poison\x00\x01", "latin.yaml": "kind: poison\ncorpus: caf\xe9\n".encode("latin-1"),
              "list.yaml": b"kind: extract\ngenerator_params: [1, 2]\n"}
     for name, data in files.items():
@@ -166,7 +167,8 @@ def _bad(tmp_path):
         "non-UTF-8 corpus": (["poison", "--corpus", str(latin)], "not valid UTF-8"),
         "malformed JSONL": (["poison", "--corpus", str(bad_jsonl)], "line 3"),
         "missing data dir": (["poison", "--corpus", "bioasq", "--data-dir", str(tmp_path / "nope")], "does not exist"),
-        "unknown KB in --kbs": (["compare", *zeng, "--kbs", "clinic_records,nope", "--rounds", "1"], "'nope' not found"),
+        "unknown KB in --kbs": (["compare", *zeng, "--kbs", "clinic_records,nope", "--rounds", "1"],
+                                "'nope' not found"),
         # names
         "unknown retriever": (["poison", "--retriever", "nope"], "unknown retriever 'nope'"),
         "unknown target": (["poison", "--target", "nope"], "not one of pii"),
@@ -174,7 +176,8 @@ def _bad(tmp_path):
         "unknown detector": (["poison", "--detectors", "nope"], "unknown detector 'nope'"),
         "unknown extraction attack": (["extract", "--attack", "nope"], "'nope'"),
         "unknown defense": (["extract", "--defenses", "nope"], "'nope'"),
-        "unknown local model": (["extract", "--generator", "local:nope", "--rounds", "1"], "unknown local model 'nope'"),
+        "unknown local model": (["extract", "--generator", "local:nope", "--rounds", "1"],
+                                "unknown local model 'nope'"),
         "missing .gguf": (["extract", "--generator", str(tmp_path / "none.gguf"), "--rounds", "1"], "not found"),
         "hub retriever offline": (["poison", "--retriever", "facebook/contriever"], "cannot be reached"),
         # values
@@ -188,7 +191,8 @@ def _bad(tmp_path):
         "unknown executor": (["sweep", "--executor", "spark"], "not one of local, ray"),
         "unreachable Ray cluster": (["sweep", "--executor", "ray", "--ray-address", "127.0.0.1:1", "--limit", "1"],
                                     "cannot reach the Ray cluster"),
-        "zero utility questions": (["compare", *zeng, "--utility-limit", "0"], "utility_limit: 0 is below the minimum 1"),
+        "zero utility questions": (["compare", *zeng, "--utility-limit", "0"],
+                                   "utility_limit: 0 is below the minimum 1"),
         "utility limit 0": (["utility", "--limit", "0"], "--limit must be at least 1"),
         "utility limit negative": (["utility", "--limit", "-4"], "--limit must be at least 1"),
         "analyze limit 0": (["analyze", "--limit", "0"], "--limit must be at least 1"),
@@ -205,7 +209,8 @@ def _bad(tmp_path):
         "--out is a file (poison)": (["poison", "--limit", "2", *out_file], "is a file, not a folder"),
         "--out is a file (extract)": (["extract", "--rounds", "1", *out_file], "is a file, not a folder"),
         "--out is a file (compare)": (["compare", *zeng, "--rounds", "1", *out_file], "is a file, not a folder"),
-        "--out is a file (sweep)": (["sweep", "--limit", "2", "--targets", "pii", *out_file], "is a file, not a folder"),
+        "--out is a file (sweep)": (["sweep", "--limit", "2", "--targets", "pii", *out_file],
+                                    "is a file, not a folder"),
         "--out is a file (run)": (["run", "quick-demo", "--limit", "2", *out_file], "is a file, not a folder"),
         "--out not writable": (["poison", "--limit", "2", *not_writable], "cannot be written"),
         # resuming
@@ -277,7 +282,8 @@ def test_paper_scale_preset_smoke_and_resume(tmp_path):
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout.strip().splitlines()[-1])["rows"]
     assert sorted((r["kb"], r["attack"]) for r in rows) == [("enron", "rag-thief"), ("enron", "worm"),
-                                                           ("healthcaremagic", "rag-thief"), ("healthcaremagic", "worm")]
+                                                           ("healthcaremagic", "rag-thief"),
+                                                           ("healthcaremagic", "worm")]
     for r in rows:
         assert r["rounds"] == 2 and r["ee_retrieval"] > 0 and r["ee_generation"] is not None
     first = json.loads((tmp_path / "comparison.json").read_text())

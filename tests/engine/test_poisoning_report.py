@@ -39,6 +39,7 @@ def test_the_report_reads_every_saved_reproduction_and_says_what_is_missing(tmp_
     md = report(tmp_path)
     assert "| MMLU | 0.95 × 5 |" in md
     assert "| mpnet | PubMedQA | 700 | 0.80 / 0.05 | 0.01 (0.80) |  |" in md
-    assert "| mpnet | MMLU | 0.1 | 40 | 1.0 | 0.50 (0.90) |" in md and "| mpnet | MMLU | 0.05 | 40 | 1.0 | 0.05 (0.90) |" in md
+    assert ("| mpnet | MMLU | 0.1 | 40 | 1.0 | 0.50 (0.90) |" in md
+            and "| mpnet | MMLU | 0.05 | 40 | 1.0 | 0.05 (0.90) |" in md)
     assert "### Tables 3–4\n\n(no saved runs:" in md and "--save" in md
     assert main([str(tmp_path), "--k", "1"]) == 0 and "Table 7: top-1 success" in capsys.readouterr().out

@@ -84,7 +84,8 @@ def test_json_options_nested_past_reading_are_one_line(tmp_path):
 # ------------------------------------------------------------------------------------------ numbers and paths
 @pytest.mark.parametrize("args,message", [
     (["poison", "--limit", "2", "--beta", "nan"], "beta: expected a finite number"),
-    (["poison", "--limit", "2", "--defenses", "threshold", "--defense-params", '{"threshold": {"min_similarity": NaN}}'],
+    (["poison", "--limit", "2", "--defenses", "threshold", "--defense-params",
+      '{"threshold": {"min_similarity": NaN}}'],
      "expected a finite number"),
     (["extract", "--rounds", "1", "--seed", "-1"], "seed: -1 is below the minimum 0"),
     (["extract", "--resume", ""], "--resume: '' is not a run folder"),

@@ -217,7 +217,8 @@ def test_a_server_build_waits_for_the_lock_another_builder_holds(chroma_server, 
     from engine.store import chroma_client
     import engine.store as store_mod
     corpus = load_corpus("clinic_handbook", chunk_size=96)          # a base no other test built
-    name = "base-" + __import__("hashlib").sha256(f"{minilm.model_id}|cosine|{corpus.fingerprint}".encode()).hexdigest()[:40]
+    name = "base-" + __import__("hashlib").sha256(
+        f"{minilm.model_id}|cosine|{corpus.fingerprint}".encode()).hexdigest()[:40]
     client = chroma_client(chroma_server)
     minilm.encode_documents(corpus.texts)                             # cached: the build itself is quick
     client.create_collection("lock-" + name[5:], metadata={"since": time.time(), "pid": 1})
@@ -232,7 +233,8 @@ def test_a_server_build_waits_for_the_lock_another_builder_holds(chroma_server, 
     assert not [c for c in client.list_collections() if getattr(c, "name", c).startswith("lock-")]
     # a stale lock (its builder died long ago) does not block
     other = load_corpus("clinic_handbook", chunk_size=80)
-    oname = "base-" + __import__("hashlib").sha256(f"{minilm.model_id}|cosine|{other.fingerprint}".encode()).hexdigest()[:40]
+    oname = "base-" + __import__("hashlib").sha256(
+        f"{minilm.model_id}|cosine|{other.fingerprint}".encode()).hexdigest()[:40]
     client.create_collection("lock-" + oname[5:], metadata={"since": time.time() - store_mod.BUILD_LOCK_STALE_S - 60})
     BaseIndex.build(other, minilm, settings=chroma_server)
     assert client.get_collection(oname).count() == len(other)

@@ -18,7 +18,8 @@ him his how i if in into is it its just me more most my no nor not of off on onc
 she should so some such than that the their them then there these they this those through to too under until up
 very was we were what when where which while who whom why will with would you your yours please thank thanks hello
 dear doctor patient yes okay also may might must like get got take taken take well know help""".split())
-_REFUSAL = re.compile(r"\b(i can(?:no|')t|i am (?:not able|unable)|i'm (?:not able|unable)|sorry|cannot (?:help|provide|"
+_REFUSAL = re.compile(r"\b(i can(?:no|')t|i am (?:not able|unable)|i'm (?:not able|unable)|"
+                      r"sorry|cannot (?:help|provide|"
                       r"share)|not (?:able|allowed) to)\b", re.IGNORECASE)
 QUESTIONS = (
     "What are the usual symptoms of {a}, and how is it treated?",

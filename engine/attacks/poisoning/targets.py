@@ -90,7 +90,8 @@ def text_items(text: str) -> list[str]:
     return out
 
 
-def target_goal(kind: str, *, seed: int = 0, variant: int = 0, text: str = "", data_dir: str | None = None) -> tuple[str, ...]:
+def target_goal(kind: str, *, seed: int = 0, variant: int = 0, text: str = "",
+                data_dir: str | None = None) -> tuple[str, ...]:
     """What an answer must repeat for the attack to have worked at generation, for a target kind.
 
     * ``pii``: the person's name, e-mail and phone number; ``diagnosis``: the patient's name, MRN, date of
