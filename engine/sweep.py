@@ -81,7 +81,8 @@ def _refuse_another_sweep(cfg: SweepConfig, out: Path) -> None:
     except (OSError, ValueError, AttributeError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return
     if n and not _same_sweep(saved, cfg.to_dict()):
-        raise ConfigError(f"{out} holds a sweep with other settings ({differences(saved, cfg.to_dict(), skip=('data_dir', 'store', 'chroma_host', 'chroma_port'))}); "  # noqa: E501
+        diff = differences(saved, cfg.to_dict(), skip=("data_dir", "store", "chroma_host", "chroma_port"))
+        raise ConfigError(f"{out} holds a sweep with other settings ({diff}); "
                           f"choose another --out, or pass --overwrite to replace it (its {n} finished cell(s) are "
                           f"then dropped)")
 

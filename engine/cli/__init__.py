@@ -95,7 +95,8 @@ def cmd_list(args) -> int:
                         print(f"  {'':22s}   source: {sources[section][k]}")
             else:
                 for v in items:
-                    print(f"  {v if not isinstance(v, dict) else v['name'] + ' (' + v['kind'] + ') ' + v['description'].strip()}")  # noqa: E501
+                    line = v if not isinstance(v, dict) else f"{v['name']} ({v['kind']}) {v['description'].strip()}"
+                    print(f"  {line}")
     return 0
 
 
