@@ -19,6 +19,7 @@ class _ReadsAsDict(Mapping):
     """Read access to a record's JSON object: ``r[key]``, ``r.get``, ``in``, ``dict(r)``."""
 
     def to_dict(self) -> dict[str, Any]:          # pragma: no cover - each record implements it
+        """The record as the flat JSON object it is saved as (``summary.json``, ``comparison.json`` rows)."""
         raise NotImplementedError
 
     def _flat(self) -> dict[str, Any]:

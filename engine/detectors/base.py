@@ -52,9 +52,17 @@ class Detector:
 
     # subclass hooks ------------------------------------------------------------------
     def _fit(self, X: np.ndarray) -> Any:
+        """Fit on clean anchor embeddings ``X`` (n × d, float64, n ≥ ``min_anchors``) and return the fitted
+        state (any object: a mean and a precision matrix, a norm, …). It must not keep ``X`` on ``self``:
+        :meth:`fit` also calls it on each calibration fold's subset and keeps only the full fit's state.
+        Called after :meth:`_prepare`. May raise :class:`~engine.errors.ConfigError` for anchors it cannot use."""
         raise NotImplementedError
 
     def _score(self, state: Any, X: np.ndarray) -> np.ndarray:
+        """One score per row of ``X`` (n × d, float64) under a ``state`` that :meth:`_fit` returned: a 1-D
+        float array, higher = more suspicious. The base calibrates the threshold on these scores (the
+        ``quantile`` of the anchors' out-of-fold or in-sample scores); it must be a pure function of its
+        arguments."""
         raise NotImplementedError
 
     def _prepare(self, X: np.ndarray) -> None:

@@ -63,9 +63,16 @@ class Retriever:
 
     # encoding ------------------------------------------------------------------------
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Query embeddings of ``texts``: a float array with one row per text, in order (any query prefix
+        applied here). The base caches the rows on disk under :attr:`model_id` and holds the model's lock
+        around the call; called with batches of the texts still missing from the cache. May raise
+        :class:`~engine.errors.ModelUnavailableError` when the weights cannot be loaded."""
         raise NotImplementedError
 
     def _encode_documents(self, texts: list[str]) -> np.ndarray:
+        """Document embeddings of ``texts``, one row per text, in order (any document prefix applied here);
+        cached and locked by the base like :meth:`_encode_queries`. Text past :meth:`window` is never read
+        by the encoder, so the corpus chunks to it first."""
         raise NotImplementedError
 
     def encode_queries(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:

@@ -120,3 +120,19 @@ def test_defense_acts_at_one_stage_and_implements_its_hook(name):
     assert cls.stage in STAGES
     hook = cls.hook()
     assert getattr(cls, hook) is not getattr(Defense, hook), f"{name} must implement {hook}()"
+
+
+def test_every_hook_a_plugin_author_overrides_is_documented():
+    """A method of the engine that only raises NotImplementedError is a hook a plugin author implements: it
+    says what it receives, returns and may raise."""
+    import ast
+    from pathlib import Path
+    missing = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "engine").rglob("*.py")):
+        for cls in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)):
+            for f in cls.body:
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                        isinstance(n, ast.Raise) and n.exc is not None and "NotImplementedError" in ast.unparse(n.exc)
+                        for n in ast.walk(f)) and not ast.get_docstring(f):
+                    missing.append(f"{path.name}:{f.lineno} {cls.name}.{f.name}")
+    assert missing == [], f"hooks without a docstring: {missing}"

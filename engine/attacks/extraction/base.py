@@ -92,9 +92,18 @@ class ExtractionAgent:
         return ""
 
     def _observe(self, ex: Exchange) -> None:
+        """Learn from one finished round: ``ex`` holds the query this agent sent and the answer it got (the
+        black-box view: no retrieved context, no scores). Called once per round, oldest first, before the next
+        :meth:`_propose`; returns nothing (the agent keeps what it learnt in its own state, which
+        :meth:`state` exposes as JSON). May raise :class:`~engine.errors.EngineError` when the attacker's own
+        LLM fails."""
         raise NotImplementedError
 
     def _propose(self) -> Optional[str]:
+        """The next query to send, built from what :meth:`_observe` kept; None when the agent has nothing
+        left to ask (the run then ends early). The budget is checked by :meth:`next_query`, not here; an
+        adaptive rewrite (``adaptive = True``) is applied after it, to the command part :meth:`_command`
+        names."""
         raise NotImplementedError
 
     # state ---------------------------------------------------------------------------------
