@@ -49,7 +49,8 @@ chunk_size = c2.number_input("Chunk size (tokens)", 16, 4096, int(p["chunk_size"
                              disabled=not chunking)
 chunk_overlap = c3.number_input("Overlap (tokens)", 0, 1024, int(p["chunk_overlap"]), step=8, disabled=not chunking)
 top_k = c4.number_input("Top-K", 1, 100, int(p["top_k"]))
-names = offline_retrievers() + [n for n in RETRIEVERS.names() if n not in offline_retrievers()]
+offline = offline_retrievers()
+names = offline + [n for n in RETRIEVERS.names() if n not in offline]
 retriever = st.selectbox("Retriever", names, index=names.index(p["retriever"]) if p["retriever"] in names else 0,
                          format_func=lambda n: f"{n} — {RETRIEVERS.describe(n)[:90]}")
 new = {"corpus": corpus, "chunk_size": int(chunk_size) if chunking else None, "chunk_overlap": int(chunk_overlap),
