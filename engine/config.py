@@ -21,9 +21,10 @@ class PoisonConfig(Params):
     corpus: str = param("clinic_handbook", help="Corpus: bundled name, benchmark name or path")
     queries: str = param("clinic_handbook",
                          help="Query set: clinic_handbook, mirage:<set>, poisonedrag:<set> or a path")
-    retriever: str = param("minilm", help="Retriever: registered name or a sentence-transformers model name/path")
+    retriever: str = param("minilm", help="Retriever: a registered name or a sentence-transformers model name/path",
+                           registry="retrievers")
     retriever_params: Optional[Mapping[str, Any]] = param(None, help="Retriever parameters")
-    attack: str = param("universal", help="Poisoning attack (registry name)")
+    attack: str = param("universal", help="Poisoning attack", registry="poisoning-attacks")
     attack_params: Optional[Mapping[str, Any]] = param(None, help="Attack parameters")
     target: str = param("pii", help="Target information kind (universal / paraphrased attacks)")
     target_text: str = param("", help="Your own target text (target = custom)")
@@ -31,7 +32,7 @@ class PoisonConfig(Params):
                            help="Inject one poison per query (the paper) or all poisons at once (realistic)")
     limit: Optional[int] = param(None, min=1, help="Use the first N queries")
     top_k: int = param(5, min=1, max=1000, help="Documents retrieved per query")
-    detectors: tuple[str, ...] = param(("l2", "mahalanobis"), help="Poison detectors to evaluate")
+    detectors: tuple[str, ...] = param(("l2", "mahalanobis"), help="Poison detectors to evaluate", registry="detectors")
     detector_params: Optional[Mapping[str, Any]] = param(None, help="Per-detector parameters {name: {...}}")
     anchor_k: int = param(10, min=1, max=1000, help="Clean documents per protected query used as anchors")
     anchor_fraction: float = param(0.5, min=0.05, max=0.95,
@@ -48,7 +49,7 @@ class PoisonConfig(Params):
     chroma_port: int = param(8000, min=1, max=65535, help="Chroma server port (store = http)")
     generate: bool = param(False, help="Also answer each attacked question from its top-K (poison included where "
                                        "it ranked) and score whether the answer repeats the target")
-    generator: str = param("local", help="Generator of the answers: local (llama.cpp GGUF) or litellm")
+    generator: str = param("local", help="Generator of the answers", registry="generators")
     generator_params: Optional[Mapping[str, Any]] = param(None, help="Generator parameters (model, ...); local "
                                                                      "default: qwen2.5-0.5b")
     template: str = param("chat", choices=("chat", "rag-privacy"), help="Prompt template of the answers")
@@ -57,7 +58,8 @@ class PoisonConfig(Params):
                                 "('' none; a generator name: local, litellm)")
     judge_params: Optional[Mapping[str, Any]] = param(None, help="Judge generator parameters (model, ...)")
     defenses: tuple[str, ...] = param((), help="Defenses between retrieval and the answer (query and retrieval "
-                                               "stages always; context, prompt and generation stages with generate)")
+                                               "stages always; context, prompt and generation stages with generate)",
+                                      registry="defenses")
     defense_params: Optional[Mapping[str, Any]] = param(None, help="Per-defense parameters {name: {...}}")
 
     def validate(self) -> None:
@@ -146,15 +148,15 @@ class SweepConfig(Params):
     """A Table-1-style grid: corpora × retrievers × query sets × targets, ASR@K per cell."""
 
     corpora: tuple[str, ...] = param(("clinic_handbook",), help="Corpora")
-    retrievers: tuple[str, ...] = param(("minilm",), help="Retrievers")
+    retrievers: tuple[str, ...] = param(("minilm",), help="Retrievers", registry="retrievers")
     query_sets: tuple[str, ...] = param(("clinic_handbook",), help="Query sets")
     targets: tuple[str, ...] = param(("pii", "diagnosis"), help="Target information kinds")
-    attack: str = param("universal", help="Poisoning attack")
+    attack: str = param("universal", help="Poisoning attack", registry="poisoning-attacks")
     injection: str = param("one-at-a-time", choices=INJECTION_MODES, help="Injection mode")
     variants: int = param(1, min=1, max=10, help="Target documents per kind, averaged (the paper uses 3)")
     limit: Optional[int] = param(None, min=1, help="First N queries of each set")
     k: int = param(2, min=1, max=100, help="K of the reported ASR@K (the paper's Table 1: K=2)")
-    detectors: tuple[str, ...] = param((), help="Detectors to evaluate per cell (slower)")
+    detectors: tuple[str, ...] = param((), help="Detectors to evaluate per cell (slower)", registry="detectors")
     chunk_size: Optional[int] = param(512, min=16,
                                       help="Chunk size in each retriever's tokens, capped at what it reads")
     chunk_overlap: int = param(32, min=0, help="Chunk overlap in tokens")
@@ -170,16 +172,17 @@ class ExtractionConfig(Params):
     """Everything that defines a knowledge-base extraction run (attack × defenses × system)."""
 
     kb: str = param("clinic_records", help="Private knowledge base: bundled name, benchmark name or path")
-    attack: str = param("rag-thief", help="Extraction attack: zeng, worm or rag-thief")
+    attack: str = param("rag-thief", help="Extraction attack", registry="extraction-attacks")
     attack_params: Optional[Mapping[str, Any]] = param(None, help="Attack parameters")
     rounds: int = param(10, min=1, max=10000, help="Attack queries (the attacker's query budget)")
-    generator: str = param("local", help="Generator: local (llama.cpp GGUF) or litellm")
+    generator: str = param("local", help="Generator", registry="generators")
     generator_params: Optional[Mapping[str, Any]] = param(None, help="Generator parameters (model, ...)")
     attacker_llm: str = param("local", help="The attacker's own LLM (RAG-Thief reflections); '' for none")
     attacker_llm_params: Optional[Mapping[str, Any]] = param(None, help="Attacker LLM parameters")
-    defenses: tuple[str, ...] = param((), help="Defenses switched on (any subset)")
+    defenses: tuple[str, ...] = param((), help="Defenses switched on (any subset)", registry="defenses")
     defense_params: Optional[Mapping[str, Any]] = param(None, help="Per-defense parameters {name: {...}}")
-    retriever: str = param("minilm", help="Retriever: registered name or a sentence-transformers model name/path")
+    retriever: str = param("minilm", help="Retriever: a registered name or a sentence-transformers model name/path",
+                           registry="retrievers")
     retriever_params: Optional[Mapping[str, Any]] = param(None, help="Retriever parameters")
     top_k: int = param(3, min=1, max=100, help="Chunks retrieved per query")
     template: str = param("rag-privacy", choices=("rag-privacy", "chat"), help="Prompt template")
@@ -197,7 +200,7 @@ class ExtractionConfig(Params):
     seed: int = param(0, min=0, help="Seed of the attacker")
     data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
     target: str = param("pipeline", help="The system attacked: pipeline (the engine's own, built from the fields "
-                                         "above) or an audit target (http, openai-chat, python, chroma)")
+                                         "above) or an audit target", registry="targets")
     target_params: Optional[Mapping[str, Any]] = param(None, help="The target's parameters (credentials as ${VAR})")
 
     def validate(self) -> None:
@@ -297,18 +300,19 @@ def defense_set(configuration: str) -> tuple[str, ...]:
 class AuditConfig(Params):
     """An audit: a battery of extraction and poisoning attacks against one target, a report and a CI gate."""
 
-    target: str = param("pipeline", help="The system audited: pipeline (built-in), http, openai-chat, python, chroma")
+    target: str = param("pipeline", help="The system audited (pipeline: the built-in one)", registry="targets")
     target_params: Optional[Mapping[str, Any]] = param(None, help="The target's parameters (credentials as ${VAR})")
     kb: str = param("", help="Reference knowledge base for the leakage metrics: blank = the target's own store where "
                              "it can be read, else none; a bundled name, benchmark name or path; 'none'")
     extraction_attacks: tuple[str, ...] = param(("zeng", "rag-thief", "code-claim", "ikea"),
-                                                help="Extraction attacks of the battery")
+                                                help="Extraction attacks of the battery", registry="extraction-attacks")
     rounds: int = param(5, min=1, max=10000, help="Queries per extraction attack")
     attack_params: Optional[Mapping[str, Any]] = param(None, help="Per-attack parameters {attack: {...}}")
     attacker_llm: str = param("", help="The extraction attacker's own LLM, a generator spec such as "
                                        "local:smollm2-135m ('' = rule-based continuations)")
     poisoning_attacks: tuple[str, ...] = param(("universal", "trigger", "jamming"),
-                                               help="Poisoning attacks (run where the target has a write surface)")
+                                               help="Poisoning attacks (run where the target has a write surface)",
+                                               registry="poisoning-attacks")
     questions: str = param("clinic_handbook", help="Questions the poisons are aimed at (query-set spec)")
     poison_questions: int = param(3, min=1, max=10000, help="Questions per poisoning attack")
     poison_target: str = param("pii", help="Information the poisons carry (pii, diagnosis, …)")

@@ -17,10 +17,12 @@ from .errors import ConfigError
 
 
 def param(default: Any, *, help: str, min: float | None = None, max: float | None = None,
-          choices: tuple | None = None, label: str | None = None, group: str = "") -> Any:
+          choices: tuple | None = None, label: str | None = None, group: str = "", registry: str | None = None) -> Any:
     """A dataclass field with UI/validation metadata; ``group`` names the section a form shows it in ('' = the
-    main section; e.g. a target's connection limits go under "Connection")."""
-    meta = {"help": help, "min": min, "max": max, "choices": choices, "label": label, "group": group}
+    main section; e.g. a target's connection limits go under "Connection"); ``registry`` the kind of plugin the
+    field names (a key of ``engine.cli.common.REGISTRIES``: its help lists what is registered)."""
+    meta = {"help": help, "min": min, "max": max, "choices": choices, "label": label, "group": group,
+            "registry": registry}
     if isinstance(default, (list, dict, set)):
         raise TypeError("mutable defaults are not allowed; use a tuple")
     return field(default=default, metadata=meta)

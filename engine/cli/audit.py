@@ -22,42 +22,22 @@ from typing import Any
 from ..errors import ConfigError
 
 
-def _names(text: str | None) -> tuple[str, ...] | None:
-    if text is None:
-        return None
-    return tuple(x.strip() for x in text.split(",") if x.strip() and x.strip() != "none")
-
-
 def audit_config(args: Any):
     """The :class:`~engine.config.AuditConfig` of the options: the preset, with every option given on top."""
     from ..config import AuditConfig
-    from .common import json_option, load_kind_preset
+    from .common import load_kind_preset
     if args.preset:
         cfg, _ = load_kind_preset(args.preset, "audit", args.quiet)
         values = cfg.to_dict()
     else:
         values = AuditConfig().to_dict()
-    if args.target:
-        values["target"] = args.target
-        values["target_params"] = None
-    params = json_option(args.target_params, "target-params", '\'{"url": "http://host/query"}\'')
-    if params is not None:
-        if not isinstance(params, dict):
-            raise ConfigError("--target-params must be a JSON object of the target's parameters")
-        values["target_params"] = params
-    attack_params = json_option(args.attack_params, "attack-params", '\'{"rag-thief": {"budget": 5}}\'')
-    if attack_params is not None:
-        values["attack_params"] = attack_params
-    for opt, key in (("kb", "kb"), ("rounds", "rounds"), ("questions", "questions"),
-                     ("poison_questions", "poison_questions"), ("seed", "seed"), ("attacker_llm", "attacker_llm"),
-                     ("retriever", "retriever")):
-        v = getattr(args, opt, None)
-        if v is not None:
-            values[key] = v
-    for opt, key in (("attacks", "extraction_attacks"), ("poisoning", "poisoning_attacks")):
-        v = _names(getattr(args, opt, None))
-        if v is not None:
-            values[key] = v
+    from .config_options import config_values
+    given = config_values(args, AuditConfig, skip=("data_dir", "fail_on"))
+    if "target" in given and "target_params" not in given:
+        values["target_params"] = None        # another target: the preset's parameters were for its own
+    if given.get("target_params") is not None and not isinstance(given["target_params"], dict):
+        raise ConfigError("--target-params must be a JSON object of the target's parameters")
+    values.update(given)
     if args.data_dir:
         values["data_dir"] = args.data_dir
     if args.fail_on is not None:
@@ -101,7 +81,7 @@ def cmd_audit(args: Any) -> int:
     cfg = audit_config(args)
     baseline = load_baseline(args.baseline) if args.baseline else None
     out = Path(args.out or f"audit-{time.strftime('%Y%m%d-%H%M%S')}")
-    only = _names(args.only) or ()
+    only = tuple(x.strip() for x in (args.only or "").split(",") if x.strip() and x.strip() != "none")
     if not args.quiet:
         print(f"auditing {cfg.target} into {out} (the same command resumes it)", file=sys.stderr)
     report = run_audit(cfg, out, progress=_progress_printer(not args.quiet), only=only)
@@ -178,24 +158,13 @@ def add_parser(sub: Any, common: Any) -> None:
                     help="run the battery (default), cleanup what a crashed run planted, or probe the target once")
     pa.add_argument("--preset", help="an audit preset: audit-quick, audit-standard, or a YAML path (e.g. an audit "
                                      "folder's audit.yaml)")
-    pa.add_argument("--target", help="one of: {registered:targets} (pipeline: the built-in one)")
-    pa.add_argument("--target-params", dest="target_params",
-                    help="the target's parameters as JSON (or @file.json), credentials as ${VAR}")
-    pa.add_argument("--kb", help="reference knowledge base: a bundled name, benchmark name or path; 'none'; blank = "
-                                 "the target's own store where it can be read")
-    pa.add_argument("--attacks", help="extraction attacks, comma-separated, of: {registered:extraction-attacks}; "
-                                       "'none' for none")
-    pa.add_argument("--poisoning", help="poisoning attacks, comma-separated, of: {registered:poisoning-attacks}; "
-                                         "'none' for none")
-    pa.add_argument("--attack-params", dest="attack_params", help="per-attack parameters as JSON {attack: {...}}")
-    pa.add_argument("--rounds", type=int, help="queries per extraction attack")
-    pa.add_argument("--questions", help="questions the poisons aim at (query-set spec)")
-    pa.add_argument("--poison-questions", dest="poison_questions", type=int, help="questions per poisoning attack")
-    pa.add_argument("--attacker-llm", dest="attacker_llm", help="the extraction attacker's own LLM (generator spec)")
-    pa.add_argument("--retriever", help="the auditor's embedding model (semantic leak, reference chunking)")
-    pa.add_argument("--seed", type=int)
+    from ..config import AuditConfig
+    from .config_options import add_config_options
+    add_config_options(pa, AuditConfig, skip=("data_dir",),
+                       aliases={"extraction_attacks": ("--attacks",), "poisoning_attacks": ("--poisoning",)},
+                       helps={"fail_on": "gate: severity>=high and/or METRIC>VALUE, comma-separated"},
+                       metavars={"fail_on": "RULES"})
     pa.add_argument("--only", help="run only these cells (comma-separated, e.g. extraction:rag-thief)")
-    pa.add_argument("--fail-on", dest="fail_on", help="gate: severity>=high and/or METRIC>VALUE, comma-separated")
     pa.add_argument("--baseline", help="gate: an earlier report.json (or its folder); regressions fail the build")
     common(pa)
     pa.set_defaults(func=cmd_audit)

@@ -61,6 +61,39 @@ def _finish_extraction(run, args) -> int:
     return finish_run(run, args, _print_extraction)
 
 
+# ``extract``'s defaults where they differ from ExtractionConfig's: the attacker's LLM is the small local model
+EXTRACT_DEFAULTS = {"generator": "local", "attacker_llm": "local:smollm2-135m"}
+GENERATOR_SPEC = ("local[:model] | a packaged model name | a .gguf path | a litellm provider/model string; "
+                  "parameters in the matching --*-params JSON")
+
+
+def generator_specs(values: dict[str, Any], fields: tuple[str, ...], api_base: str | None) -> dict[str, Any]:
+    """``values`` with each generator field (``generator``, ``attacker_llm``, ``judge``) read as a generator spec
+    (``local:qwen2.5-1.5b``, ``openai/gpt-4o-mini``): the registry name, the spec's model merged under the field's
+    ``*_params`` (the JSON given there wins); ``--api-base`` goes to the answering generator. '' or ``none``: no
+    generator (where the field allows it)."""
+    out = dict(values)
+    for name in fields:
+        spec = out.get(name)
+        if spec is None or str(spec).strip() in ("", "none"):
+            if spec is not None:
+                out[name] = ""
+            continue
+        gname, gparams = _gen(spec, api_base if name == "generator" else None)
+        out[name] = gname
+        out[f"{name}_params"] = {**gparams, **dict(out.get(f"{name}_params") or {})}
+    return out
+
+
+def extraction_values(args) -> dict[str, Any]:
+    """The ExtractionConfig fields of ``extract``'s options (every field is an option: config_options)."""
+    from ..config import ExtractionConfig
+    from .config_options import config_values
+    values = config_values(args, ExtractionConfig, defaults=EXTRACT_DEFAULTS)
+    values["data_dir"] = args.data_dir or ""
+    return generator_specs(values, ("generator", "attacker_llm"), args.api_base)
+
+
 def cmd_extract(args) -> int:
     """``extract``: one extraction run from the options, or ``--resume`` an interrupted one from its folder."""
     from .common import _progress_printer
@@ -76,21 +109,7 @@ def cmd_extract(args) -> int:
                     if resumed.dropped_bytes else "")
             print(f"resuming run {run.run_id} after round {resumed.from_round}{torn}", file=sys.stderr)
         return _finish_extraction(run, args)
-    gname, gparams = _gen(args.generator, args.api_base)
-    values: dict[str, Any] = dict(kb=args.kb, attack=args.attack, generator=gname, generator_params=gparams,
-                                  defenses=_defenses(args.defenses), rounds=args.rounds, top_k=args.top_k,
-                                  retriever=args.retriever, seed=args.seed, data_dir=args.data_dir or "",
-                                  max_tokens=args.max_tokens, template=args.template,
-                                  answer_budget=args.answer_budget)
-    if args.attacker_llm is not None:
-        if args.attacker_llm in ("", "none"):
-            values["attacker_llm"] = ""
-        else:
-            aname, aparams = _gen(args.attacker_llm, None)
-            values.update(attacker_llm=aname, attacker_llm_params=aparams)
-    else:  # the attacker's LLM defaults to the generator's kind with the small local model
-        values.update(attacker_llm="local", attacker_llm_params={"model": "smollm2-135m"})
-    cfg = ExtractionConfig.from_dict(values)
+    cfg = ExtractionConfig.from_dict(extraction_values(args))
     return _finish_extraction(ExtractionRun(cfg, out_dir=args.out, progress=prog), args)
 
 
@@ -239,23 +258,14 @@ def cmd_compare(args) -> int:
 
 def add_parsers(sub, common) -> None:
     """Add the ``extract``, ``utility`` and ``compare`` subcommands; ``common(parser)`` adds the shared options."""
+    from ..config import ExtractionConfig
+    from .config_options import add_config_options
     pe = sub.add_parser("extract", help="knowledge-base extraction attack against a (defended) RAG system")
-    pe.add_argument("--kb", default="clinic_records", help="knowledge base: bundled/benchmark name or a path")
-    pe.add_argument("--attack", default="rag-thief", help="one of: {registered:extraction-attacks}")
-    pe.add_argument("--generator", default="local", help="local[:model] | model name | .gguf | provider/model")
+    add_config_options(pe, ExtractionConfig, skip=("data_dir",), defaults=EXTRACT_DEFAULTS,
+                       helps={"generator": "the answering generator: " + GENERATOR_SPEC + " (default: local)",
+                              "attacker_llm": "the attacker's LLM (RAG-Thief reflections): " + GENERATOR_SPEC
+                                              + "; 'none' for none (default: local:smollm2-135m)"})
     pe.add_argument("--api-base", help="base URL of an OpenAI-compatible server (litellm generators)")
-    pe.add_argument("--attacker-llm", help="the attacker's LLM (RAG-Thief reflections); 'none' for none")
-    pe.add_argument("--defenses", default="", help="comma-separated defenses, of: {registered:defenses}")
-    pe.add_argument("--rounds", type=int, default=10)
-    pe.add_argument("--top-k", type=int, default=3)
-    pe.add_argument("--retriever", default="minilm", help="{registered:retrievers}, or a sentence-transformers model")
-    pe.add_argument("--template", default="rag-privacy", choices=("rag-privacy", "chat"))
-    pe.add_argument("--max-tokens", type=int, default=192, help="answer tokens (the floor when the budget "
-                                                                   "covers the context)")
-    pe.add_argument("--answer-budget", default="context", choices=("context", "fixed"),
-                    help="context: each answer may be as long as its retrieved context (CRR is not capped by the "
-                         "budget); fixed: --max-tokens")
-    pe.add_argument("--seed", type=int, default=0)
     pe.add_argument("--resume", help="continue an interrupted run from its folder")
     common(pe)
     pe.set_defaults(func=cmd_extract)

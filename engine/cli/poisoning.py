@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from ..metrics.intervals import fmt_interval
-from .common import _clean, _progress_printer, add_executor_args, finish_run, json_option
+from .common import _clean, _progress_printer, add_executor_args, finish_run
 
 def _print_summary(s: dict) -> None:
     print(f"run {s['run_id']}: {s['attack']} attack ({s['target']}), {s['injection']}, retriever {s['retriever']}")
@@ -99,36 +99,27 @@ def _run_poison(cfg, args) -> int:
 def cmd_poison(args) -> int:
     """``poison``: one poisoning run built from the command-line options."""
     from ..config import PoisonConfig
+    return _run_poison(PoisonConfig.from_dict(poison_values(args)), args)
 
-    values = dict(corpus=args.corpus, queries=args.queries, retriever=args.retriever, target=args.target,
-                  attack=args.attack, injection=args.injection, top_k=args.top_k, seed=args.seed,
-                  data_dir=args.data_dir or "", target_text=args.target_text or "", store=args.store,
-                  chroma_host=args.chroma_host, chroma_port=args.chroma_port, anchor_k=args.anchor_k,
-                  chunk_size=args.chunk_size or None, chunk_overlap=args.chunk_overlap)
-    if args.limit is not None:
-        values["limit"] = args.limit
-    values["detectors"] = tuple(d for d in (args.detectors or "").split(",") if d.strip())
+
+def poison_values(args) -> dict[str, Any]:
+    """The PoisonConfig fields of ``poison``'s options (every field is an option: config_options), with
+    ``--beta`` merged into the Mahalanobis detector's parameters and the generator specs read."""
+    from ..config import PoisonConfig
+    from .config_options import config_values
+    from .extraction import generator_specs
+
+    values = config_values(args, PoisonConfig)
+    values["data_dir"] = args.data_dir or ""
     if args.beta is not None:
-        values["detector_params"] = {"mahalanobis": {"beta": args.beta}}
-    if args.defenses:
-        values["defenses"] = tuple(d.strip() for d in args.defenses.split(",") if d.strip())
-    for name, example in (("defense_params", '\'{"perplexity": {"quantile": 0.9}}\''),
-                          ("attack_params", '\'{"order": "target-first"}\'')):
-        got = json_option(getattr(args, name, None), name.replace("_", "-"), example)
-        if got is not None:
-            values[name] = got
-    if args.generate:
-        from ..generators.spec import parse_generator
-        gname, gparams = parse_generator(args.generator, api_base=args.api_base)
-        values.update(generate=True, generator=gname, generator_params=gparams, max_tokens=args.max_tokens,
-                      template=args.template)
-        if args.judge:
-            jname, jparams = parse_generator(args.judge, api_base=args.api_base)
-            values.update(judge=jname, judge_params=jparams)
-    elif args.judge:
+        dp = dict(values.get("detector_params") or {})
+        values["detector_params"] = {**dp, "mahalanobis": {**dict(dp.get("mahalanobis") or {}), "beta": args.beta}}
+    if values.get("judge") and not values.get("generate"):
         from ..errors import ConfigError
         raise ConfigError("--judge needs --generate (the judge reads the generated answers)")
-    return _run_poison(PoisonConfig.from_dict(values), args)
+    if values.get("generate"):
+        values.setdefault("generator", "local:qwen2.5-0.5b")      # the answers' default model, recorded
+    return generator_specs(values, ("generator", "judge"), args.api_base)
 
 
 def _sweep(cfg, args, meta: dict | None = None) -> int:
@@ -270,43 +261,19 @@ def cmd_analyze(args) -> int:
 def add_parsers(sub, common) -> None:
     """Add the ``poison``, ``sweep`` and ``analyze`` subcommands; ``common(parser)`` adds the shared options."""
     ps = sub.add_parser("poison", help="universal poisoning / PoisonedRAG against a retriever, with detectors")
-    ps.add_argument("--corpus", default="clinic_handbook")
-    ps.add_argument("--queries", default="clinic_handbook")
-    ps.add_argument("--retriever", default="minilm", help="{registered:retrievers}, or a sentence-transformers model")
-    ps.add_argument("--target", default="pii")
-    ps.add_argument("--target-text", help="your own target text (with --target custom)")
-    ps.add_argument("--attack", default="universal", help="one of: {registered:poisoning-attacks}")
-    ps.add_argument("--injection", default="one-at-a-time", choices=("one-at-a-time", "all-at-once"))
-    ps.add_argument("--limit", type=int)
-    ps.add_argument("--top-k", type=int, default=5)
-    ps.add_argument("--detectors", default="l2,mahalanobis", help="comma-separated, of: {registered:detectors}; "
-                                                                  "empty for none")
-    ps.add_argument("--beta", type=float, help="fix the Mahalanobis shrinkage β (default: cross-validated)")
+    from ..config import PoisonConfig
+    from .config_options import add_config_options
+    from .extraction import GENERATOR_SPEC
+    add_config_options(ps, PoisonConfig, skip=("data_dir",), zero_is_none=("chunk_size",),
+                       helps={"generator": "with --generate, the answering generator: " + GENERATOR_SPEC
+                                           + " (default: local, Qwen2.5-0.5B)",
+                              "judge": "with --generate: an LLM judge (a generator spec, as --generator) that also "
+                                       "decides whether each answer states the target (asr_judge)"})
+    ps.add_argument("--beta", type=float, help="fix the Mahalanobis shrinkage β (default: cross-validated); "
+                                               "short for --detector-params '{\"mahalanobis\": {\"beta\": B}}'")
     ps.add_argument("--beta-sweep", help="after the run, refit Mahalanobis for each β (comma-separated, or 'paper' "
                                          "for 0.001,0.005,0.01,0.05,0.1,0.2: the paper's Table 8) on the same anchors")
-    ps.add_argument("--anchor-k", type=int, default=10)
-    ps.add_argument("--chunk-size", type=int, default=512, help="0 = no chunking")
-    ps.add_argument("--chunk-overlap", type=int, default=32)
-    ps.add_argument("--seed", type=int, default=0)
-    ps.add_argument("--store", default="persistent", choices=("persistent", "http"))
-    ps.add_argument("--chroma-host", default="127.0.0.1")
-    ps.add_argument("--chroma-port", type=int, default=8000)
-    ps.add_argument("--generate", action="store_true",
-                    help="also answer each attacked question from its top-K and report asr_generation (the answer "
-                         "repeats the target)")
-    ps.add_argument("--generator", default="local:qwen2.5-0.5b",
-                    help="with --generate: local[:model] | model name | .gguf | provider/model (litellm)")
     ps.add_argument("--api-base", help="base URL of an OpenAI-compatible server (litellm generators)")
-    ps.add_argument("--max-tokens", type=int, default=96, help="with --generate: tokens per answer")
-    ps.add_argument("--template", default="chat", choices=("chat", "rag-privacy"),
-                    help="with --generate: prompt template")
-    ps.add_argument("--defenses", default="", help="comma-separated defenses between retrieval and the answer, of: "
-                                                   "{registered:defenses} (answer-stage ones need --generate)")
-    ps.add_argument("--attack-params", help='the attack\'s parameters as JSON, e.g. \'{"order": "target-first"}\'')
-    ps.add_argument("--defense-params",
-                    help='per-defense parameters as JSON, e.g. \'{"perplexity": {"quantile": 0.9}}\'')
-    ps.add_argument("--judge", help="with --generate: an LLM judge (same forms as --generator) that also decides "
-                                    "whether each answer states the target (asr_judge)")
     common(ps)
     ps.set_defaults(func=cmd_poison)
 

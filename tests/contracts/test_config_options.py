@@ -1,0 +1,129 @@
+"""Run configurations are declared once: every field of ExtractionConfig, PoisonConfig and AuditConfig is an option
+of its command (derived from the field, engine/cli/config_options.py), every option of those commands is a field
+or one of the few command-only options named here, and the options read into the config as typed."""
+import argparse
+import dataclasses
+
+import pytest
+
+from engine.cli import build_parser
+from engine.cli.audit import audit_config
+from engine.cli.config_options import option_flag
+from engine.cli.extraction import extraction_values
+from engine.cli.poisoning import poison_values
+from engine.config import AuditConfig, ExtractionConfig, PoisonConfig
+from engine.errors import ConfigError
+
+SHARED = {"--help", "--data-dir", "--json", "--quiet", "--out"}
+# command -> (its config, the options that are not config fields, each with the reason it is not one)
+COMMANDS = {
+    "extract": (ExtractionConfig, {"--api-base": "a server URL merged into the generator's parameters",
+                                   "--resume": "continues a recorded run: its config comes from the folder"}),
+    "poison": (PoisonConfig, {"--api-base": "a server URL merged into the generator's parameters",
+                              "--beta": "short for --detector-params '{\"mahalanobis\": {\"beta\": B}}'",
+                              "--beta-sweep": "an analysis after the run, not part of it"}),
+    "audit": (AuditConfig, {"--preset": "the config's starting values", "--only": "which cells of the battery run",
+                            "--baseline": "a report to compare with, not a setting of the audit"}),
+}
+
+
+def _sub(command: str) -> argparse.ArgumentParser:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    return sub.choices[command]
+
+
+def _long_flags(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """The first long flag of each option (aliases such as --attacks for --extraction-attacks count once)."""
+    out = {}
+    for a in parser._actions:
+        longs = [o for o in a.option_strings if o.startswith("--")]
+        if longs:
+            out[longs[0]] = a
+    return out
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_field_is_an_option_and_every_option_a_field(command):
+    cls, extra = COMMANDS[command]
+    flags = _long_flags(_sub(command))
+    fields = {option_flag(f.name) for f in dataclasses.fields(cls)}
+    assert fields - set(flags) == set(), f"{command}: config fields without an option"
+    assert set(flags) - fields - SHARED - set(extra) == set(), f"{command}: options that are no config field"
+    for f in dataclasses.fields(cls):           # the option writes the field of the same name
+        if f.name != "data_dir":
+            assert flags[option_flag(f.name)].dest == f.name
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_option_help_comes_from_the_field(command):
+    cls, _ = COMMANDS[command]
+    flags = _long_flags(_sub(command))
+    for f in cls.describe():
+        if f["name"] == "data_dir":
+            continue
+        text = flags[option_flag(f["name"])].help
+        assert text, f"{command} {option_flag(f['name'])} has no help"
+        if f.get("registry"):
+            assert f"{{registered:{f['registry']}}}" in text or f["name"] in ("generator", "judge")
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(list(argv))
+
+
+def test_extract_options_read_as_typed():
+    cfg = ExtractionConfig.from_dict(extraction_values(_args(
+        "extract", "--top-k", "7", "--defenses", "threshold,summarize", "--chunk-size", "none", "--crr-tau", "0.4",
+        "--generator", "local:smollm2-135m", "--generator-params", '{"temperature": 0.5}',
+        "--defense-params", '{"threshold": {"threshold": 0.3}}', "--attacker-llm", "none")))
+    assert cfg.top_k == 7 and cfg.defenses == ("threshold", "summarize") and cfg.chunk_size is None
+    assert cfg.crr_tau == 0.4 and cfg.attacker_llm == ""
+    assert dict(cfg.generator_params) == {"model": "smollm2-135m", "temperature": 0.5}
+    assert dict(cfg.defense_params) == {"threshold": {"threshold": 0.3}}
+
+
+def test_extract_defaults_are_the_configs_but_the_attacker_model():
+    cfg = ExtractionConfig.from_dict(extraction_values(_args("extract")))
+    default = ExtractionConfig()
+    for f in dataclasses.fields(ExtractionConfig):
+        if f.name not in ("attacker_llm_params", "generator_params"):
+            assert getattr(cfg, f.name) == getattr(default, f.name), f.name
+    assert cfg.attacker_llm == "local" and dict(cfg.attacker_llm_params) == {"model": "smollm2-135m"}
+    assert not cfg.generator_params
+
+
+def test_poison_options_read_as_typed():
+    cfg = PoisonConfig.from_dict(poison_values(_args(
+        "poison", "--chunk-size", "0", "--detectors", "none", "--beta", "0.05", "--detector-params",
+        '{"mahalanobis": {"folds": 3}}', "--generate", "--judge", "local:smollm2-135m", "--limit", "4")))
+    assert cfg.chunk_size is None and cfg.detectors == () and cfg.limit == 4 and cfg.generate
+    assert dict(cfg.detector_params) == {"mahalanobis": {"folds": 3, "beta": 0.05}}
+    assert cfg.judge == "local" and dict(cfg.judge_params) == {"model": "smollm2-135m"}
+    assert PoisonConfig.from_dict(poison_values(_args("poison"))) == PoisonConfig()
+
+
+def test_audit_options_over_the_preset_and_the_old_spellings():
+    cfg = audit_config(_args("audit", "--preset", "audit-quick", "--attacks", "zeng", "--poisoning", "none",
+                             "--rounds", "2"))
+    assert cfg.extraction_attacks == ("zeng",) and cfg.poisoning_attacks == () and cfg.rounds == 2
+    same = audit_config(_args("audit", "--preset", "audit-quick", "--extraction-attacks", "zeng",
+                              "--poisoning-attacks", "none", "--rounds", "2"))
+    assert same == cfg
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (("extract", "--generator-params", "{nope"), "--generator-params is not valid JSON"),
+    (("extract", "--defense-params", "[1, 2]"), "--defense-params must be a JSON object"),
+    (("extract", "--top-k", "0"), "top_k: 0 is below the minimum 1"),
+    (("poison", "--anchor-fraction", "nan"), "anchor_fraction: expected a finite number"),
+])
+def test_bad_values_name_the_option_or_field(argv, needle):
+    with pytest.raises(ConfigError, match=needle.replace("[", r"\[")):
+        args = _args(*argv)
+        values = extraction_values(args) if argv[0] == "extract" else poison_values(args)
+        (ExtractionConfig if argv[0] == "extract" else PoisonConfig).from_dict(values)
+
+
+def test_a_bad_number_is_refused_by_the_parser():
+    with pytest.raises(SystemExit):
+        _args("extract", "--rounds", "ten")
