@@ -16,7 +16,7 @@ import streamlit as st
 from components.params_form import new_form_generation
 from components.presets import preset_config
 from components.state import my_runs_dir, progress_callback
-from components.extraction_settings import ATTACKER_NONE, LITELLM, settings_from_config
+from components.extraction_settings import ATTACKER_NONE, LITELLM, more_fields, settings_from_config
 from components.text import marked_markdown, md_escape
 from engine.config import ExtractionConfig, list_presets
 from engine.corpora import corpus_from_documents, load_corpus, retriever_window
@@ -81,7 +81,8 @@ def build_config(s: Mapping[str, Any], data_dir: str) -> ExtractionConfig:
         "defenses": list(s.get("defenses") or ()), "top_k": int(s["top_k"]), "max_tokens": int(s["max_tokens"]),
         "defense_params": {d: p for d, p in dict(s.get("defense_params") or {}).items()
                            if d in (s.get("defenses") or ())} or None,
-        "answer_budget": s.get("answer_budget", "context"), "seed": int(s["seed"]), "data_dir": data_dir},
+        "answer_budget": s.get("answer_budget", "context"), "seed": int(s["seed"]), "data_dir": data_dir,
+        **{k: v for k, v in dict(s.get("more") or {}).items() if k in more_fields()}},
         where="extraction setup")
 
 

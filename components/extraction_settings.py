@@ -3,13 +3,26 @@ defaults). No Streamlit and no other ``components`` module: ``state`` (the sessi
 (the lab's panels) both build on it."""
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, Mapping
 
 from engine.config import ExtractionConfig
 from engine.generators.llama_local import LlamaCppGenerator
 
 LITELLM = "litellm"           # the lab's generator choice that means "a litellm model string"
 ATTACKER_NONE = "none"        # the lab's attacker-LLM choice that means "no attacker LLM"
+# the ExtractionConfig fields the lab's own widgets set (a generator choice stands for generator + its params);
+# the audit page sets target and target_params, the sidebar data_dir: every other field is a "More settings"
+# widget made from its declaration, so a field added to ExtractionConfig shows up in the lab with no page edit
+LAB_FIELDS = ("kb", "attack", "attack_params", "rounds", "generator", "generator_params", "attacker_llm",
+              "attacker_llm_params", "defenses", "defense_params", "top_k", "max_tokens", "answer_budget", "seed")
+ELSEWHERE = ("target", "target_params", "data_dir")
+
+
+def more_fields() -> tuple[str, ...]:
+    """The ExtractionConfig fields under the lab's "More settings" (every field neither the lab's own widgets
+    nor another page sets), in declaration order."""
+    return tuple(f.name for f in dataclasses.fields(ExtractionConfig) if f.name not in LAB_FIELDS + ELSEWHERE)
 
 
 def settings_from_config(cfg: ExtractionConfig) -> dict[str, Any]:
@@ -33,4 +46,5 @@ def settings_from_config(cfg: ExtractionConfig) -> dict[str, Any]:
             "defenses": list(cfg.defenses), "seed": cfg.seed,
             "defense_params": {k: dict(v) for k, v in dict(cfg.defense_params or {}).items()},
             "generator_params": {k: v for k, v in gp.items() if k not in ("model", "max_tokens", "api_base")}
-            if cfg.generator == "local" else {}, "other_generator_params": other}
+            if cfg.generator == "local" else {}, "other_generator_params": other,
+            "more": {k: (dict(v) if isinstance(v := getattr(cfg, k), Mapping) else v) for k in more_fields()}}

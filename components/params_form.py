@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping
 import streamlit as st
 
 from engine.params import Params
+from engine.registry import registered
 
 
 def _base_type(tp: Any) -> Any:
@@ -36,30 +37,43 @@ def field_groups(cls: type[Params]) -> list[str]:
 
 def params_form(cls: type[Params], values: Mapping[str, Any] | None = None, *, skip: Iterable[str] = (),
                 container: Any = None, key: str | None = None, group: str | None = None,
-                mappings_as_json: bool = False) -> dict[str, Any]:
+                mappings_as_json: bool = False, only: Iterable[str] | None = None,
+                labels: Mapping[str, str] | None = None,
+                choices: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
     """One widget per field of a Params dataclass (label, help, bounds and choices from its metadata);
     returns the values the user chose. Safe inside a form. ``key`` (e.g. the plugin's name) keeps the
     widgets of two plugins with the same parameter apart; with it, a loaded preset shows up after
     :func:`new_form_generation`. ``group``: only the fields of that section (see :func:`field_groups`);
     ``mappings_as_json``: mapping fields get a JSON text box (its text is returned as typed when it is not
-    valid JSON, so validating the Params names the field)."""
+    valid JSON, so validating the Params names the field); ``only``: just these fields; ``labels``: a page's own
+    label for a field; ``choices``: a page's narrower list for a field. A text field that names a registry
+    (``param(registry=...)``) is a choice of the names registered there (the current value kept when it is none
+    of them, e.g. a model path from a preset)."""
     box = container or st
     values = dict(values or {})
     skip = set(skip)
+    only = None if only is None else set(only)
+    labels = dict(labels or {})
+    narrowed = dict(choices or {})
     gen = st.session_state.get("form_generation", 0)
     out: dict[str, Any] = {}
     for f in cls.describe():
         name = f["name"]
-        if name in skip or (group is not None and (f.get("group") or "") != group):
+        if name in skip or (only is not None and name not in only) \
+                or (group is not None and (f.get("group") or "") != group):
             continue
-        label = f.get("label") or name.replace("_", " ").capitalize()
+        label = labels.get(name) or f.get("label") or name.replace("_", " ").capitalize()
         value = values.get(name, f["default"])
         tp = _base_type(f["type"])
         kw = {"help": f.get("help") or None, "key": f"pf.{key}.{name}.{gen}" if key else None}
         lo, hi = f.get("min"), f.get("max")
-        if f.get("choices"):
-            choices = list(f["choices"])
-            out[name] = box.selectbox(label, choices, index=choices.index(value) if value in choices else 0, **kw)
+        if (f.get("registry") or name in narrowed) and tp is str:
+            names = list(narrowed.get(name) or registered(f["registry"]))
+            names += [value] if value and value not in names else []
+            out[name] = box.selectbox(label, names, index=names.index(value) if value in names else 0, **kw)
+        elif f.get("choices"):
+            names = list(f["choices"])
+            out[name] = box.selectbox(label, names, index=names.index(value) if value in names else 0, **kw)
         elif tp is bool:
             out[name] = box.checkbox(label, value=bool(value), **kw)
         elif tp is int:
@@ -88,6 +102,15 @@ def params_form(cls: type[Params], values: Mapping[str, Any] | None = None, *, s
             out[name] = (box.text_area(label, text, height=90, **kw) if len(text) > 60
                          else box.text_input(label, text, **kw))
     return out
+
+
+def field_input(cls: type[Params], name: str, value: Any, *, label: str | None = None, container: Any = None,
+                key: str | None = None) -> Any:
+    """One widget for one field of a config or plugin ``Params`` (bounds, choices and help from its declaration):
+    a page's own layout with the declaration's limits, never a re-typed literal."""
+    got = params_form(cls, {name: value}, only=(name,), labels={name: label} if label else None,
+                      container=container, key=key)
+    return got[name]
 
 
 def changed_only(cls: type[Params], chosen: Mapping[str, Any]) -> dict[str, Any]:

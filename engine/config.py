@@ -183,9 +183,11 @@ class ExtractionConfig(Params):
     defense_params: Optional[Mapping[str, Any]] = param(None, help="Per-defense parameters {name: {...}}")
     retriever: str = param("minilm", help="Retriever: a registered name or a sentence-transformers model name/path",
                            registry="retrievers")
-    retriever_params: Optional[Mapping[str, Any]] = param(None, help="Retriever parameters")
+    retriever_params: Optional[Mapping[str, Any]] = param(None, help="Retriever parameters",
+                                                          label="Retriever parameters (JSON)")
     top_k: int = param(3, min=1, max=100, help="Chunks retrieved per query")
-    template: str = param("rag-privacy", choices=("rag-privacy", "chat"), help="Prompt template")
+    template: str = param("rag-privacy", choices=("rag-privacy", "chat"), help="Prompt template",
+                          label="Prompt template")
     max_tokens: int = param(192, min=8, max=4096, help="Tokens generated per answer (the floor when the "
                                                        "budget covers the context)")
     answer_budget: str = param("context", choices=("context", "fixed"),
@@ -193,10 +195,12 @@ class ExtractionConfig(Params):
                                     "tokens), so the budget never caps CRR; fixed: max_tokens, which caps "
                                     "what an answer can reproduce")
     chunk_size: Optional[int] = param(512, min=16, help="Chunk size in the retriever's tokens, capped at what it "
-                                                        "reads (None: no chunking)")
-    chunk_overlap: int = param(0, min=0, help="Chunk overlap in tokens")
-    crr_tau: float = param(0.5, min=0.0, max=1.0, help="CRR: ROUGE-L recall at which a chunk counts as recovered")
-    semantic_threshold: float = param(0.7, min=-1.0, max=1.0, help="Semantic leak: cosine threshold")
+                                                        "reads (None: no chunking)", label="Chunk size (tokens)")
+    chunk_overlap: int = param(0, min=0, help="Chunk overlap in tokens", label="Chunk overlap (tokens)")
+    crr_tau: float = param(0.5, min=0.0, max=1.0, help="CRR: ROUGE-L recall at which a chunk counts as recovered",
+                           label="CRR threshold τ")
+    semantic_threshold: float = param(0.7, min=-1.0, max=1.0, help="Semantic leak: cosine threshold",
+                                      label="Semantic-leak threshold")
     seed: int = param(0, min=0, help="Seed of the attacker")
     data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
     target: str = param("pipeline", help="The system attacked: pipeline (the engine's own, built from the fields "

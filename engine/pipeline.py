@@ -20,8 +20,9 @@ class PipelineConfig(Params):
     corpus: str = param("clinic_handbook", help="Bundled name, benchmark name or path ('upload' for uploaded files)")
     chunk_size: Optional[int] = param(512, min=16, help="Chunk size in tokens (None: no chunking)")
     chunk_overlap: int = param(32, min=0, help="Chunk overlap in tokens")
-    retriever: str = param("minilm", help="Retriever name or sentence-transformers model")
-    top_k: int = param(5, min=1, max=100, help="Documents retrieved per query")
+    retriever: str = param("minilm", help="Retriever name or sentence-transformers model", registry="retrievers")
+    top_k: int = param(5, min=1, max=1000, help="Documents retrieved per query (the bound of PoisonConfig.top_k: "
+                                                "a poisoning run takes the pipeline's K)")
     data_dir: str = param("", help="Benchmark data dir")
 
 

@@ -74,3 +74,27 @@ class Registry(Generic[T]):
         doc = " ".join((self.get(name).__doc__ or "").split())
         m = re.search(r"Source[s]?:\s*(.+?)(?:(?<![\d§])\.\s+[A-Z][a-z]+\b(?! et al)|$)", doc)
         return m.group(1).strip().rstrip(".") if m else ""
+
+
+# Every plugin kind by the name the CLI's help, the config fields (``param(registry=...)``) and the forms use,
+# with the module and attribute of its registry: importing a registry imports its plugins, so a caller that only
+# names a kind (a parser being built) imports nothing until the names are asked for.
+REGISTRIES = {"defenses": ("engine.defenses", "DEFENSES"),
+              "extraction-attacks": ("engine.attacks.extraction", "EXTRACTION_ATTACKS"),
+              "poisoning-attacks": ("engine.attacks.poisoning", "POISONING_ATTACKS"),
+              "detectors": ("engine.detectors", "DETECTORS"),
+              "retrievers": ("engine.embedders", "RETRIEVERS"),
+              "targets": ("engine.targets", "TARGETS"),
+              "generators": ("engine.generators", "GENERATORS")}
+
+
+def registry_of(kind: str) -> "Registry":
+    """The registry of a plugin kind (a key of :data:`REGISTRIES`)."""
+    import importlib
+    module, attr = REGISTRIES[kind]
+    return getattr(importlib.import_module(module), attr)
+
+
+def registered(kind: str) -> list[str]:
+    """The names registered under ``kind`` (a key of :data:`REGISTRIES`)."""
+    return list(registry_of(kind).names())

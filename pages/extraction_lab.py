@@ -10,13 +10,16 @@ from components.extraction import (ATTACKER_NONE, KB_HELP, KBS, LITELLM, LOCAL_M
                                    load_extract_preset, render_charts, render_exports,
                                    render_internals, render_metrics, render_round, resume_run,
                                    saved_extraction_runs, start_run, stream_round)
-from components.params_form import changed_only, params_form, registry_forms
+from components.extraction_settings import more_fields
+from components.params_form import changed_only, field_input, params_form, registry_forms
 from components.state import data_dir, init_state
 from components.stepper import stepper
 from components.text import md_escape
 from components.runtime_notice import local_runtime_notice
 from engine.attacks.extraction import EXTRACTION_ATTACKS
+from engine.config import ExtractionConfig
 from engine.defenses import DEFENSES
+from engine.embedders import offline_retrievers
 from engine.generators import GENERATORS
 from engine.errors import EngineError
 from engine.saved import describe_run
@@ -26,6 +29,7 @@ from engine.events import read_events
 
 LOCAL_GENERATOR = GENERATORS.get("local").Params
 OTHER_GENERATORS = [g for g in GENERATORS.names() if g not in ("local", "litellm")]   # plugins beyond the two built in
+OFFLINE_RETRIEVERS = offline_retrievers()      # the retrievers whose weights come with their package
 init_state()
 st.title("Extraction lab")
 st.caption("A black-box attacker queries the RAG system round by round and tries to make it repeat its private "
@@ -102,14 +106,15 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
                                            "openai/gpt-4o-mini. The API key goes in the sidebar.")
         api_base = c1.text_input("API base (optional)", s["api_base"],
                                  help="Only for litellm: base URL of an OpenAI-compatible server")
-        budgets = ["context", "fixed"]
+        budgets = list(next(f["choices"] for f in ExtractionConfig.describe() if f["name"] == "answer_budget"))
         answer_budget = c1.selectbox("Answer budget", budgets, index=budgets.index(s.get("answer_budget", "context")),
                                      format_func=lambda b: "covers the retrieved context" if b == "context"
                                      else "fixed (tokens per answer)",
                                      help="covers the retrieved context: each answer may be as long as its context "
                                           "(never shorter than the tokens below), so CRR is not capped by the "
                                           "budget. fixed: the tokens below, which caps what an answer can copy.")
-        max_tokens = c1.number_input("Tokens per answer (minimum)", 8, 4096, int(s["max_tokens"]))
+        max_tokens = field_input(ExtractionConfig, "max_tokens", int(s["max_tokens"]),
+                                 label="Tokens per answer (minimum)", container=c1)
         c2.markdown(f"**{attack} parameters**")
         attack_params = params_form(EXTRACTION_ATTACKS.get(attack).Params, s["attack_params"], skip=("budget",),
                                     container=c2, key=f"extraction-attack.{attack}")
@@ -122,9 +127,9 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
                                          "LLM the continuation is the stolen chunk's first and last sentence. "
                                          "the others use none",
                                     disabled=not EXTRACTION_ATTACKS.get(attack).uses_attacker_llm)
-        rounds = c3.number_input("Rounds (query budget)", 1, 10_000, int(s["rounds"]))
-        top_k = c3.number_input("Top-k", 1, 100, int(s["top_k"]))
-        seed = c3.number_input("Seed", 0, 10_000, int(s["seed"]))
+        rounds = field_input(ExtractionConfig, "rounds", int(s["rounds"]), label="Rounds (query budget)", container=c3)
+        top_k = field_input(ExtractionConfig, "top_k", int(s["top_k"]), label="Top-k", container=c3)
+        seed = field_input(ExtractionConfig, "seed", int(s["seed"]), label="Seed", container=c3)
         st.markdown("**Defenses**")
         dcols = st.columns(4)
         defenses = [d for i, d in enumerate(DEFENSES.names())
@@ -135,6 +140,9 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
             local_params = changed_only(LOCAL_GENERATOR, params_form(LOCAL_GENERATOR, s.get("generator_params"),
                                                                      skip=("model", "max_tokens"),
                                                                      key="generator.local"))
+        with st.expander("More settings (retriever, chunking, scoring, prompt)"):
+            more = params_form(ExtractionConfig, s.get("more"), only=more_fields(), key="extract-more",
+                               mappings_as_json=True, choices={"retriever": OFFLINE_RETRIEVERS})
         other_params = {}
         if OTHER_GENERATORS:
             with st.expander("Other generators' parameters (used when one is chosen as the generator)"):
@@ -149,7 +157,7 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
                          "rounds": int(rounds), "top_k": int(top_k), "max_tokens": int(max_tokens),
                          "answer_budget": answer_budget, "defenses": defenses, "seed": int(seed),
                          "defense_params": defense_params, "generator_params": local_params,
-                         "other_generator_params": other_params}
+                         "other_generator_params": other_params, "more": more}
         prepare()
         st.rerun()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from components.params_form import field_input
 from components.text import md_escape
 from components.state import close_run, data_dir, init_state, progress_callback
 from engine.corpora import BENCHMARK_CORPORA, BUNDLED, MAX_UPLOAD_BYTES, SUPPORTED_SUFFIXES
@@ -48,7 +49,7 @@ chunking = c1.toggle("Chunk documents", value=p["chunk_size"] is not None)
 chunk_size = c2.number_input("Chunk size (tokens)", 16, 4096, int(p["chunk_size"] or 512), step=16,
                              disabled=not chunking)
 chunk_overlap = c3.number_input("Overlap (tokens)", 0, 1024, int(p["chunk_overlap"]), step=8, disabled=not chunking)
-top_k = c4.number_input("Top-K", 1, 100, int(p["top_k"]))
+top_k = field_input(PipelineConfig, "top_k", int(p["top_k"]), label="Top-K", container=c4)
 offline = offline_retrievers()
 names = offline + [n for n in RETRIEVERS.names() if n not in offline]
 retriever = st.selectbox("Retriever", names, index=names.index(p["retriever"]) if p["retriever"] in names else 0,

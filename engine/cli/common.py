@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
 import re
 import sys
 import time
 from typing import Mapping, Any
+
+from ..registry import REGISTRIES, registered  # noqa: F401 - re-exported: the CLI's help and its tests use them
 
 _partial_line = {"open": False}
 
@@ -152,20 +153,7 @@ def json_option(raw: str | None, name: str, example: str) -> Any:
 # ``{registered:KIND}`` in a help string becomes the names registered under KIND when the help is shown: the
 # lists never drift from the plugins, and building the parser imports no plugin (``--help`` of one command
 # imports only what its own help names).
-REGISTRIES = {"defenses": ("engine.defenses", "DEFENSES"),
-              "extraction-attacks": ("engine.attacks.extraction", "EXTRACTION_ATTACKS"),
-              "poisoning-attacks": ("engine.attacks.poisoning", "POISONING_ATTACKS"),
-              "detectors": ("engine.detectors", "DETECTORS"),
-              "retrievers": ("engine.embedders", "RETRIEVERS"),
-              "targets": ("engine.targets", "TARGETS"),
-              "generators": ("engine.generators", "GENERATORS")}
 _REGISTERED = re.compile(r"\{registered:([a-z-]+)\}")
-
-
-def registered(kind: str) -> list[str]:
-    """The names registered under ``kind`` (a key of :data:`REGISTRIES`)."""
-    module, attr = REGISTRIES[kind]
-    return list(getattr(importlib.import_module(module), attr).names())
 
 
 class RegistryHelpFormatter(argparse.HelpFormatter):

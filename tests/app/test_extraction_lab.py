@@ -59,6 +59,10 @@ def test_page_renders_standalone():
     at.run()
     assert not at.exception
     assert any(e.label == "Attack setup" for e in at.expander)
+    # the fields the lab has no widget of its own for are made from ExtractionConfig's declaration
+    crr = next(w for w in at.number_input if w.label == "CRR threshold τ")
+    assert (crr.min, crr.max, crr.value) == (0.0, 1.0, 0.5)
+    assert next(w for w in at.selectbox if w.label == "Retriever").value == "minilm"
 
 
 def test_live_crr_equals_the_engine(cache):

@@ -127,3 +127,22 @@ def test_bad_values_name_the_option_or_field(argv, needle):
 def test_a_bad_number_is_refused_by_the_parser():
     with pytest.raises(SystemExit):
         _args("extract", "--rounds", "ten")
+
+
+def test_the_pipeline_page_bounds_k_as_a_poisoning_run_does():
+    from engine.pipeline import PipelineConfig
+    bound = {f["name"]: f for f in PipelineConfig.describe()}["top_k"]
+    assert bound["max"] == {f["name"]: f for f in PoisonConfig.describe()}["top_k"]["max"]
+
+
+def test_every_extraction_field_has_a_place_in_the_lab():
+    """The lab's own widgets, its generated "More settings" and the pages that set the rest cover every field:
+    a field added to ExtractionConfig appears in the lab without a page edit."""
+    from components.extraction_settings import ELSEWHERE, LAB_FIELDS, more_fields, settings_from_config
+    names = [f.name for f in dataclasses.fields(ExtractionConfig)]
+    assert sorted(LAB_FIELDS + more_fields() + ELSEWHERE) == sorted(names)
+    cfg = ExtractionConfig(crr_tau=0.3, chunk_size=256, retriever="mpnet", attacker_llm="")
+    from components.extraction import build_config
+    back = build_config(settings_from_config(cfg), "")
+    for name in more_fields():
+        assert getattr(back, name) == getattr(cfg, name), name
