@@ -16,10 +16,11 @@ import streamlit as st
 from components.params_form import new_form_generation
 from components.presets import preset_config
 from components.state import my_runs_dir, progress_callback
-from components.extraction_settings import ATTACKER_NONE, LITELLM, more_fields, settings_from_config
+from components.extraction_settings import ATTACKER_NONE, LITELLM, LOCAL, more_fields, settings_from_config
 from components.text import marked_markdown, md_escape
 from engine.config import ExtractionConfig, list_presets
 from engine.corpora import corpus_from_documents, load_corpus, retriever_window
+from engine.defenses import DEFENSES
 from engine.embedders import make_retriever
 from engine.errors import EngineError
 from engine.attacks.extraction import EXTRACTION_ATTACKS
@@ -61,22 +62,22 @@ def load_extract_preset(name: str) -> bool:
 def build_config(s: Mapping[str, Any], data_dir: str) -> ExtractionConfig:
     """The ExtractionConfig of the lab's settings. Never holds an API key."""
     if s["generator"] == LITELLM:
-        gen, gp = "litellm", {"model": s["litellm_model"].strip(), "max_tokens": int(s["max_tokens"])}
+        gen, gp = LITELLM, {"model": s["litellm_model"].strip(), "max_tokens": int(s["max_tokens"])}
         if s.get("api_base", "").strip():
             gp["api_base"] = s["api_base"].strip()
-    elif s["generator"] in GENERATORS and s["generator"] not in ("local", "litellm"):   # a generator plugin
+    elif s["generator"] in GENERATORS and s["generator"] not in (LOCAL, LITELLM):   # a generator plugin
         gen, gp = s["generator"], dict(dict(s.get("other_generator_params") or {}).get(s["generator"]) or {})
         if any(f["name"] == "max_tokens" for f in GENERATORS.get(gen).Params.describe()):
             gp["max_tokens"] = int(s["max_tokens"])
     else:
-        gen, gp = "local", {**dict(s.get("generator_params") or {}), "model": s["generator"],
+        gen, gp = LOCAL, {**dict(s.get("generator_params") or {}), "model": s["generator"],
                             "max_tokens": int(s["max_tokens"])}
     uses_llm = (EXTRACTION_ATTACKS.get(s["attack"]).uses_attacker_llm
                 and s.get("attacker_llm", ATTACKER_NONE) != ATTACKER_NONE)
     return ExtractionConfig.from_dict({
         "kb": s["kb"], "attack": s["attack"], "attack_params": dict(s.get("attack_params") or {}),
         "rounds": int(s["rounds"]), "generator": gen, "generator_params": gp,
-        "attacker_llm": "local" if uses_llm else "",
+        "attacker_llm": LOCAL if uses_llm else "",
         "attacker_llm_params": {"model": s["attacker_llm"]} if uses_llm else None,
         "defenses": list(s.get("defenses") or ()), "top_k": int(s["top_k"]), "max_tokens": int(s["max_tokens"]),
         "defense_params": {d: p for d, p in dict(s.get("defense_params") or {}).items()
@@ -89,7 +90,7 @@ def build_config(s: Mapping[str, Any], data_dir: str) -> ExtractionConfig:
 def make_generator(cfg: ExtractionConfig, api_key: str) -> Any:
     """For a litellm generator, the generator object carrying the session's key (never in the config);
     None for local models (the run builds those from the config)."""
-    if cfg.generator != "litellm":
+    if not GENERATORS.get(cfg.generator).hosted:
         return None
     return LiteLLMGenerator(LiteLLMGenerator.Params.from_dict(dict(cfg.generator_params or {})),
                             api_key=api_key or None)
@@ -345,7 +346,7 @@ def render_internals(events: list[Event], defenses: list[str], key: str) -> None
         st.text(state.get("next_information") or "(budget spent)")
     else:
         st.json(jsonable(state), expanded=False)
-    if "cascade" in defenses:
+    if any(DEFENSES.get(d).token_report for d in defenses if d in DEFENSES):
         st.markdown("**Cascade decoding** — tokens per answer")
         if cascade_rows(events):
             st.plotly_chart(cascade_bars(events), width="stretch", key=f"cascade_{key}")

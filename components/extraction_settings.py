@@ -7,9 +7,11 @@ import dataclasses
 from typing import Any, Mapping
 
 from engine.config import ExtractionConfig
+from engine.generators import hosted_generator, packaged_generator
 from engine.generators.llama_local import LlamaCppGenerator
 
-LITELLM = "litellm"           # the lab's generator choice that means "a litellm model string"
+LOCAL = packaged_generator()       # the generator of the packaged (offline) models: each model is a lab choice
+LITELLM = hosted_generator()       # the lab's generator choice that means "a provider's model string"
 ATTACKER_NONE = "none"        # the lab's attacker-LLM choice that means "no attacker LLM"
 # the ExtractionConfig fields the lab's own widgets set (a generator choice stands for generator + its params);
 # the audit page sets target and target_params, the sidebar data_dir: every other field is a "More settings"
@@ -29,9 +31,9 @@ def settings_from_config(cfg: ExtractionConfig) -> dict[str, Any]:
     """The lab's setup settings for a config (e.g. a preset)."""
     gp = dict(cfg.generator_params or {})
     other: dict[str, Any] = {}
-    if cfg.generator == "litellm":
+    if cfg.generator == LITELLM:
         gen, litellm_model = LITELLM, gp.get("model", "openai/gpt-4o-mini")
-    elif cfg.generator != "local":                  # a generator plugin: its own parameters
+    elif cfg.generator != LOCAL:                  # a generator plugin: its own parameters
         gen, litellm_model = cfg.generator, "openai/gpt-4o-mini"
         other = {cfg.generator: {k: v for k, v in gp.items() if k != "max_tokens"}}
     else:
@@ -46,5 +48,5 @@ def settings_from_config(cfg: ExtractionConfig) -> dict[str, Any]:
             "defenses": list(cfg.defenses), "seed": cfg.seed,
             "defense_params": {k: dict(v) for k, v in dict(cfg.defense_params or {}).items()},
             "generator_params": {k: v for k, v in gp.items() if k not in ("model", "max_tokens", "api_base")}
-            if cfg.generator == "local" else {}, "other_generator_params": other,
+            if cfg.generator == LOCAL else {}, "other_generator_params": other,
             "more": {k: (dict(v) if isinstance(v := getattr(cfg, k), Mapping) else v) for k in more_fields()}}

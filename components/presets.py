@@ -10,6 +10,7 @@ from components.state import close_run
 from components.text import md_escape
 from engine.config import PoisonConfig, list_presets, load_preset
 from engine.errors import EngineError
+from engine.generators import packaged_generator
 
 
 def poison_presets() -> list[dict]:
@@ -47,7 +48,7 @@ def apply_preset(name: str) -> bool:
                                "detector_params": {k: dict(v) for k, v in dict(cfg.detector_params or {}).items()},
                                "defenses": list(cfg.defenses),
                                "defense_params": {k: dict(v) for k, v in dict(cfg.defense_params or {}).items()},
-                               "generate": cfg.generate and cfg.generator == "local",
+                               "generate": cfg.generate and cfg.generator == packaged_generator(),
                                "gen_model": cfg.answer_generator_params().get("model")}
     new_form_generation()
     return True

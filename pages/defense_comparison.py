@@ -19,6 +19,7 @@ from engine.corpora import available_corpora
 from engine.defenses import DEFENSES
 from engine.errors import EngineError
 from engine.generators.models import MODELS as MODELS_REGISTRY
+from engine.generators import packaged_generator
 from engine.jobs import Job
 from engine.progress import stop_flag
 from engine.queries import available_query_sets
@@ -82,8 +83,9 @@ if start:
         unsupported = [a for a in attacks if adaptive and not supports_adaptive(a)]
         if unsupported:
             raise EngineError(f"the adaptive mode is not available for {', '.join(unsupported)}")
-        base = {"kb": kb, "rounds": int(rounds), "generator": "local", "generator_params": {"model": model},
-                "attacker_llm": "local", "attacker_llm_params": {"model": model}, "max_tokens": int(max_tokens),
+        local = packaged_generator()
+        base = {"kb": kb, "rounds": int(rounds), "generator": local, "generator_params": {"model": model},
+                "attacker_llm": local, "attacker_llm_params": {"model": model}, "max_tokens": int(max_tokens),
                 "data_dir": data_dir(), **({"attack_params": {"adaptive": True}} if adaptive else {}),
                 **({"defense_params": defense_params} if defense_params else {})}
         st.session_state["cmp_defense_params"] = defense_params

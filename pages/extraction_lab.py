@@ -10,7 +10,7 @@ from components.extraction import (ATTACKER_NONE, KB_HELP, KBS, LITELLM, LOCAL_M
                                    load_extract_preset, render_charts, render_exports,
                                    render_internals, render_metrics, render_round, resume_run,
                                    saved_extraction_runs, start_run, stream_round)
-from components.extraction_settings import more_fields
+from components.extraction_settings import LOCAL, more_fields
 from components.params_form import changed_only, field_input, params_form, registry_forms
 from components.state import data_dir, init_state
 from components.stepper import stepper
@@ -20,15 +20,15 @@ from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.config import ExtractionConfig
 from engine.defenses import DEFENSES
 from engine.embedders import offline_retrievers
-from engine.generators import GENERATORS
+from engine.generators import GENERATORS, plugin_generators
 from engine.errors import EngineError
 from engine.saved import describe_run
 from engine.secrets import scrub
 from engine.views.extraction import config_summary, rounds_played, run_config, run_status
 from engine.events import read_events
 
-LOCAL_GENERATOR = GENERATORS.get("local").Params
-OTHER_GENERATORS = [g for g in GENERATORS.names() if g not in ("local", "litellm")]   # plugins beyond the two built in
+LOCAL_GENERATOR = GENERATORS.get(LOCAL).Params
+OTHER_GENERATORS = plugin_generators()     # generators beyond the packaged-model and the hosted one
 OFFLINE_RETRIEVERS = offline_retrievers()      # the retrievers whose weights come with their package
 init_state()
 st.title("Extraction lab")
@@ -256,7 +256,7 @@ def render_saved(folder: str) -> None:
     if c[2].button("Close", key="btn_extract_close_view"):
         ss["extract_view"] = None
         st.rerun()
-    if status != "completed" and cfg.get("generator") == "litellm" and not api_key():
+    if status != "completed" and cfg.get("generator") == LITELLM and not api_key():
         st.caption("This run used a litellm generator: type its API key in the sidebar before resuming "
                    "(unless the key is in the environment).")
     kb_size = next((int(e.metrics.get("kb_size", 0)) for e in reversed(events) if e.kind == "leak_scored"), None)

@@ -18,6 +18,7 @@ from engine.defenses import DEFENSES
 from engine.detectors import DETECTORS
 from engine.errors import EngineError
 from engine.generators.models import MODELS
+from engine.generators import packaged_generator
 from engine.queries import available_query_sets
 from engine.runs import PoisoningRun
 
@@ -42,7 +43,7 @@ def build_config() -> PoisonConfig:
                         defenses=tuple(lab.get("defenses") or ()),
                         defense_params={d: v for d, v in dict(lab.get("defense_params") or {}).items()
                                         if d in (lab.get("defenses") or ())} or None,
-                        generate=bool(lab.get("generate")), generator="local",
+                        generate=bool(lab.get("generate")), generator=packaged_generator(),
                         generator_params={"model": lab.get("gen_model") or ANSWER_MODEL})
 
 

@@ -67,6 +67,7 @@ class Defense:
     name: ClassVar[str] = ""
     stage: ClassVar[str] = ""
     Params: ClassVar[type[Params]]
+    token_report: ClassVar[bool] = False    # its answers carry per-token decoding statistics (the lab charts them)
 
     def __init__(self, params: Params) -> None:
         self.params = params

@@ -33,6 +33,7 @@ class CascadeGeneration(Defense):
     """
 
     stage = "generation"
+    token_report = True
 
     class Params(Params):
         draft: str = param("qwen2.5-0.5b", help="Draft model (registered name or .gguf path)")

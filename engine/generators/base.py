@@ -34,6 +34,10 @@ class Generator:
 
     name: ClassVar[str] = ""
     Params: ClassVar[type[Params]]
+    # declared capabilities: what the UI lists and what a run checks read, never a generator's name
+    offline: ClassVar[bool] = False            # runs with no network (weights from a package or a local file)
+    packaged_models: ClassVar[tuple[str, ...]] = ()   # models that come with their package: a model menu
+    hosted: ClassVar[bool] = False             # a provider's model by a model string, with an API key kept apart
 
     def __init__(self, params: Params) -> None:
         self.params = params

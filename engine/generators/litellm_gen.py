@@ -23,6 +23,8 @@ class LiteLLMGenerator(Generator):
     errors; token usage is recorded per call. A missing key is one clear error naming the variable.
     """
 
+    hosted = True
+
     class Params(Params):
         model: str = param("openai/gpt-4o-mini", help="litellm model string (provider/model)")
         api_base: str = param("", help="Base URL of an OpenAI-compatible server (optional)")

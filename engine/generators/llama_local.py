@@ -145,6 +145,9 @@ class LlamaCppGenerator(Generator):
     the temperature is above 0).
     """
 
+    offline = True
+    packaged_models = tuple(MODELS)
+
     class Params(Params):
         model: str = param("smollm2-135m", help=f"Registered model ({', '.join(MODELS)}) or a path to a .gguf file")
         n_ctx: int = param(2048, min=256, max=32768, help="Context window (tokens)")
