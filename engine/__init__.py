@@ -4,7 +4,7 @@ The public API, loaded lazily so ``import engine`` stays light::
 
     from engine import PoisonConfig, PoisoningRun
     run = PoisoningRun(PoisonConfig(corpus="clinic_handbook", target="pii"))
-    run.run(); print(run.summary()["asr"])
+    run.run(); print(run.summary().asr)      # a typed PoisoningSummary; it also reads as its JSON object
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ _API = {
     "PoisonConfig": "engine.config", "SweepConfig": "engine.config", "load_preset": "engine.config",
     "list_presets": "engine.config",
     "PoisoningRun": "engine.runs.poisoning", "summarize": "engine.runs.poisoning",
+    "PoisoningSummary": "engine.summaries", "ExtractionSummary": "engine.summaries",
     "read_jsonl": "engine.events", "write_jsonl": "engine.events",
     "load_corpus": "engine.corpora", "load_queries": "engine.queries",
     "make_retriever": "engine.embedders", "RETRIEVERS": "engine.embedders",

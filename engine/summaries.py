@@ -1,7 +1,8 @@
 """Typed summaries that cross the engine's public API: an extraction run's headline numbers
-(:class:`ExtractionSummary`) and one row of a defense comparison (:class:`ComparisonRow`).
+(:class:`ExtractionSummary`), a poisoning run's (:class:`PoisoningSummary`) and one row of a defense comparison
+(:class:`ComparisonRow`).
 
-Both are frozen records with named, typed fields for code that uses the engine as a library
+All are frozen records with named, typed fields for code that uses the engine as a library
 (``run.summary().crr``, ``row.metrics["crr"]``), and both read as the JSON object they are saved as
 (``summary["crr"]``, ``row["crr_ratio"]``, ``json.dumps(s.to_dict())``): the files on disk, the
 CLI's ``--json`` and the pages that read saved files keep one shape, so a summary written by an older
@@ -92,6 +93,65 @@ class ExtractionSummary(_ReadsAsDict):
         """A summary read back from its JSON object (unknown keys are ignored, missing ones default)."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
+
+
+# the generation-side numbers of a poisoning run with answers: one typed section, flat keys in its JSON
+POISON_GENERATION_KEYS = ("asr_generation", "asr_generation_ci", "n_generated", "generation_successes",
+                          "poison_in_context", "asr_judge", "generator", "generation_seconds")
+_POISON_SECTIONS = ("poisons_over_window", "poison_tokens", "trigger", "defenses", "poisonedrag")
+
+
+@dataclass(frozen=True, eq=False)
+class PoisoningSummary(_ReadsAsDict):
+    """The headline numbers of one poisoning run, from its events alone.
+
+    ``asr`` / ``asr_ci``: ASR@1, @2, @5 (keys "1", "2", "5") with 95% Wilson intervals; ``asr_top_k`` at the run's
+    K; ``detectors``: per detector TPR/FPR/AUROC, thresholds and counts (or ``skipped`` with the reason);
+    ``store_agreement``: share of searches where Chroma returned the exact top-K. The sections that only some runs
+    have are None otherwise: ``poison_tokens`` (lengths against the retriever's window), ``trigger`` (ASR with and
+    without the trigger phrase), ``defenses`` (ASR after the defenses, their TPR/FPR), ``generation`` (the answers:
+    ASR (generation), judge, seconds; saved as flat keys, :data:`POISON_GENERATION_KEYS`) and ``poisonedrag``
+    (precision / recall / F1 of the poisons in the top-K)."""
+
+    run_id: str
+    asr: Mapping[str, float]
+    asr_ci: Mapping[str, Any]
+    asr_top_k: float
+    mean_poison_rank: float
+    n_queries: int
+    corpus: str
+    queries: str
+    corpus_size: int | None
+    corpus_stats: Mapping[str, Any]
+    top_k: int
+    injection: str
+    retriever: str
+    attack: str
+    target: str
+    store_agreement: float
+    detectors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    poisons_over_window: int | None = None
+    poison_tokens: Mapping[str, Any] | None = None
+    trigger: Mapping[str, Any] | None = None
+    defenses: Mapping[str, Any] | None = None
+    generation: Mapping[str, Any] | None = None
+    poisonedrag: Mapping[str, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``summary.json`` (the sections a run lacks are left out; ``generation`` flat)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "generation"}
+        for k in _POISON_SECTIONS:
+            if out[k] is None:
+                del out[k]
+        out.update(self.generation or {})
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "PoisoningSummary":
+        """A summary read back from its JSON object (unknown keys are ignored)."""
+        names = {f.name for f in fields(cls)} - {"generation"}
+        gen = {k: d[k] for k in POISON_GENERATION_KEYS if k in d}
+        return cls(**{k: v for k, v in d.items() if k in names}, generation=gen or None)
 
 
 _ROW_IDENTITY = ("kb", "attack", "configuration", "defenses", "run_id", "run_ids", "seed", "seeds", "n_runs",

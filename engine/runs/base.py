@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..events import Event, event_to_json
 from ..progress import Progress
@@ -100,7 +100,9 @@ class EventRunner:
 
         start = len(self.events)
         summary = self.summary()
-        self._emit(RunEnded, status="completed", summary=summary)
+        # the event holds the summary's JSON object, as summary.json does (a typed summary is a dataclass, which
+        # the event's own conversion would otherwise unfold field by field)
+        self._emit(RunEnded, status="completed", summary=jsonable(summary))
         self._finished = True
         if self.out_dir:
             from ..files import atomic_write
@@ -108,8 +110,9 @@ class EventRunner:
         self.close()
         return self.events[start:]
 
-    def summary(self) -> dict:
-        """The run's headline numbers, written to ``summary.json`` when it ends; each runner implements it."""
+    def summary(self) -> Mapping[str, Any]:
+        """The run's headline numbers (a typed summary that reads as its JSON object), written to
+        ``summary.json`` when it ends; each runner implements it."""
         raise NotImplementedError
 
     @property

@@ -31,6 +31,7 @@ from ..progress import Progress
 from ..queries import load_queries
 from ..store import RunStore, StoreSettings, shared_base_index
 from ..types import Query
+from ..summaries import PoisoningSummary
 from ..events import (AnswerScored, ContextDefended, DefenseApplied, DetectorFitted, DetectorScored, DetectorSkipped,
                       Event, Generated, IndexBuilt, PoisonInjected, PoisonRemoved, PoisonsCrafted, QueryIssued,
                       Retrieved, RoundEnded, RoundStarted, RunStarted, jsonable)
@@ -357,7 +358,7 @@ class PoisoningRun(EventRunner):
                        flagged=tuple(bool(x) for x in s > det.calibration.threshold))
 
     # ------------------------------------------------------------------ results
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> PoisoningSummary:
         """The headline numbers of this run's events (:func:`summarize`)."""
         return summarize(self.events)
 
@@ -402,11 +403,12 @@ def trigger_of(cfg: Any) -> str:
     return str(dict(cfg.get("attack_params") or {}).get("trigger") or cls.Params().trigger)
 
 
-def summarize(events: list[Event]) -> dict[str, Any]:
+def summarize(events: list[Event]) -> PoisoningSummary:
     """The run's headline numbers, computed from its events only."""
     started = next(e for e in events if isinstance(e, RunStarted))
     built = next((e for e in events if isinstance(e, IndexBuilt)), None)
     cfg = started.config
+    detectors: dict[str, dict[str, Any]] = {}
     out: dict[str, Any] = {
         "run_id": started.run_id,
         "asr": {str(k): asr(events, k).value for k in ASR_KS},
@@ -424,7 +426,7 @@ def summarize(events: list[Event]) -> dict[str, Any]:
         "attack": cfg["attack"],
         "target": cfg["target"] if POISONING_ATTACKS.get(cfg["attack"]).takes_target() else cfg["attack"],
         "store_agreement": store_agreement(events).value,
-        "detectors": {},
+        "detectors": detectors,
     }
     crafted = next((e for e in events if isinstance(e, PoisonsCrafted)), None)
     if crafted is not None:
@@ -450,19 +452,19 @@ def summarize(events: list[Event]) -> dict[str, Any]:
         g = asr_generation(events)
         judged = [e for e in events if isinstance(e, AnswerScored) and e.judge]
         gens = [e for e in events if isinstance(e, Generated)]
-        out.update(asr_generation=g.value, asr_generation_ci=g.ci, n_generated=g.counts["queries"],
-                   generation_successes=g.counts["successes"], poison_in_context=g.counts["poison_in_context"],
-                   asr_judge=(sum(e.judge == "yes" for e in judged) / len(judged)) if judged else None,
-                   generator=gens[0].model if gens else None,
-                   generation_seconds=round(sum(e.seconds for e in gens), 3))
+        out["generation"] = dict(
+            asr_generation=g.value, asr_generation_ci=g.ci, n_generated=g.counts["queries"],
+            generation_successes=g.counts["successes"], poison_in_context=g.counts["poison_in_context"],
+            asr_judge=(sum(e.judge == "yes" for e in judged) / len(judged)) if judged else None,
+            generator=gens[0].model if gens else None, generation_seconds=round(sum(e.seconds for e in gens), 3))
     if cfg["attack"] == "poisonedrag":
         out["poisonedrag"] = {k: v.value for k, v in poisonedrag_prf(events, cfg["top_k"]).items()}
     for e in events:
         if isinstance(e, DetectorSkipped):
-            out["detectors"][e.detector] = {"skipped": e.reason}
+            detectors[e.detector] = {"skipped": e.reason}
         elif isinstance(e, DetectorFitted):
             m = detection(events, e.detector)
-            out["detectors"][e.detector] = {
+            detectors[e.detector] = {
                 **{k: v.value for k, v in m.items()},
                 "tpr_ci": m["tpr"].ci if m else None, "fpr_ci": m["fpr"].ci if m else None,
                 "threshold": e.threshold, "threshold_in_sample": e.threshold_in_sample,
@@ -470,4 +472,4 @@ def summarize(events: list[Event]) -> dict[str, Any]:
                 "n_poisons": m["tpr"].counts["poisons"] if m else 0,
                 **({"beta": e.info.get("beta")} if "beta" in e.info else {}),
             }
-    return out
+    return PoisoningSummary(**out)

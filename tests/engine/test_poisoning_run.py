@@ -7,7 +7,8 @@ from engine.config import PoisonConfig
 from engine.errors import ConfigError
 from engine.metrics import asr, detection
 from engine.runs import PoisoningRun, read_jsonl, summarize
-from engine.events import PoisonInjected, Retrieved, RunEnded, RunStarted
+from engine.events import PoisonInjected, Retrieved, RunEnded, RunStarted, jsonable
+from engine.summaries import PoisoningSummary
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +42,21 @@ def test_jsonl_roundtrip_gives_the_same_metrics(demo_run):
     assert len(back) == len(demo_run.events)
     assert [type(e) for e in back] == [type(e) for e in demo_run.events]
     a, b = summarize(back), demo_run.summary()
-    assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+    assert json.dumps(jsonable(a), sort_keys=True) == json.dumps(jsonable(b), sort_keys=True)
     assert (demo_run.out_dir / "manifest.json").is_file()
+
+
+def test_the_summary_is_typed_and_reads_as_its_json(demo_run):
+    s = demo_run.summary()
+    assert isinstance(s, PoisoningSummary)
+    assert s.asr == s["asr"] and s.n_queries == s["n_queries"] and s.detectors["mahalanobis"]["auroc"] > 0.5
+    assert s.generation is None and "asr_generation" not in s and "trigger" not in s   # sections it lacks
+    on_disk = json.loads((demo_run.out_dir / "summary.json").read_text())
+    assert on_disk == jsonable(s) == dict(demo_run.events[-1].summary)      # summary.json = the run_ended event
+    back = PoisoningSummary.from_dict(on_disk)
+    assert jsonable(back) == on_disk
+    flat = PoisoningSummary.from_dict({**on_disk, "asr_generation": 0.5, "n_generated": 4})
+    assert flat.generation == {"asr_generation": 0.5, "n_generated": 4} and flat["asr_generation"] == 0.5
 
 
 def test_detectors_reported_honestly(demo_run):
