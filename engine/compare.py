@@ -9,7 +9,6 @@ ablation shape: CRR(reindex+cascade) < min(CRR(reindex), CRR(cascade)) < CRR(non
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
@@ -22,7 +21,7 @@ from .executors import ExecutorConfig
 from .metrics.catalog import LEAKAGE, STAGE
 from .metrics.intervals import overlap, wilson
 from .generators import GENERATORS
-from .progress import Progress
+from .progress import Progress, StopToken, stopped
 from .queries import load_queries
 from .corpora import load_corpus, retriever_window
 from .rag import RagSystem, evaluate_utility
@@ -165,7 +164,7 @@ def compare_cell(item: tuple, reporter=None) -> dict[str, Any] | None:
 
 
 def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, progress: Progress | None = None,
-                   stop: Optional[threading.Event] = None,
+                   stop: Optional[StopToken] = None,
                    on_row: Callable[[dict], None] | None = None, resume: bool = True,
                    executor: ExecutorConfig | None = None,
                    failed: list[dict[str, Any]] | None = None, overwrite: bool = False) -> list[ComparisonRow]:
@@ -202,7 +201,7 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
 
 
 def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progress: Progress | None,
-                    stop: Optional[threading.Event], on_row: Callable[[dict], None] | None, resume: bool,
+                    stop: Optional[StopToken], on_row: Callable[[dict], None] | None, resume: bool,
                     executor: ExecutorConfig | None, failed: list[dict[str, Any]] | None,
                     overwrite: bool = False) -> list[ComparisonRow]:
     """:func:`run_comparison`'s body, with its output folder held."""
@@ -291,11 +290,10 @@ def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progre
         if o.error is None and o.result is not None and on_row:
             on_row(row)
 
-    stopping = lambda: stop is not None and stop.is_set()      # noqa: E731
-    run_cells(compare_cell, todo, executor=executor, on_done=on_done, progress=cell_progress, should_stop=stopping)
+    run_cells(compare_cell, todo, executor=executor, on_done=on_done, progress=cell_progress, stop=stop)
     if regridded and not todo:
         save()              # nothing to play (a narrowed grid): the record still becomes this grid's
-    if cfg.utility_limit != 0 and not stopping():
+    if cfg.utility_limit != 0 and not stopped(stop):
         # a configuration whose utility cell failed (on Ray, after its retries) while its other cells finished:
         # nothing left would evaluate it, so it is evaluated here, once
         for conf in dict.fromkeys(r["configuration"] for r in runs):

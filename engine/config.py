@@ -133,10 +133,10 @@ def check_generators(cfg: Params, kinds: tuple[str, ...]) -> None:
         name = getattr(cfg, kind)
         if not name:
             continue
-        GENERATORS.get(name)
-        if name == "local":   # a local model is checked now, not in round 1 after the data has loaded
+        gen = GENERATORS.get(name)
+        if gen.packaged_models:   # a local model is checked now, not in round 1 after the data has loaded
             params = getattr(cfg, f"{kind}_params") or {}
-            default = "qwen2.5-0.5b" if isinstance(cfg, PoisonConfig) else GENERATORS.get("local").Params().model
+            default = "qwen2.5-0.5b" if isinstance(cfg, PoisonConfig) else gen.Params().to_dict()["model"]
             model = dict(params).get("model") or default
             try:
                 check_model_spec(str(model))

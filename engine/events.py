@@ -320,7 +320,7 @@ def event_from_dict(d: Mapping[str, Any]) -> Event:
     d = dict(d)
     cls = EVENT_TYPES[d.pop("kind")]
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     for k, v in d.items():
         if k in fields:
             kwargs[k] = tuple(v) if isinstance(v, list) else v

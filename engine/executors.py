@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Optional, Protocol
 from .errors import ConfigError
 from .params import Params, param
 from .paths import CACHE_ENV, DATA_DIR_ENV, REPO_ROOT
+from .progress import StopToken, stopped
 from .secrets import scrub
 
 EXECUTORS = ("local", "ray")
@@ -78,32 +79,33 @@ CellProgress = Callable[[int, str, int, int], None]     # (cell index, stage, do
 
 
 class _LocalReporter:
-    def __init__(self, index: int, progress: Optional[CellProgress], should_stop: Callable[[], bool]) -> None:
-        self.index, self._progress, self._stop = index, progress, should_stop
+    def __init__(self, index: int, progress: Optional[CellProgress], stop: Optional[StopToken]) -> None:
+        self.index, self._progress, self._stop = index, progress, stop
 
     def progress(self, stage: str, done: int, total: int) -> None:
         if self._progress:
             self._progress(self.index, stage, done, total)
 
     def should_stop(self) -> bool:
-        return bool(self._stop())
+        return stopped(self._stop)
 
 
 def run_cells(fn: CellFn, items: Iterable[tuple[int, Any]], *, executor: ExecutorConfig | None = None,
               on_done: Callable[[CellOutcome], None] | None = None, progress: CellProgress | None = None,
-              should_stop: Callable[[], bool] = lambda: False) -> list[CellOutcome]:
+              stop: Optional[StopToken] = None) -> list[CellOutcome]:
     """Run ``fn(item, reporter)`` for every ``(index, item)``; ``on_done`` gets each :class:`CellOutcome` as it
-    ends (in completion order on Ray). Locally an exception in a cell propagates (serial behaviour); on Ray it
+    ends (in completion order on Ray); ``stop`` (a stop token) ends the run between cells, and running cells at
+    their next step. Locally an exception in a cell propagates (serial behaviour); on Ray it
     is retried, then recorded in the outcome."""
     cfg = executor or ExecutorConfig()
     if cfg.executor == "ray":
-        return _run_on_ray(fn, list(items), cfg, on_done, progress, should_stop)
+        return _run_on_ray(fn, list(items), cfg, on_done, progress, stop)
     outcomes = []
     for index, item in items:
-        if should_stop():
+        if stopped(stop):
             break
         t0 = time.perf_counter()
-        result = fn(item, _LocalReporter(index, progress, should_stop))
+        result = fn(item, _LocalReporter(index, progress, stop))
         o = CellOutcome(index, result, None, "local", time.perf_counter() - t0)
         outcomes.append(o)
         if on_done:
@@ -251,7 +253,7 @@ def _error_text(e: BaseException) -> str:
 
 def _run_on_ray(fn: CellFn, items: list[tuple[int, Any]], cfg: ExecutorConfig,
                 on_done: Callable[[CellOutcome], None] | None, progress: CellProgress | None,
-                should_stop: Callable[[], bool]) -> list[CellOutcome]:
+                stop: Optional[StopToken]) -> list[CellOutcome]:
     ray = import_ray()
     started = connect(cfg)
     try:
@@ -265,7 +267,7 @@ def _run_on_ray(fn: CellFn, items: list[tuple[int, Any]], cfg: ExecutorConfig,
         outcomes: list[CellOutcome] = []
         stopping = False
         while pending or running:
-            if not stopping and should_stop():
+            if not stopping and stopped(stop):
                 stopping = True
                 pending.clear()                        # never started: nothing to undo
                 board.stop.remote()                    # running cells end at their next step

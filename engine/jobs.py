@@ -12,10 +12,11 @@ from typing import Any, Callable
 
 @dataclass
 class Job:
-    """A task ``fn(progress, should_stop) -> result`` running in a daemon thread."""
+    """A task ``fn(progress, stop) -> result`` running in a daemon thread: ``progress(done, total, last)`` records
+    how far it is, ``stop`` is the job's stop token (:mod:`engine.progress`), set by :meth:`stop`."""
 
     name: str
-    fn: Callable[[Callable[[int, int, Any], None], Callable[[], bool]], Any]
+    fn: Callable[[Callable[[int, int, Any], None], threading.Event], Any]
     done_count: int = 0
     total: int = 0
     last: Any = None
@@ -37,7 +38,7 @@ class Job:
 
     def _run(self) -> None:
         try:
-            self.result = self.fn(self._progress, self._stop.is_set)
+            self.result = self.fn(self._progress, self._stop)
         except Exception as e:  # reported to the caller, never raised in the thread
             from .errors import EngineError
             from .secrets import scrub
@@ -46,7 +47,7 @@ class Job:
             self.finished = time.time()
 
     def stop(self) -> None:
-        """Ask the task to stop: sets the flag its ``should_stop()`` reads (cooperative; the thread is not killed)."""
+        """Ask the task to stop: sets its stop token (cooperative; the thread is not killed)."""
         self._stop.set()
 
     @property

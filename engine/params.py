@@ -11,7 +11,7 @@ import dataclasses
 import math
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Self
 
 from .errors import ConfigError
 
@@ -123,7 +123,7 @@ class Params:
         """Cross-field checks; override and raise ConfigError."""
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any] | None, *, where: str = "") -> "Params":
+    def from_dict(cls, values: Mapping[str, Any] | None, *, where: str = "") -> Self:
         """Build and validate from a mapping (None: all defaults); an unknown key or a bad value is a ConfigError
         prefixed with ``where``."""
         values = dict(values or {})
@@ -143,7 +143,7 @@ class Params:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
                 for f in dataclasses.fields(self)}
 
-    def replace(self, **changes: Any) -> "Params":
+    def replace(self, **changes: Any) -> Self:
         """A validated copy with ``changes`` applied (the original is frozen and unchanged)."""
         return type(self).from_dict({**self.to_dict(), **changes})
 

@@ -1,9 +1,10 @@
 """One convention for long work: a progress callback and a stop token.
 
 ``Progress(stage, done, total)`` is called as work advances (a CLI prints it, the app draws a bar);
-``CountProgress(done, total)`` is the stage-less form used by embedding batches. A stop token is anything
-with ``is_set()`` (a ``threading.Event``); :func:`stop_flag` adapts a ``should_stop()`` callable (a
-background job's) to one. Work checks the token between steps and ends cleanly, keeping what it finished.
+``CountProgress(done, total)`` is the stage-less form used by embedding batches. Every long operation takes
+its stop token as ``stop=``: anything with ``is_set()`` (a ``threading.Event``, a background job's flag); None
+never stops. Work checks it between steps (:func:`stopped`) and ends cleanly, keeping what it finished.
+:func:`stop_flag` adapts a plain callable for code that has one.
 """
 from __future__ import annotations
 
@@ -33,3 +34,8 @@ class StopFlag:
 def stop_flag(should_stop: Optional[Callable[[], bool]]) -> StopFlag:
     """The stop token of a ``should_stop()`` callable."""
     return StopFlag(should_stop)
+
+
+def stopped(stop: Optional[StopToken]) -> bool:
+    """Whether the stop token (None: never) asks to stop now."""
+    return stop is not None and bool(stop.is_set())

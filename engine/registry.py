@@ -6,12 +6,22 @@ whose first line describes it and which cites its source.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, Mapping, TypeVar
+from typing import Any, Callable, ClassVar, Generic, Mapping, Protocol, TypeVar
 
 from .errors import UnknownNameError
 from .params import Params
 
-T = TypeVar("T")
+
+class Plugin(Protocol):
+    """What every registered class has: a ``name`` (set on registration) and a nested ``Params`` dataclass."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[Params]]
+
+    def __init__(self, params: Any) -> None: ...
+
+
+T = TypeVar("T", bound=Plugin)
 
 
 class Registry(Generic[T]):
@@ -19,12 +29,12 @@ class Registry(Generic[T]):
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self._items: dict[str, type] = {}
+        self._items: dict[str, type[T]] = {}
 
-    def register(self, name: str) -> Callable[[type], type]:
+    def register(self, name: str) -> Callable[[type[T]], type[T]]:
         """Class decorator registering a plugin under ``name`` (and setting its ``name``); refuses duplicates and
         classes without a nested ``Params`` or a docstring."""
-        def deco(cls: type) -> type:
+        def deco(cls: type[T]) -> type[T]:
             if name in self._items:
                 raise ValueError(f"{self.kind} {name!r} registered twice")
             if not (isinstance(getattr(cls, "Params", None), type) and issubclass(cls.Params, Params)):
@@ -47,7 +57,7 @@ class Registry(Generic[T]):
     def __contains__(self, name: str) -> bool:
         return name in self._items
 
-    def get(self, name: str) -> type:
+    def get(self, name: str) -> type[T]:
         """The class registered as ``name``; an unknown name raises UnknownNameError listing the known ones."""
         try:
             return self._items[name]

@@ -20,6 +20,7 @@ from .corpora import load_corpus, retriever_window
 from .embedders import make_retriever
 from .executors import ExecutorConfig
 from .paths import writable_dir
+from .progress import StopToken
 from .runs.poisoning import PoisoningRun
 
 CellProgress = Callable[[int, int, dict], None]
@@ -178,25 +179,25 @@ def _cell_key(cell: Mapping) -> tuple[str, ...]:
 
 
 def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
-              should_stop: Callable[[], bool] = lambda: False, out_dir: str | Path | None = None,
+              stop: Optional[StopToken] = None, out_dir: str | Path | None = None,
               executor: ExecutorConfig | None = None,
               cell_progress: Callable[[dict, str, int, int], None] | None = None,
               overwrite: bool = False) -> SweepResult:
-    """Run every cell (averaging ``variants`` target documents); stops early when asked. With ``out_dir``
-    each finished cell is written at once (rows in grid order, whatever order they finished in) and the
-    cells a previous run finished are skipped. ``executor`` says where cells run (here, or as Ray tasks: the
-    same rows either way); ``cell_progress(cell, stage, done, total)`` reports work inside a cell. A cell that
-    failed on Ray is listed in ``result.failed`` (and ``sweep_failed.json``), not in the rows; running the
-    sweep again retries it."""
+    """Run every cell (averaging ``variants`` target documents); stops early when ``stop`` (a stop token) is
+    set. With ``out_dir`` each finished cell is written at once (rows in grid order, whatever order they
+    finished in) and the cells a previous run finished are skipped. ``executor`` says where cells run (here, or
+    as Ray tasks: the same rows either way); ``cell_progress(cell, stage, done, total)`` reports work inside a
+    cell. A cell that failed on Ray is listed in ``result.failed`` (and ``sweep_failed.json``), not in the rows;
+    running the sweep again retries it."""
     from contextlib import nullcontext
 
     from .folder_lock import exclusive_folder
     # one writer per folder: a second sweep into it would overwrite this one's cells
     with exclusive_folder(out_dir, "this sweep") if out_dir else nullcontext():
-        return _run_sweep(cfg, progress, should_stop, out_dir, executor, cell_progress, overwrite)
+        return _run_sweep(cfg, progress, stop, out_dir, executor, cell_progress, overwrite)
 
 
-def _run_sweep(cfg: SweepConfig, progress: Optional[CellProgress], should_stop: Callable[[], bool],
+def _run_sweep(cfg: SweepConfig, progress: Optional[CellProgress], stop: Optional[StopToken],
                out_dir: str | Path | None, executor: ExecutorConfig | None,
                cell_progress: Callable[[dict, str, int, int], None] | None, overwrite: bool = False) -> SweepResult:
     """:func:`run_sweep`'s body, with its output folder held (a folder holding another sweep's finished cells is
@@ -243,7 +244,7 @@ def _run_sweep(cfg: SweepConfig, progress: Optional[CellProgress], should_stop: 
     local = executor is None or executor.executor == "local"
     fn = (lambda item, rep: sweep_cell(item, rep, corpora)) if local else sweep_cell
     inner = (lambda i, stage, d, t: cell_progress(cells[i], stage, d, t)) if cell_progress else None
-    run_cells(fn, todo, executor=executor, on_done=on_done, progress=inner, should_stop=should_stop)
+    run_cells(fn, todo, executor=executor, on_done=on_done, progress=inner, stop=stop)
     complete = len(rows) == len(cells)
     return SweepResult(pd.DataFrame(rows), complete, failed)
 

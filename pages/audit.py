@@ -107,7 +107,7 @@ if start:
                   audit_done=[], audit_probe=None, audit_view=None)
         done: list = ss["audit_done"]
         ss["audit_job"] = Job("audit", lambda progress, stop: run_audit(
-            cfg, out, secrets=keys, progress=lambda stage, d, t: progress(d, t, stage), should_stop=stop,
+            cfg, out, secrets=keys, progress=lambda stage, d, t: progress(d, t, stage), stop=stop,
             on_cell=done.append)).start()
         st.rerun()
     except EngineError as e:

@@ -21,7 +21,6 @@ from engine.errors import EngineError
 from engine.generators.models import MODELS as MODELS_REGISTRY
 from engine.generators import packaged_generator
 from engine.jobs import Job
-from engine.progress import stop_flag
 from engine.queries import available_query_sets
 from engine.saved import list_comparisons
 
@@ -99,7 +98,7 @@ if start:
         failed: list[dict] = []
         st.session_state.update(cmp_cfg=cfg, cmp_dir=str(out), cmp_live=live, cmp_failed=failed)
         st.session_state["cmp_job"] = job = Job("compare", lambda progress, stop: run_comparison(
-            cfg, out_dir=out, progress=lambda stage, d, t: progress(d, t, stage), stop=stop_flag(stop),
+            cfg, out_dir=out, progress=lambda stage, d, t: progress(d, t, stage), stop=stop,
             on_row=live.append, executor=executor, failed=failed)).start()
         st.rerun()
     except EngineError as e:

@@ -68,7 +68,7 @@ if start:
         st.session_state["sweep_folder"] = str(folder)
         st.session_state["sweep_already"] = len(finished_cells(cfg, folder))
         st.session_state["sweep_job"] = job = Job("sweep", lambda progress, stop: run_sweep(
-            cfg, progress=progress, should_stop=stop, executor=executor, out_dir=folder)).start()
+            cfg, progress=progress, stop=stop, executor=executor, out_dir=folder)).start()
         st.rerun()
     except EngineError as e:
         st.error(md_escape(e))

@@ -43,7 +43,7 @@ st.progress(n_met / len(LEVELS), text=f"{n_met}/{len(LEVELS)} levels completed")
 def start(level: int, **kwargs) -> None:
     ss["teach_job_level"] = level
     ss["teach_job"] = Job(f"teach-{level}", lambda progress, stop: RUNNERS[level](
-        progress=lambda stage, d, t: progress(d, t, stage), should_stop=stop, **kwargs)).start()
+        progress=lambda stage, d, t: progress(d, t, stage), stop=stop, **kwargs)).start()
 
 
 def controls(level: int, busy: bool) -> None:

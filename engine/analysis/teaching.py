@@ -7,9 +7,9 @@ check used) and ``evidence`` (what to look at). UI-agnostic: the teaching page r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from ..progress import Progress, stop_flag
+from ..progress import Progress, StopToken, stopped
 
 # the extraction levels use the quick-extraction-demo configuration: the smallest offline model that
 # actually repeats its context (SmolLM2-135M answers with generic chatter and leaks next to nothing)
@@ -70,8 +70,8 @@ def check_level1(events: Sequence[Any]) -> dict[str, Any]:
 
 
 def run_level1(attack: str = "universal", target: str = "pii", limit: int = 3, *, progress: Progress | None = None,
-               should_stop: Optional[Callable[[], bool]] = None) -> dict[str, Any]:
-    """Run and check level 1 (a few seconds; ``should_stop`` is not polled); evidence: each question's best poison
+               stop: Optional[StopToken] = None) -> dict[str, Any]:
+    """Run and check level 1 (a few seconds; ``stop`` is not polled); evidence: each question's best poison
     rank."""
     from ..config import PoisonConfig
     from ..runs import PoisoningRun
@@ -113,7 +113,7 @@ LEVEL2_ATTACK = "rag-thief"     # the demo's attack
 
 
 def run_level2(attack: str = LEVEL2_ATTACK, rounds: int = 3, *, progress: Progress | None = None,
-               should_stop: Optional[Callable[[], bool]] = None) -> dict[str, Any]:
+               stop: Optional[StopToken] = None) -> dict[str, Any]:
     """Run the level-2 extraction demo (stoppable between rounds) and check it; evidence: each round's answer, and
     the leaked chunks."""
     from ..config import ExtractionConfig
@@ -124,7 +124,7 @@ def run_level2(attack: str = LEVEL2_ATTACK, rounds: int = 3, *, progress: Progre
     run = ExtractionRun(cfg, progress=progress)
     try:
         run.prepare()
-        while not run.done and not (should_stop and should_stop()):
+        while not run.done and not stopped(stop):
             run.step()
             if progress:
                 progress("attacking", run.rounds_done, cfg.rounds)
@@ -182,7 +182,7 @@ def check_level3(rows: Sequence[dict[str, Any]], tolerance: float = 0.34) -> dic
 
 
 def run_level3(defenses: Sequence[str], tolerance: float = 0.34, rounds: int = 3, utility_limit: int = 3, *,
-               progress: Progress | None = None, should_stop: Optional[Callable[[], bool]] = None) -> dict[str, Any]:
+               progress: Progress | None = None, stop: Optional[StopToken] = None) -> dict[str, Any]:
     """Compare the undefended demo system with ``defenses`` (leakage and utility) and check level 3; ``rows``
     holds the comparison."""
     from ..compare import run_comparison
@@ -195,7 +195,7 @@ def run_level3(defenses: Sequence[str], tolerance: float = 0.34, rounds: int = 3
         raise ConfigError("choose at least one defense to compare with the undefended system")
     cfg = ComparisonConfig(base={**DEMO_SYSTEM, "rounds": int(rounds)},
                            configurations=("none", *conf), attacks=(LEVEL2_ATTACK,), utility_limit=int(utility_limit))
-    rows = run_comparison(cfg, progress=progress, stop=stop_flag(should_stop))
+    rows = run_comparison(cfg, progress=progress, stop=stop)
     out = check_level3(rows, tolerance)
     out["rows"] = [{k: v for k, v in r.items() if k != "curves"} for r in rows]
     return out

@@ -32,7 +32,7 @@ from ..errors import ConfigError, EngineError
 from ..events import jsonable
 from ..files import atomic_write
 from ..folder_lock import exclusive_folder
-from ..progress import Progress
+from ..progress import Progress, StopToken, stopped
 from .journal import PlantJournal, cleanup, describe_outstanding
 
 STATE = "audit.json"
@@ -103,13 +103,13 @@ class Audit:
     """One audit into one folder (see the module docstring). ``run()`` returns the report (a dict)."""
 
     def __init__(self, cfg: AuditConfig, out: str | Path, *, secrets: Mapping[str, str] | None = None,
-                 progress: Progress | None = None, should_stop: Callable[[], bool] | None = None,
+                 progress: Progress | None = None, stop: StopToken | None = None,
                  only: tuple[str, ...] = (), on_cell: Callable[[dict], None] | None = None) -> None:
         self.cfg = cfg
         self.out = Path(out)
         self.secrets = dict(secrets or {})
         self.progress = progress
-        self.should_stop = should_stop or (lambda: False)
+        self.stop = stop
         self.only = tuple(only)
         self.on_cell = on_cell
         from ..targets import TARGETS
@@ -177,7 +177,7 @@ class Audit:
                     rec = self.state["cells"][c["id"]]
                     if rec.get("status") in ("done", "skipped"):
                         continue
-                    if self.should_stop():
+                    if stopped(self.stop):
                         raise AuditStopped("stopped before " + c["id"])
                     self._tick(f"cell {n + 1}/{len(todo)}: {c['id']}", 0, 1)
                     self._run_cell(rec)
@@ -228,7 +228,7 @@ class Audit:
 
     def _steps(self, run: Any, rec: dict[str, Any], total: int) -> None:
         while not run.done:
-            if self.should_stop():
+            if stopped(self.stop):
                 raise AuditStopped(f"stopped in {rec['id']} after round {run.rounds_done}")
             run.step()
             self._tick(rec["id"], run.rounds_done, total)

@@ -140,7 +140,6 @@ def _sweep(cfg, args, meta: dict | None = None) -> int:
             bar.update(1)
             bar.set_postfix_str(f"{row['retriever']}/{row['query_set']}/{row['target']}: "
                                 f"ASR@{cfg.k}={row[f'asr@{cfg.k}']:.2f}")
-    stop = {"flag": False}
     from ..sweep import finished_cells
     out_dir = args.out or "sweep-out"
     already = len(finished_cells(cfg, out_dir))
@@ -149,7 +148,7 @@ def _sweep(cfg, args, meta: dict | None = None) -> int:
     if bar is not None and already:
         bar.update(already)
     try:
-        result = run_sweep(cfg, progress=prog, should_stop=lambda: stop["flag"], out_dir=out_dir,
+        result = run_sweep(cfg, progress=prog, out_dir=out_dir,
                            executor=executor, overwrite=bool(getattr(args, "overwrite", False)))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

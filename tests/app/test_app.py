@@ -406,7 +406,7 @@ def test_sweep_can_be_stopped():
     from engine.jobs import Job
     from engine.sweep import run_sweep
     cfg = SweepConfig(retrievers=("minilm", "bm25"), targets=("pii", "diagnosis"), limit=3)
-    job = Job("t", lambda progress, stop: run_sweep(cfg, progress=progress, should_stop=stop))
+    job = Job("t", lambda progress, stop: run_sweep(cfg, progress=progress, stop=stop))
     job.stop()  # asked to stop before the first cell
     job.start().wait(120)
     assert job.result is not None and not job.result.complete and job.result.cells.empty

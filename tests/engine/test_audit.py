@@ -21,6 +21,7 @@ from engine.errors import ConfigError
 from engine.metrics.intervals import overlap
 from engine.targets import make_target
 from engine.types import Document
+from engine.progress import stop_flag
 from helpers import ScriptedServer, free_port, http_target_params, run_cli, start_rag_service, stop
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +92,7 @@ def test_an_audit_stops_resumes_and_never_overwrites_another(audit_preset, tmp_p
         return state["cells"]["extraction:zeng"]["status"] == "done"
 
     with pytest.raises(AuditStopped):
-        run_audit(cfg, tmp_path / "a", should_stop=stop_after_the_first_cell)
+        run_audit(cfg, tmp_path / "a", stop=stop_flag(stop_after_the_first_cell))
     state = json.loads((tmp_path / "a" / "audit.json").read_text())
     assert state["cells"]["extraction:zeng"]["status"] == "done"
     assert state["cells"]["extraction:ikea"]["status"] in ("pending", "stopped")

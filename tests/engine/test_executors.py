@@ -15,6 +15,7 @@ ray = pytest.importorskip("ray", reason="Ray comes from requirements-scale.txt, 
 
 from engine.config import ComparisonConfig, SweepConfig  # noqa: E402
 from engine.executors import ExecutorConfig, run_cells  # noqa: E402
+from engine.progress import stop_flag  # noqa: E402
 from engine.sweep import run_sweep  # noqa: E402
 
 SWEEP = SweepConfig(retrievers=("minilm", "bm25"), targets=("pii", "diagnosis"), limit=10)
@@ -93,7 +94,7 @@ def test_stop_starts_no_new_cell_and_keeps_the_finished_ones():
         time.sleep(1.0)
         return item
     got = run_cells(slow, [(i, i) for i in range(4)], executor=ExecutorConfig(executor="ray", workers=1),
-                    on_done=done.append, should_stop=lambda: bool(done))
+                    on_done=done.append, stop=stop_flag(lambda: bool(done)))
     assert [o.result for o in got] == [0]
 
 
