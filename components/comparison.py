@@ -14,6 +14,8 @@ from engine.plots.defenses import cluster_view, comparison_curves, ratio_bars, t
 
 def render_results(config: dict[str, Any], rows: list[dict[str, Any]], *, complete: bool = True,
                    key: str = "cmp") -> None:
+    """The finished comparison: the leakage table with ratios to no defense, the leakage-vs-utility chart and the
+    ablation checks (a note when the grid is not complete yet); ``key`` keeps two renderings' widgets apart."""
     if not rows:
         st.info("No configuration finished, so there is nothing to show yet.")
         return

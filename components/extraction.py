@@ -46,6 +46,7 @@ LOCAL_MODELS = list(MODELS)
 
 # ------------------------------------------------------------------------------ settings ↔ config
 def extract_presets() -> list[dict]:
+    """The bundled and user presets of kind ``extract`` (name, description, …), for the preset menu."""
     return [p for p in list_presets() if p["kind"] == "extract"]
 
 
@@ -138,6 +139,8 @@ def start_run(cfg: ExtractionConfig, corpus: Any, api_key: str) -> ExtractionRun
 
 
 def resume_run(folder: str | Path, api_key: str) -> ExtractionRun:
+    """Reopen the run in ``folder`` to continue it (progress bar while the models load); a litellm run gets the
+    session's ``api_key``."""
     bar = st.progress(0.0, text="reopening")
     tick = progress_callback(bar)
     try:
@@ -151,6 +154,7 @@ def resume_run(folder: str | Path, api_key: str) -> ExtractionRun:
 
 
 def close_extract_run() -> None:
+    """Close the session's extraction run (its models stay cached for the next one) and stop playing."""
     run = st.session_state.get("extract_run")
     if run is not None:
         run.close()
@@ -191,6 +195,8 @@ def kb_texts(cfg: Mapping[str, Any], folder: str | Path | None = None) -> tuple[
 
 # ------------------------------------------------------------------------------ rendering
 def render_metrics(events: list[Event]) -> None:
+    """The headline leakage numbers after the last scored round (CRR, context reached, reproduced, semantic leak,
+    PII, blocked), with their catalog help."""
     rows = metrics_rows(events)
     m = rows[-1] if rows else {}
     c = st.columns(6)
@@ -244,6 +250,8 @@ def stream_round(run: ExtractionRun) -> None:
 
 
 def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None = None, key: str = "live") -> None:
+    """One round of the run: the attacker's query, the retrieved chunks and the answer with copied spans marked;
+    ``rnd`` None shows a slider over the rounds played, ``texts`` maps chunk ids to their text."""
     done = rounds_played(events)
     if not done:
         st.info("Press **Step** or **Play** to play the first round.")
@@ -307,6 +315,7 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
 
 
 def render_charts(events: list[Event], ids: list[str], kb_size: int | None, key: str) -> None:
+    """The coverage map of the KB's chunks (``ids``, ``kb_size``) and the leakage curves round by round."""
     c1, c2 = st.columns([2, 3])
     with c1:
         st.plotly_chart(coverage_map(ids, events, kb_size=kb_size), width="stretch", key=f"coverage_{key}")
@@ -318,6 +327,8 @@ def render_charts(events: list[Event], ids: list[str], kb_size: int | None, key:
 
 
 def render_internals(events: list[Event], defenses: list[str], key: str) -> None:
+    """What the attacker agent holds after the last round (memory, reflections, schedule) and, when a defense
+    reports per-token decoding statistics, its chart."""
     agent, rnd, state = attacker_state(events)
     if not agent:
         st.info("The attacker's state appears after the first round.")
@@ -355,6 +366,7 @@ def render_internals(events: list[Event], defenses: list[str], key: str) -> None
 
 
 def render_exports(events: list[Event], run_id: str) -> None:
+    """Download buttons for the run's events (JSONL) and summary (JSON), built when clicked."""
     c = st.columns(2)
     c[0].download_button("Events (JSONL)", lambda: "\n".join(event_to_json(e) for e in list(events)) + "\n",
                          file_name=f"{run_id}-events.jsonl", mime="application/json", on_click="ignore",

@@ -17,6 +17,7 @@ from engine.views.poisoning import answer_view, defense_view
 
 
 def last_retrieval(run) -> Retrieved | None:
+    """The run's most recent ``retrieved`` event (None before the first question)."""
     return next((e for e in reversed(run.events) if isinstance(e, Retrieved)), None)
 
 
@@ -81,6 +82,7 @@ def render_round(run) -> None:
 
 
 def render_live_metrics(run) -> None:
+    """ASR@K so far, the defended / generation ASR when those are on, and each detector's TPR / FPR."""
     n = sum(isinstance(e, Retrieved) for e in run.events)
     gen = bool(run.config.generate)
     dfn = bool(run.config.defenses)
@@ -148,6 +150,7 @@ def render_live_metrics(run) -> None:
 
 
 def render_detectors(run) -> None:
+    """Each fitted detector's scores of clean and poisoned documents with its threshold (and a slider to move it)."""
     fitted = [e for e in run.events if isinstance(e, DetectorFitted)]
     if not fitted:
         st.info("No detector fitted: switch detectors on in the attack setup (dense retrievers only).")
@@ -201,6 +204,7 @@ def render_detectors(run) -> None:
 
 
 def render_embedding_map(run) -> None:
+    """A 2-D projection of one question's neighbourhood: the question, its retrieved documents and the poison."""
     done = sum(isinstance(e, Retrieved) for e in run.events)
     if not done:
         st.info("Attack a question first.")
@@ -222,6 +226,7 @@ def render_embedding_map(run) -> None:
 
 
 def render_exports(run) -> None:
+    """Download buttons for the run's events, per-question metrics and summary, built when clicked."""
     # files are generated when clicked (callables), not on every step
     c = st.columns(3)
     c[0].download_button("Events (JSONL)", lambda: "\n".join(event_to_json(e) for e in list(run.events)) + "\n",

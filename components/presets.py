@@ -14,6 +14,7 @@ from engine.generators import packaged_generator
 
 
 def poison_presets() -> list[dict]:
+    """The bundled and user presets of kind ``poison``, for the preset menu."""
     return [p for p in list_presets() if p["kind"] == "poison"]
 
 

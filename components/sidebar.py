@@ -8,6 +8,8 @@ from engine.metrics import asr
 
 
 def render_sidebar() -> None:
+    """The sidebar: the current pipeline in one line, the poisoning run at a glance, then the extraction block
+    (the API key box and the extraction run)."""
     p = st.session_state.get("pipeline", {})
     with st.sidebar:
         st.markdown("**Pipeline**")

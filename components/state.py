@@ -97,31 +97,37 @@ def owner() -> str | None:
 
 
 def my_runs_dir() -> Path:
+    """This session's folder of saved runs (per owner on a shared deployment)."""
     from engine.saved import runs_dir
     return runs_dir(owner())
 
 
 def my_sweeps_dir() -> Path:
+    """This session's folder of saved sweeps."""
     from engine.saved import sweeps_dir
     return sweeps_dir(owner())
 
 
 def my_comparisons_dir() -> Path:
+    """This session's folder of saved comparisons."""
     from engine.saved import comparisons_dir
     return comparisons_dir(owner())
 
 
 def data_dir() -> str:
+    """The benchmark data folder ($RAG_PLAYGROUND_DATA_DIR; '' when unset)."""
     return os.environ.get("RAG_PLAYGROUND_DATA_DIR", "")
 
 
 def progress_callback(bar) -> Any:
+    """A ``Progress(stage, done, total)`` callback that moves the Streamlit progress ``bar``."""
     def cb(stage: str, done: int, total: int) -> None:
         bar.progress(min(done / max(total, 1), 1.0), text=f"{stage}: {done:,}/{total:,}")
     return cb
 
 
 def close_run() -> None:
+    """Close the session's poisoning run (its store is dropped) and stop playing."""
     run = st.session_state.get("lab_run")
     if run is not None:
         run.close()

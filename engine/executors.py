@@ -51,9 +51,11 @@ class ExecutorConfig(Params):
 class Reporter(Protocol):
     """What a running cell may call: progress of its own work, and whether it should stop now."""
 
-    def progress(self, stage: str, done: int, total: int) -> None: ...
+    def progress(self, stage: str, done: int, total: int) -> None:
+        """Report the cell's own progress (``stage``: done of total)."""
 
-    def should_stop(self) -> bool: ...
+    def should_stop(self) -> bool:
+        """Whether the run's stop token is set: the cell should end at this step, returning None."""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ CountProgress = Callable[[int, int], None]
 class StopToken(Protocol):
     """Anything that says whether to stop (``threading.Event`` is one)."""
 
-    def is_set(self) -> bool: ...
+    def is_set(self) -> bool:
+        """Whether to stop now."""
 
 
 class StopFlag:

@@ -107,6 +107,7 @@ def report(results: str | Path, k: int = 2) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Print the report of the saved poisoning runs in a results folder (Tables 1 / 7 at the chosen K)."""
     ap = argparse.ArgumentParser(prog="python -m engine.analysis.poisoning_report", description=__doc__.split("\n")[0])
     ap.add_argument("results", nargs="?", default="results", help="the folder holding the saved runs")
     ap.add_argument("--k", type=int, default=2, choices=(1, 2), help="top-k of Tables 1 (2) / 7 (1)")

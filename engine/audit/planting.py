@@ -100,6 +100,7 @@ class TargetPoisoningRun(EventRunner):
 
     @property
     def done(self) -> bool:
+        """Whether every question has been attacked."""
         return self._prepared and self._round >= len(self.queries)
 
     @property
@@ -137,6 +138,7 @@ class TargetPoisoningRun(EventRunner):
                               "tested (give its ingest and delete endpoints, or ingest/remove callables)")
 
     def prepare(self) -> list[Event]:
+        """Open the target and craft the poisons (a no-op once prepared); returns the new events."""
         if self._prepared:
             return []
         start = len(self.events)

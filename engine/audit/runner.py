@@ -164,6 +164,8 @@ class Audit:
 
     # ------------------------------------------------------------------ run
     def run(self) -> dict[str, Any]:
+        """Run (or resume) every cell of the battery, writing state and report after each; returns the report.
+        Raises AuditStopped when the stop token is set (what finished is kept; the same call resumes)."""
         from ..paths import writable_dir
         writable_dir(self.out, "--out")
         with exclusive_folder(self.out, "this audit"):

@@ -95,6 +95,7 @@ class DecodeStats:
     extra: dict = field(default_factory=dict)
 
     def as_info(self) -> dict:
+        """The statistics as the JSON-able ``info`` of a Generation (decoder, passes, guesses, timings)."""
         return {"decoder": "lookup", "reused_prefix": self.reused_prefix, "forward_passes": self.forward_passes,
                 "tokens_evaluated": self.tokens_evaluated, "guessed": self.guessed, "guess_accepted": self.accepted,
                 "seconds_prompt": round(self.seconds_prompt, 4),
@@ -111,6 +112,7 @@ class NgramLookup:
         self.prev: dict[tuple[int, ...], int] = {}   # … and of the one before (when the latest is the suffix)
 
     def extend(self, tokens: Sequence[int]) -> None:
+        """Append tokens to the sequence and index every n-gram that ends at each of them."""
         for t in tokens:
             self.seq.append(int(t))
             end = len(self.seq)

@@ -30,6 +30,7 @@ class LocalRuntime:
 
     @property
     def ready(self) -> bool:
+        """Whether local generation can run now."""
         return self.state == "ready"
 
     def message(self) -> str:

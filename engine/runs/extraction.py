@@ -95,13 +95,16 @@ class ExtractionRun(EventRunner):
 
     @property
     def rounds_done(self) -> int:
+        """Rounds played so far."""
         return self._round
 
     @property
     def done(self) -> bool:
+        """Whether the run has played its rounds (or the attacker ran out of queries to ask)."""
         return self._prepared and (self._round >= self.config.rounds or self._exhausted)
 
     def metrics(self) -> dict[str, float]:
+        """The leakage metrics so far (empty before the run is prepared)."""
         return self.tracker.metrics() if self.tracker else {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -181,6 +184,8 @@ class ExtractionRun(EventRunner):
         return retriever, target
 
     def prepare(self) -> list[Event]:
+        """Build the knowledge base, index, generator(s), defenses and attacker, emit the start events (a no-op
+        once prepared); returns the new events."""
         if self._prepared:
             return []
         c = self.config
@@ -292,11 +297,13 @@ class ExtractionRun(EventRunner):
                              f"round(s) kept{where}", self.out_dir, self._round)
 
     def finish(self) -> list[Event]:
+        """End the run: the summary event and ``summary.json`` (a no-op once finished); returns the new events."""
         if self._finished:
             return []
         return self._end()
 
     def run(self) -> list[Event]:
+        """Prepare, play every round and finish; returns all events."""
         self.prepare()
         while not self.done:
             self.step()
