@@ -15,6 +15,7 @@ alternating the two ``--repeats`` times, and reports the mean seconds a round (w
 same answers (greedy decoding of the same prompts). Not a test: numbers depend on the machine; run it on
 idle cores.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,6 +44,7 @@ def _free_port() -> int:
 def play(cfg, rounds: int) -> tuple[list[float], list[str]]:
     """Seconds of each round (wall clock around ``step``) and the answers."""
     from engine.runs.extraction import ExtractionRun
+
     run = ExtractionRun(cfg)
     run.prepare()
     seconds = []
@@ -70,17 +72,29 @@ def main() -> None:
 
     from engine.config import ExtractionConfig
     from engine.targets import make_target
+
     port = _free_port()
     service = start_rag_service(port, "--preset", args.preset)
     try:
         base = f"http://127.0.0.1:{port}"
         local = make_target("pipeline", {"preset": args.preset}).extraction_config(
-            attack=args.attack, rounds=args.rounds, attacker_llm="")
-        remote = ExtractionConfig.from_dict({"kb": local.kb, "attack": args.attack, "rounds": args.rounds,
-                                             "attacker_llm": "", "retriever": local.retriever, "seed": local.seed,
-                                             "chunk_size": local.chunk_size, "chunk_overlap": local.chunk_overlap,
-                                             "target": "http", "target_params": http_target_params(base)})
-        play(local, 1)                     # warm both sides (model loads, caches) before timing
+            attack=args.attack, rounds=args.rounds, attacker_llm=""
+        )
+        remote = ExtractionConfig.from_dict(
+            {
+                "kb": local.kb,
+                "attack": args.attack,
+                "rounds": args.rounds,
+                "attacker_llm": "",
+                "retriever": local.retriever,
+                "seed": local.seed,
+                "chunk_size": local.chunk_size,
+                "chunk_overlap": local.chunk_overlap,
+                "target": "http",
+                "target_params": http_target_params(base),
+            }
+        )
+        play(local, 1)  # warm both sides (model loads, caches) before timing
         play(remote, 1)
         times = {"in_process": [], "http": []}
         answers = {}
@@ -90,23 +104,32 @@ def main() -> None:
                 times[name] += secs
                 answers[name] = ans
         mean = {k: statistics.mean(v) for k, v in times.items()}
-        out = {"preset": args.preset, "attack": args.attack, "rounds": args.rounds, "repeats": args.repeats,
-               "round_seconds_mean": {k: round(v, 3) for k, v in mean.items()},
-               "round_seconds_median": {k: round(statistics.median(v), 3) for k, v in times.items()},
-               "ratio_http_over_in_process": round(mean["http"] / mean["in_process"], 3),
-               "same_answers": answers["in_process"] == answers["http"],
-               "answers_compared": len(answers["http"])}
+        out = {
+            "preset": args.preset,
+            "attack": args.attack,
+            "rounds": args.rounds,
+            "repeats": args.repeats,
+            "round_seconds_mean": {k: round(v, 3) for k, v in mean.items()},
+            "round_seconds_median": {k: round(statistics.median(v), 3) for k, v in times.items()},
+            "ratio_http_over_in_process": round(mean["http"] / mean["in_process"], 3),
+            "same_answers": answers["in_process"] == answers["http"],
+            "answers_compared": len(answers["http"]),
+        }
     finally:
         stop(service)
     if args.json:
         print(json.dumps(out))
     else:
         print(f"{args.attack} × {args.rounds} rounds × {args.repeats} repeats on {args.preset}:")
-        print(f"  in process {out['round_seconds_mean']['in_process']:.2f} s a round (median "
-              f"{out['round_seconds_median']['in_process']:.2f}); over HTTP {out['round_seconds_mean']['http']:.2f} s "
-              f"(median {out['round_seconds_median']['http']:.2f})")
-        print(f"  ratio over HTTP / in process: {out['ratio_http_over_in_process']:.3f}; same answers: "
-              f"{out['same_answers']} ({out['answers_compared']} compared)")
+        print(
+            f"  in process {out['round_seconds_mean']['in_process']:.2f} s a round (median "
+            f"{out['round_seconds_median']['in_process']:.2f}); over HTTP {out['round_seconds_mean']['http']:.2f} s "
+            f"(median {out['round_seconds_median']['http']:.2f})"
+        )
+        print(
+            f"  ratio over HTTP / in process: {out['ratio_http_over_in_process']:.3f}; same answers: "
+            f"{out['same_answers']} ({out['answers_compared']} compared)"
+        )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ detector scores, round ends) and every extraction session's queries and answers 
 ``--servers N`` starts N app processes on one cache folder (as N processes behind a proxy would be) and spreads
 the sessions over them in turn; the lone sessions use the first; memory is the sum over the processes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,6 +43,7 @@ SHOTS = Path(tempfile.gettempdir()) / "bench-classroom-shots"
 def rss_mb(pid: int) -> float:
     """Resident memory of a process and its children (MB)."""
     import psutil
+
     p = psutil.Process(pid)
     return sum(q.memory_info().rss for q in [p, *p.children(recursive=True)]) / 2**20
 
@@ -89,8 +91,7 @@ async def poisoning_session(browser, url: str, steps: int, start: asyncio.Event,
     cap = await pg.get_by_text("questions attacked", exact=False).first.inner_text()
     errors = await pg.locator(ERRORS).count()
     await ctx.close()
-    return {"kind": "poisoning", "prepare_s": prepare_s, "latencies": lat, "caption": cap,
-            "errors": errors}
+    return {"kind": "poisoning", "prepare_s": prepare_s, "latencies": lat, "caption": cap, "errors": errors}
 
 
 async def extraction_session(browser, url: str, steps: int, start: asyncio.Event, box: dict) -> dict:
@@ -139,8 +140,11 @@ def run_signatures(cache: Path, kind: str) -> list[list[str]]:
     import dataclasses
 
     from engine.events import read_jsonl
-    keep = {"poisoning": ("poison_injected", "retrieved", "detector_scored", "round_ended"),
-            "extraction": ("query_issued", "generated")}[kind]
+
+    keep = {
+        "poisoning": ("poison_injected", "retrieved", "detector_scored", "round_ended"),
+        "extraction": ("query_issued", "generated"),
+    }[kind]
     drop = {"seq", "run_id", "t", "ts", "time", "timings", "seconds", "elapsed_s", "info"}
     out = []
     for f in sorted(cache.rglob("events.jsonl"), key=lambda p: p.stat().st_mtime):
@@ -148,8 +152,11 @@ def run_signatures(cache: Path, kind: str) -> list[list[str]]:
         kinds = {e.kind for e in evs}
         if ("poison_injected" in kinds) != (kind == "poisoning"):
             continue
-        sig = [json.dumps({k: v for k, v in dataclasses.asdict(e).items() if k not in drop}, sort_keys=True,
-                          default=str) for e in evs if e.kind in keep]
+        sig = [
+            json.dumps({k: v for k, v in dataclasses.asdict(e).items() if k not in drop}, sort_keys=True, default=str)
+            for e in evs
+            if e.kind in keep
+        ]
         if sig:
             out.append(sig)
     return out
@@ -162,18 +169,22 @@ def pct(xs: list[float], q: float) -> float:
 
 async def load(urls: list[str], n_poison: int, n_extract: int, steps: int, limit_s: float) -> tuple[dict, dict]:
     from playwright.async_api import async_playwright
+
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                          args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        browser = await p.chromium.launch(
+            executable_path="/usr/bin/chromium", headless=True, args=["--no-sandbox", "--disable-gpu", "--no-first-run"]
+        )
         go = asyncio.Event()
         go.set()
         lone_p = await guarded("lone-poisoning", poisoning_session, browser, urls[0], steps, go)
         lone_x = await guarded("lone-extraction", extraction_session, browser, urls[0], steps, go)
         start = asyncio.Event()
         kinds = [("poisoning", poisoning_session)] * n_poison + [("extraction", extraction_session)] * n_extract
-        tasks = [asyncio.create_task(guarded(f"{kind}-{i}", session, browser, urls[i % len(urls)], steps, start))
-                 for i, (kind, session) in enumerate(kinds)]
-        await asyncio.sleep(20)               # every session has its page open
+        tasks = [
+            asyncio.create_task(guarded(f"{kind}-{i}", session, browser, urls[i % len(urls)], steps, start))
+            for i, (kind, session) in enumerate(kinds)
+        ]
+        await asyncio.sleep(20)  # every session has its page open
         t0 = time.monotonic()
         start.set()
         done = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout=limit_s)
@@ -194,35 +205,54 @@ def main() -> None:
 
     import psutil
     from helpers import streamlit_server
+
     cache = Path(tempfile.mkdtemp(prefix="bench-class-"))
     with contextlib.ExitStack() as stack:
-        urls = [stack.enter_context(streamlit_server(REPO, cache / f"streamlit-{i}.log",
-                                                     {"RAG_PLAYGROUND_CACHE": str(cache / "cache")}, timeout=180))
-                for i in range(args.servers)]
+        urls = [
+            stack.enter_context(
+                streamlit_server(
+                    REPO, cache / f"streamlit-{i}.log", {"RAG_PLAYGROUND_CACHE": str(cache / "cache")}, timeout=180
+                )
+            )
+            for i in range(args.servers)
+        ]
         ports = {int(u.rsplit(":", 1)[1]) for u in urls}
-        servers = [c.pid for c in psutil.net_connections("tcp") if c.laddr and c.laddr.port in ports
-                   and c.status == psutil.CONN_LISTEN]
+        servers = [
+            c.pid
+            for c in psutil.net_connections("tcp")
+            if c.laddr and c.laddr.port in ports and c.status == psutil.CONN_LISTEN
+        ]
         mem0 = sum(rss_mb(s) for s in servers)
         lone, crowd = asyncio.run(load(urls, args.poisoning, args.extraction, args.steps, args.limit_s))
         mem1 = sum(rss_mb(s) for s in servers)
     sessions = crowd["sessions"]
     failed = [repr(s) for s in sessions if isinstance(s, BaseException)]
     ok = [s for s in sessions if isinstance(s, dict)]
-    res = {"servers": args.servers, "sessions": {"poisoning": args.poisoning, "extraction": args.extraction},
-           "steps": args.steps,
-           "failed_sessions": failed, "exception_boxes": sum(s["errors"] for s in ok) + lone["poisoning"]["errors"]
-           + lone["extraction"]["errors"], "load_wall_s": round(crowd["wall_s"], 1),
-           "server_rss_mb": {"before": round(mem0), "after": round(mem1),
-                             "per_session": round((mem1 - mem0) / max(1, len(sessions) + 2), 1)}}
+    res = {
+        "servers": args.servers,
+        "sessions": {"poisoning": args.poisoning, "extraction": args.extraction},
+        "steps": args.steps,
+        "failed_sessions": failed,
+        "exception_boxes": sum(s["errors"] for s in ok) + lone["poisoning"]["errors"] + lone["extraction"]["errors"],
+        "load_wall_s": round(crowd["wall_s"], 1),
+        "server_rss_mb": {
+            "before": round(mem0),
+            "after": round(mem1),
+            "per_session": round((mem1 - mem0) / max(1, len(sessions) + 2), 1),
+        },
+    }
     for kind in ("poisoning", "extraction"):
         mine = [s for s in ok if s["kind"] == kind]
         lat = [x for s in mine for x in s["latencies"]]
-        res[kind] = {"lone_step_p50_s": pct(lone[kind]["latencies"], 0.5),
-                     "lone_prepare_s": round(lone[kind]["prepare_s"], 1),
-                     "crowd_step_p50_s": pct(lat, 0.5), "crowd_step_p95_s": pct(lat, 0.95),
-                     "crowd_prepare_p50_s": pct([s["prepare_s"] for s in mine], 0.5)}
+        res[kind] = {
+            "lone_step_p50_s": pct(lone[kind]["latencies"], 0.5),
+            "lone_prepare_s": round(lone[kind]["prepare_s"], 1),
+            "crowd_step_p50_s": pct(lat, 0.5),
+            "crowd_step_p95_s": pct(lat, 0.95),
+            "crowd_prepare_p50_s": pct([s["prepare_s"] for s in mine], 0.5),
+        }
     for kind in ("poisoning", "extraction"):
-        sigs = run_signatures(cache / "cache", kind)        # the lone session's run is the oldest
+        sigs = run_signatures(cache / "cache", kind)  # the lone session's run is the oldest
         res[kind]["same_results_as_lone"] = bool(sigs) and all(x == sigs[0] for x in sigs)
         res[kind]["runs_compared"] = len(sigs)
     if failed:

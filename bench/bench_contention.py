@@ -9,6 +9,7 @@ and killed after its last. Conditions are interleaved (idle/busy, fixed/adaptive
 the medians reported, with the ratio busy / idle for each policy and whether every answer was the same.
 Not a test: run it on otherwise idle cores (the busy process is the only other load it wants).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,6 +34,7 @@ def play(cfg, rounds: int) -> dict:
     from engine.events import Generated, RoundEnded
     from engine.generators.llama_local import threads_now
     from engine.runs.extraction import ExtractionRun
+
     run = ExtractionRun(cfg, out_dir=tempfile.mkdtemp(prefix="rag-bench-c-"))
     run.prepare()
     run.system.generator.load()
@@ -49,9 +51,13 @@ def play(cfg, rounds: int) -> dict:
     for e in ends:
         for s, v in e.timings.items():
             stages[s] = stages.get(s, 0.0) + v
-    return {"walls": walls, "answers": [g.text for g in gens], "threads": threads,
-            "first_tokens": [g.info.get("first_token_seconds") for g in gens],
-            "stages": {s: round(v / max(len(ends), 1), 2) for s, v in stages.items()}}
+    return {
+        "walls": walls,
+        "answers": [g.text for g in gens],
+        "threads": threads,
+        "first_tokens": [g.info.get("first_token_seconds") for g in gens],
+        "stages": {s: round(v / max(len(ends), 1), 2) for s, v in stages.items()},
+    }
 
 
 def main() -> None:
@@ -62,11 +68,12 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     from engine.config import ExtractionConfig, load_preset
+
     kind, cfg, _ = load_preset(args.preset)
     if kind != "extract":
         raise SystemExit(f"{args.preset} is not an extraction preset")
     cfg = ExtractionConfig.from_dict({**cfg.to_dict(), "rounds": args.rounds})
-    play(cfg, 1)                                    # load the models and warm the caches once
+    play(cfg, 1)  # load the models and warm the caches once
     results: dict[str, list[dict]] = {}
     for _ in range(args.repeats):
         for policy in ("fixed", "adaptive"):
@@ -86,29 +93,44 @@ def main() -> None:
     for key, runs in results.items():
         walls = [w for r in runs for w in r["walls"]]
         firsts = [f for r in runs for f in r["first_tokens"] if f is not None]
-        rows[key] = {"round_seconds_median": round(statistics.median(walls), 2),
-                     "round_seconds_max": round(max(walls), 2),
-                     "first_token_median": round(statistics.median(firsts), 2) if firsts else None,
-                     "threads": runs[-1]["threads"], "stages": runs[-1]["stages"]}
+        rows[key] = {
+            "round_seconds_median": round(statistics.median(walls), 2),
+            "round_seconds_max": round(max(walls), 2),
+            "first_token_median": round(statistics.median(firsts), 2) if firsts else None,
+            "threads": runs[-1]["threads"],
+            "stages": runs[-1]["stages"],
+        }
     answers = {k: [r["answers"] for r in v] for k, v in results.items()}
     ref = answers["fixed/idle"][0]
-    res = {"preset": args.preset, "rounds": args.rounds, "repeats": args.repeats, "cores": len(os.sched_getaffinity(0)),
-           "conditions": rows,
-           "busy_over_idle": {p: round(rows[f"{p}/busy"]["round_seconds_median"]
-                                       / rows[f"{p}/idle"]["round_seconds_median"], 2) for p in ("fixed", "adaptive")},
-           "adaptive_idle_over_fixed_idle": round(rows["adaptive/idle"]["round_seconds_median"]
-                                                  / rows["fixed/idle"]["round_seconds_median"], 2),
-           "same_answers": all(a == ref for v in answers.values() for a in v)}
+    res = {
+        "preset": args.preset,
+        "rounds": args.rounds,
+        "repeats": args.repeats,
+        "cores": len(os.sched_getaffinity(0)),
+        "conditions": rows,
+        "busy_over_idle": {
+            p: round(rows[f"{p}/busy"]["round_seconds_median"] / rows[f"{p}/idle"]["round_seconds_median"], 2)
+            for p in ("fixed", "adaptive")
+        },
+        "adaptive_idle_over_fixed_idle": round(
+            rows["adaptive/idle"]["round_seconds_median"] / rows["fixed/idle"]["round_seconds_median"], 2
+        ),
+        "same_answers": all(a == ref for v in answers.values() for a in v),
+    }
     if args.json:
         print(json.dumps(res))
         return
     print(f"{args.preset}: {args.rounds} rounds x {args.repeats} per condition, {res['cores']} cores")
     for key, row in rows.items():
-        print(f"  {key:15s} round median {row['round_seconds_median']:6.2f} s (max {row['round_seconds_max']:.2f}) · "
-              f"first token {row['first_token_median']} s · threads {row['threads']} · stages {row['stages']}")
-    print(f"  busy / idle: fixed {res['busy_over_idle']['fixed']}x, adaptive {res['busy_over_idle']['adaptive']}x "
-          f"(target <= 2x); adaptive idle / fixed idle {res['adaptive_idle_over_fixed_idle']}x; "
-          f"same answers: {res['same_answers']}")
+        print(
+            f"  {key:15s} round median {row['round_seconds_median']:6.2f} s (max {row['round_seconds_max']:.2f}) · "
+            f"first token {row['first_token_median']} s · threads {row['threads']} · stages {row['stages']}"
+        )
+    print(
+        f"  busy / idle: fixed {res['busy_over_idle']['fixed']}x, adaptive {res['busy_over_idle']['adaptive']}x "
+        f"(target <= 2x); adaptive idle / fixed idle {res['adaptive_idle_over_fixed_idle']}x; "
+        f"same answers: {res['same_answers']}"
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ For each packaged model and each backend (``torch-bf16``: bfloat16 autocast; ``o
 The corpus vectors go through the embedding cache (a second run only re-times the speed part). Not a test:
 it prints figures; nothing asserts on time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,9 @@ import numpy as np  # noqa: E402
 
 def speed(name: str, backend: str, texts: list[str]) -> float:
     from engine.embedders import make_retriever
+
     r = make_retriever(name, {"backend": backend, "device": "cpu"})
-    r._encode_documents(texts[:32])                      # load / export, warm up
+    r._encode_documents(texts[:32])  # load / export, warm up
     t = time.perf_counter()
     r._encode_documents(texts)
     return time.perf_counter() - t
@@ -43,6 +45,7 @@ def speed(name: str, backend: str, texts: list[str]) -> float:
 
 def top5(name: str, backend: str, docs: list[str], queries: list[str]) -> np.ndarray:
     from engine.embedders import make_retriever
+
     r = make_retriever(name, {"backend": backend, "device": "cpu"})
     d, _ = r.encode_documents(docs)
     q = r.encode_queries(queries)
@@ -54,9 +57,19 @@ def asr2(name: str, backend: str, data_dir: str, limit: int) -> float:
     from engine.config import PoisonConfig
     from engine.metrics import asr
     from engine.runs.poisoning import PoisoningRun
-    run = PoisoningRun(PoisonConfig(corpus="bioasq", queries="mirage:pubmedqa", retriever=name,
-                                    retriever_params={"backend": backend} if backend != "torch" else None,
-                                    target="pii", limit=limit, chunk_size=None, data_dir=data_dir))
+
+    run = PoisoningRun(
+        PoisonConfig(
+            corpus="bioasq",
+            queries="mirage:pubmedqa",
+            retriever=name,
+            retriever_params={"backend": backend} if backend != "torch" else None,
+            target="pii",
+            limit=limit,
+            chunk_size=None,
+            data_dir=data_dir,
+        )
+    )
     run.run()
     run.close()
     return asr(run.events, 2).value
@@ -68,23 +81,35 @@ def main() -> None:
     ap.add_argument("--backends", default="torch-bf16,onnx,onnx-int8")
     ap.add_argument("--n-speed", type=int, default=1500)
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--data-dir",
-                    default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
+    ap.add_argument(
+        "--data-dir", default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora")
+    )
     ap.add_argument("--skip-agreement", action="store_true")
-    ap.add_argument("--agreement-docs", type=int, default=0,
-                    help="rank over the first N snippets only (0: all); ASR@2 is then not measured")
+    ap.add_argument(
+        "--agreement-docs",
+        type=int,
+        default=0,
+        help="rank over the first N snippets only (0: all); ASR@2 is then not measured",
+    )
     ap.add_argument("--json")
     args = ap.parse_args()
     from engine.corpora import load_corpus
     from engine.queries import load_queries
+
     docs = load_corpus("bioasq", data_dir=args.data_dir, chunk_size=None).texts
-    sample = docs[:args.n_speed]
+    sample = docs[: args.n_speed]
     subset = bool(args.agreement_docs)
     if subset:
-        docs = docs[:args.agreement_docs]
-    queries = [q.text for q in load_queries("mirage:pubmedqa", data_dir=args.data_dir)][:args.queries]
-    out: dict = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "n_speed": len(sample),
-                 "n_docs": len(docs), "n_queries": len(queries), "models": {}}
+        docs = docs[: args.agreement_docs]
+    queries = [q.text for q in load_queries("mirage:pubmedqa", data_dir=args.data_dir)][: args.queries]
+    out: dict = {
+        "date": time.strftime("%Y-%m-%d"),
+        "cpus": os.cpu_count(),
+        "n_speed": len(sample),
+        "n_docs": len(docs),
+        "n_queries": len(queries),
+        "models": {},
+    }
     for name in args.models.split(","):
         res: dict = {}
         base = speed(name, "torch", sample)
@@ -104,8 +129,11 @@ def main() -> None:
                 line += f"; top-5 agreement over {len(docs):,} snippets {overlap:.4f} (identical sets {same:.3f})"
                 if asr_ref is not None:
                     a2 = asr2(name, backend, args.data_dir, args.queries)
-                    row.update(asr2=a2, asr2_torch=asr_ref,
-                               holds=bool(base / secs >= 2.5 and overlap >= 0.98 and abs(a2 - asr_ref) <= 0.01))
+                    row.update(
+                        asr2=a2,
+                        asr2_torch=asr_ref,
+                        holds=bool(base / secs >= 2.5 and overlap >= 0.98 and abs(a2 - asr_ref) <= 0.01),
+                    )
                     line += f"; ASR@2 {a2:.3f} vs {asr_ref:.3f}; {'holds' if row['holds'] else 'does not hold'}"
             res[backend] = row
             print(line, flush=True)

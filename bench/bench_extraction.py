@@ -19,6 +19,7 @@
 The round ratio counts the whole round: the engine's measured round minus its generation plus the baseline's
 generation. Not a test: numbers depend on the machine; run it on idle cores.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,13 @@ def llama_cpp_calls(llm, jobs: list[dict]) -> list[dict]:
         _clear(llm)
         t = time.perf_counter()
         r = llm.create_chat_completion(j["messages"], max_tokens=j["max_tokens"], temperature=0.0, seed=0)
-        out.append({"seconds": time.perf_counter() - t, "tokens": r["usage"]["completion_tokens"],
-                    "text": r["choices"][0]["message"]["content"] or ""})
+        out.append(
+            {
+                "seconds": time.perf_counter() - t,
+                "tokens": r["usage"]["completion_tokens"],
+                "text": r["choices"][0]["message"]["content"] or "",
+            }
+        )
     return out
 
 
@@ -62,6 +68,7 @@ def baseline_worker(path: str) -> None:
     from llama_cpp import Llama
 
     from engine.generators.models import resolve_model
+
     llm = Llama(model_path=str(resolve_model(spec["model"])), n_ctx=spec["n_ctx"], n_threads=2, verbose=False, seed=0)
     res = llama_cpp_calls(llm, spec["jobs"])
     print(json.dumps({"build": str(Path(llama_cpp.__file__).parent), "results": res}))
@@ -71,8 +78,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--preset", default="quick-extraction-demo")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--data-dir",
-                    default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
+    ap.add_argument(
+        "--data-dir", default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora")
+    )
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--baseline-worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -105,9 +113,16 @@ def main() -> None:
     queries = {e.round: e.text for e in ev if isinstance(e, QueryIssued)}
     texts = {d.id: d.text for d in run.corpus.documents}
     extra = [d.system_prompt() for d in run.system.by_stage("prompt")]
-    jobs = [{"messages": render(run.system.template, queries[r], [texts[c] for c in gens[r].context_ids],
-                                extra_system=extra), "max_tokens": gens[r].answer_budget or cfg.max_tokens}
-            for r in sorted(gens) if not gens[r].blocked_by]
+    jobs = [
+        {
+            "messages": render(
+                run.system.template, queries[r], [texts[c] for c in gens[r].context_ids], extra_system=extra
+            ),
+            "max_tokens": gens[r].answer_budget or cfg.max_tokens,
+        }
+        for r in sorted(gens)
+        if not gens[r].blocked_by
+    ]
     model = dict(cfg.generator_params or {}).get("model", "smollm2-135m")
     n_ctx = int(gen.params.n_ctx)
 
@@ -120,8 +135,15 @@ def main() -> None:
             _clear(llm)
             t = time.perf_counter()
             _, text, st = dec.generate(dec.chat_tokens(j["messages"]), j["max_tokens"], gen._settings())
-            engine_res.append({"seconds": time.perf_counter() - t, "tokens": st.completion_tokens, "text": text,
-                               "forward_passes": st.forward_passes, "first_token": st.first_token_seconds})
+            engine_res.append(
+                {
+                    "seconds": time.perf_counter() - t,
+                    "tokens": st.completion_tokens,
+                    "text": text,
+                    "forward_passes": st.forward_passes,
+                    "first_token": st.first_token_seconds,
+                }
+            )
         same_build = llama_cpp_calls(llm, jobs)
     run.close()
 
@@ -131,35 +153,51 @@ def main() -> None:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump({"model": model, "jobs": jobs, "n_ctx": n_ctx}, f)
         env = dict(os.environ, PYTHONPATH=f"{AVX2_SITE}{os.pathsep}{REPO}")
-        out = subprocess.run([sys.executable, __file__, "--baseline-worker", f.name], env=env, capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--baseline-worker", f.name], env=env, capture_output=True, text=True, check=True
+        )
         got = json.loads(out.stdout.strip().splitlines()[-1])
         main_res, main_build = got["results"], got["build"]
         os.unlink(f.name)
 
-    def total(rs): return sum(r["seconds"] for r in rs)
+    def total(rs):
+        return sum(r["seconds"] for r in rs)
+
     rounds = []
     for r in sorted(gens):
         if gens[r].blocked_by:
             continue
         k = len(rounds)
-        row = {"round": r, "wall_seconds": round(walls[r - 1], 2),
-               "stages": {s: round(v, 2) for s, v in ends[r].timings.items()},
-               "first_token_seconds": gens[r].info.get("first_token_seconds"),
-               "answer_tokens": engine_res[k]["tokens"], "engine_seconds": round(engine_res[k]["seconds"], 2),
-               "llama_cpp_seconds": round(same_build[k]["seconds"], 2),
-               "same_text_llama_cpp": engine_res[k]["text"] == same_build[k]["text"]}
+        row = {
+            "round": r,
+            "wall_seconds": round(walls[r - 1], 2),
+            "stages": {s: round(v, 2) for s, v in ends[r].timings.items()},
+            "first_token_seconds": gens[r].info.get("first_token_seconds"),
+            "answer_tokens": engine_res[k]["tokens"],
+            "engine_seconds": round(engine_res[k]["seconds"], 2),
+            "llama_cpp_seconds": round(same_build[k]["seconds"], 2),
+            "same_text_llama_cpp": engine_res[k]["text"] == same_build[k]["text"],
+        }
         if main_res:
             row["main_before_seconds"] = round(main_res[k]["seconds"], 2)
             row["same_text_main_before"] = engine_res[k]["text"] == main_res[k]["text"]
-            row["round_ratio"] = round((sum(ends[r].timings.values()) - gens[r].seconds + main_res[k]["seconds"])
-                                       / max(sum(ends[r].timings.values()), 1e-9), 2)
+            row["round_ratio"] = round(
+                (sum(ends[r].timings.values()) - gens[r].seconds + main_res[k]["seconds"])
+                / max(sum(ends[r].timings.values()), 1e-9),
+                2,
+            )
         rounds.append(row)
-    res = {"preset": args.preset, "model": model, "rounds": rounds,
-           "round_seconds_max": round(max(walls), 2), "round_seconds_mean": round(sum(walls) / len(walls), 2),
-           "generation_ratio_decoding_only": round(total(same_build) / total(engine_res), 2),
-           "installed_build": (REPO / ".venv" / "llama-build").read_text().strip()
-           if (REPO / ".venv" / "llama-build").is_file() else "unknown"}
+    res = {
+        "preset": args.preset,
+        "model": model,
+        "rounds": rounds,
+        "round_seconds_max": round(max(walls), 2),
+        "round_seconds_mean": round(sum(walls) / len(walls), 2),
+        "generation_ratio_decoding_only": round(total(same_build) / total(engine_res), 2),
+        "installed_build": (REPO / ".venv" / "llama-build").read_text().strip()
+        if (REPO / ".venv" / "llama-build").is_file()
+        else "unknown",
+    }
     if main_res:
         res["generation_ratio_vs_main_before"] = round(total(main_res) / total(engine_res), 2)
         res["generation_ratio_build_only"] = round(total(main_res) / total(same_build), 2)
@@ -167,19 +205,25 @@ def main() -> None:
     if args.json:
         print(json.dumps(res))
         return
-    print(f"{args.preset}: {model}, {len(rounds)} rounds; round wall time mean {res['round_seconds_mean']} s, "
-          f"max {res['round_seconds_max']} s (installed llama.cpp build: {res['installed_build']})")
+    print(
+        f"{args.preset}: {model}, {len(rounds)} rounds; round wall time mean {res['round_seconds_mean']} s, "
+        f"max {res['round_seconds_max']} s (installed llama.cpp build: {res['installed_build']})"
+    )
     for row in rounds:
-        print(f"  round {row['round']}: {row['answer_tokens']} answer tokens"
-              f" · first token {row['first_token_seconds']} s"
-              f" · engine {row['engine_seconds']} s · llama.cpp decoding {row['llama_cpp_seconds']} s"
-              + (f" · main before (AVX2 build) {row['main_before_seconds']} s" if main_res else "")
-              + f" · same text: {row['same_text_llama_cpp']}"
-              + (f"/{row['same_text_main_before']}" if main_res else ""))
+        print(
+            f"  round {row['round']}: {row['answer_tokens']} answer tokens"
+            f" · first token {row['first_token_seconds']} s"
+            f" · engine {row['engine_seconds']} s · llama.cpp decoding {row['llama_cpp_seconds']} s"
+            + (f" · main before (AVX2 build) {row['main_before_seconds']} s" if main_res else "")
+            + f" · same text: {row['same_text_llama_cpp']}"
+            + (f"/{row['same_text_main_before']}" if main_res else "")
+        )
     print(f"  generation: engine vs llama.cpp decoding (same build) {res['generation_ratio_decoding_only']}x")
     if main_res:
-        print(f"  generation: engine vs main before {res['generation_ratio_vs_main_before']}x "
-              f"(of which the build: {res['generation_ratio_build_only']}x)")
+        print(
+            f"  generation: engine vs main before {res['generation_ratio_vs_main_before']}x "
+            f"(of which the build: {res['generation_ratio_build_only']}x)"
+        )
         print("  whole round vs main before: " + ", ".join(f"{r['round_ratio']}x" for r in rounds))
     else:
         print("  (no portable AVX2 build in .venv/llama-avx2: run scripts/install.sh for the main-before baseline)")

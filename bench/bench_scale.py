@@ -13,6 +13,7 @@
    twice (the second run warm: models loaded), as a ratio (target ≤ 1.05× for such cells).
 Not a test: it prints figures (and writes them as JSON); nothing asserts on time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,9 +37,9 @@ import numpy as np  # noqa: E402
 def unit_vectors(n: int, d: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     out = np.empty((n, d), dtype=np.float32)
-    for a in range(0, n, 100_000):                 # in blocks: no float64 copy of a 3 GB matrix
+    for a in range(0, n, 100_000):  # in blocks: no float64 copy of a 3 GB matrix
         b = rng.standard_normal((min(100_000, n - a), d), dtype=np.float32)
-        out[a:a + len(b)] = b / np.linalg.norm(b, axis=1, keepdims=True)
+        out[a : a + len(b)] = b / np.linalg.norm(b, axis=1, keepdims=True)
     return out
 
 
@@ -56,12 +57,13 @@ def exact_search_ms(M: np.ndarray, n_queries: int = 100, k: int = 5, repeats: in
 def chroma_rate(client, n: int, d: int) -> float:
     vecs = unit_vectors(n, d, seed=2)
     ids = [f"d{i}" for i in range(n)]
-    col = client.create_collection(f"bench-{n}-{d}-{time.time_ns()}", embedding_function=None,
-                                   configuration={"hnsw": {"space": "cosine"}})
+    col = client.create_collection(
+        f"bench-{n}-{d}-{time.time_ns()}", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    )
     step = min(client.get_max_batch_size(), 4096)
     t = time.perf_counter()
     for a in range(0, n, step):
-        col.add(ids=ids[a:a + step], embeddings=vecs[a:a + step])
+        col.add(ids=ids[a : a + step], embeddings=vecs[a : a + step])
     secs = time.perf_counter() - t
     client.delete_collection(col.name)
     return n / secs
@@ -70,10 +72,14 @@ def chroma_rate(client, n: int, d: int) -> float:
 def start_chroma_server(path: str) -> tuple[subprocess.Popen, int]:
     sys.path.insert(0, str(REPO / "tests"))
     from helpers import free_port, wait_for_port
+
     port = free_port()
     exe = Path(sys.executable).with_name("chroma")
-    proc = subprocess.Popen([str(exe), "run", "--path", path, "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(exe), "run", "--path", path, "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     if not wait_for_port(port, proc, 60):
         proc.kill()
         raise SystemExit("chroma server did not start")
@@ -84,9 +90,18 @@ def ray_cell(rounds: int) -> dict:
     from engine.compare import compare_cell
     from engine.config import ComparisonConfig
     from engine.executors import ExecutorConfig, connect, import_ray
-    base = {"generator": "local", "generator_params": {"model": "smollm2-135m", "max_tokens": 96},
-            "attacker_llm": "", "max_tokens": 96, "answer_budget": "fixed", "attack": "zeng", "rounds": rounds,
-            "top_k": 2, "data_dir": ""}
+
+    base = {
+        "generator": "local",
+        "generator_params": {"model": "smollm2-135m", "max_tokens": 96},
+        "attacker_llm": "",
+        "max_tokens": 96,
+        "answer_budget": "fixed",
+        "attack": "zeng",
+        "rounds": rounds,
+        "top_k": 2,
+        "data_dir": "",
+    }
     cfg = ComparisonConfig.from_dict({"base": base, "attacks": ["zeng"], "configurations": ["none"]})
     item = (cfg.to_dict(), 0, "clinic_records", "zeng", "none", None, False, False)
     local: list[float] = []
@@ -98,7 +113,7 @@ def ray_cell(rounds: int) -> dict:
     connect(ExecutorConfig(executor="ray"))
     try:
         task = ray.remote(compare_cell).options(num_cpus=1)
-        ray.get(ray.remote(lambda: 0).remote())          # a worker up before timing
+        ray.get(ray.remote(lambda: 0).remote())  # a worker up before timing
         remote = []
         for _ in range(2):
             t = time.perf_counter()
@@ -106,8 +121,13 @@ def ray_cell(rounds: int) -> dict:
             remote.append(time.perf_counter() - t)
     finally:
         ray.shutdown()
-    return {"rounds": rounds, "in_process_s": [round(x, 1) for x in local], "ray_s": [round(x, 1) for x in remote],
-            "ratio_cold": round(remote[0] / local[0], 3), "ratio_warm": round(remote[1] / local[1], 3)}
+    return {
+        "rounds": rounds,
+        "in_process_s": [round(x, 1) for x in local],
+        "ray_s": [round(x, 1) for x in remote],
+        "ratio_cold": round(remote[0] / local[0], 3),
+        "ratio_warm": round(remote[1] / local[1], 3),
+    }
 
 
 def main() -> None:
@@ -118,8 +138,9 @@ def main() -> None:
     ap.add_argument("--ray-cell", action="store_true")
     ap.add_argument("--ray-rounds", type=int, default=10)
     ap.add_argument("--skip-search", action="store_true")
-    ap.add_argument("--data-dir",
-                    default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora"))
+    ap.add_argument(
+        "--data-dir", default=os.environ.get("RAG_PLAYGROUND_DATA_DIR") or str(REPO.parent / "shared" / "corpora")
+    )
     ap.add_argument("--json")
     args = ap.parse_args()
     out: dict = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "search": [], "chroma": []}
@@ -130,16 +151,19 @@ def main() -> None:
             ms = exact_search_ms(M)
             row = {"n": n, "d": d, "ms_per_query": round(ms, 3), "vectors_mb": round(M.nbytes / 2**20, 1)}
             out["search"].append(row)
-            print(f"exact search n={n:>9,} d={d}: {ms:8.3f} ms/query · vectors {row['vectors_mb']:,.0f} MiB",
-                  flush=True)
+            print(
+                f"exact search n={n:>9,} d={d}: {ms:8.3f} ms/query · vectors {row['vectors_mb']:,.0f} MiB", flush=True
+            )
             del M
     import chromadb
     from chromadb.config import Settings
+
     with tempfile.TemporaryDirectory() as tmp:
         if args.skip_search:
             args.chroma_sizes = ""
-        embedded = chromadb.PersistentClient(path=str(Path(tmp) / "embedded"),
-                                             settings=Settings(anonymized_telemetry=False))
+        embedded = chromadb.PersistentClient(
+            path=str(Path(tmp) / "embedded"), settings=Settings(anonymized_telemetry=False)
+        )
         proc, port = start_chroma_server(str(Path(tmp) / "server"))
         try:
             server = chromadb.HttpClient(host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False))

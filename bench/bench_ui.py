@@ -14,6 +14,7 @@ demo's round in a real browser against the engine's own time for the same round.
   seconds for that round and its first answer token (the run's ``round_ended`` / ``generated`` events, written
   by the same server process). ``--busy`` runs one CPU-bound process beside it (the contention case).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,14 +59,20 @@ def extraction_browser(rounds: int, busy: bool) -> dict:
     from helpers import streamlit_server
 
     from engine.events import Generated, RoundEnded, read_jsonl
+
     cache = Path(tempfile.mkdtemp(prefix="bench-ui-x-"))
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     rows = []
     try:
-        with streamlit_server(REPO, cache / "streamlit.log", {"RAG_PLAYGROUND_CACHE": str(cache)}) as url, \
-                sync_playwright() as p:
-            b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                  args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        with (
+            streamlit_server(REPO, cache / "streamlit.log", {"RAG_PLAYGROUND_CACHE": str(cache)}) as url,
+            sync_playwright() as p,
+        ):
+            b = p.chromium.launch(
+                executable_path="/usr/bin/chromium",
+                headless=True,
+                args=["--no-sandbox", "--disable-gpu", "--no-first-run"],
+            )
             pg = b.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             pg.set_default_timeout(600_000)
             pg.goto(url, wait_until="domcontentloaded")
@@ -88,8 +95,14 @@ def extraction_browser(rounds: int, busy: bool) -> dict:
                 done.first.wait_for()
                 t_done = time.monotonic() - t0
                 _idle(pg, quiet=0.3)
-                rows.append({"round": n, "first_words_s": round(t_first, 2), "finished_s": round(t_done, 2),
-                             "idle_s": round(time.monotonic() - t0 - 0.3, 2)})
+                rows.append(
+                    {
+                        "round": n,
+                        "first_words_s": round(t_first, 2),
+                        "finished_s": round(t_done, 2),
+                        "idle_s": round(time.monotonic() - t0 - 0.3, 2),
+                    }
+                )
             b.close()
     finally:
         if hog:
@@ -107,10 +120,14 @@ def extraction_browser(rounds: int, busy: bool) -> dict:
         row["browser_over_engine"] = round(row["finished_s"] / eng, 2)
     fin = [r["finished_s"] for r in rows]
     eng = [r["engine_round_s"] for r in rows]
-    return {"case": "extraction-browser", "busy": busy, "rounds": rows,
-            "browser_round_median_s": round(statistics.median(fin), 2),
-            "engine_round_median_s": round(statistics.median(eng), 2),
-            "browser_over_engine": round(sum(fin) / sum(eng), 2)}
+    return {
+        "case": "extraction-browser",
+        "busy": busy,
+        "rounds": rows,
+        "browser_round_median_s": round(statistics.median(fin), 2),
+        "engine_round_median_s": round(statistics.median(eng), 2),
+        "browser_over_engine": round(sum(fin) / sum(eng), 2),
+    }
 
 
 def main() -> None:
@@ -123,9 +140,11 @@ def main() -> None:
     if args.case == "extraction-browser":
         res = extraction_browser(args.rounds, args.busy)
         for r in res["rounds"]:
-            print(f"round {r['round']}: first words {r['first_words_s']} s, finished {r['finished_s']} s "
-                  f"(engine {r['engine_round_s']} s, first token {r['engine_first_token_s']} s) -> "
-                  f"{r['browser_over_engine']}x")
+            print(
+                f"round {r['round']}: first words {r['first_words_s']} s, finished {r['finished_s']} s "
+                f"(engine {r['engine_round_s']} s, first token {r['engine_first_token_s']} s) -> "
+                f"{r['browser_over_engine']}x"
+            )
         print(json.dumps(res))
         return
     from streamlit.testing.v1 import AppTest
@@ -166,17 +185,22 @@ def main() -> None:
         ui.append(dt - engine_time["t"])
     assert not at.exception
 
-    code = ("import time; t=time.perf_counter(); from streamlit.testing.v1 import AppTest; "
-            "at=AppTest.from_file('app.py', default_timeout=300); at.run(); assert not at.exception; "
-            "print(time.perf_counter()-t)")
+    code = (
+        "import time; t=time.perf_counter(); from streamlit.testing.v1 import AppTest; "
+        "at=AppTest.from_file('app.py', default_timeout=300); at.run(); assert not at.exception; "
+        "print(time.perf_counter()-t)"
+    )
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
     cold_process = time.perf_counter() - t
-    res = {"steps": args.steps, "ui_ms_per_step_median": 1000 * statistics.median(ui),
-           "ui_ms_per_step_p90": 1000 * sorted(ui)[int(0.9 * (len(ui) - 1))],
-           "total_ms_per_step_median": 1000 * statistics.median(totals),
-           "cold_start_first_page_s": cold_process,
-           "cold_start_script_s": float(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else None}
+    res = {
+        "steps": args.steps,
+        "ui_ms_per_step_median": 1000 * statistics.median(ui),
+        "ui_ms_per_step_p90": 1000 * sorted(ui)[int(0.9 * (len(ui) - 1))],
+        "total_ms_per_step_median": 1000 * statistics.median(totals),
+        "cold_start_first_page_s": cold_process,
+        "cold_start_script_s": float(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else None,
+    }
     for k, v in res.items():
         print(f"{k}: {v:.1f}" if isinstance(v, float) else f"{k}: {v}")
     print(json.dumps(res))

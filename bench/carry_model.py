@@ -6,6 +6,7 @@ only: the same architecture and speed). Used for the GPU figures (``bench/bench_
     .venv/bin/python bench/carry_model.py pack    SRC_FOLDER  PACKED_FOLDER
     python3          bench/carry_model.py restore PACKED_FOLDER  FLOAT32_FOLDER
 """
+
 from __future__ import annotations
 
 import shutil
@@ -20,16 +21,17 @@ PACKED = "model16.safetensors"
 def pack(src: str, dst: str) -> None:
     shutil.copytree(src, dst, dirs_exist_ok=True, ignore=shutil.ignore_patterns("model.safetensors", "README.md"))
     sd = load_file(f"{src}/model.safetensors")
-    save_file({k: (v.half() if v.dtype == torch.float32 else v).contiguous() for k, v in sd.items()},
-              f"{dst}/{PACKED}")
+    save_file({k: (v.half() if v.dtype == torch.float32 else v).contiguous() for k, v in sd.items()}, f"{dst}/{PACKED}")
     print(f"packed {len(sd)} tensors as float16")
 
 
 def restore(src: str, dst: str) -> None:
     shutil.copytree(src, dst, dirs_exist_ok=True, ignore=shutil.ignore_patterns(PACKED))
     sd = load_file(f"{src}/{PACKED}")
-    save_file({k: (v.float() if v.dtype == torch.float16 else v).contiguous() for k, v in sd.items()},
-              f"{dst}/model.safetensors")
+    save_file(
+        {k: (v.float() if v.dtype == torch.float16 else v).contiguous() for k, v in sd.items()},
+        f"{dst}/model.safetensors",
+    )
     print(f"restored {len(sd)} tensors to float32")
 
 

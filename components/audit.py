@@ -4,6 +4,7 @@ What a target answered is attacker-controlled (and so is the knowledge base's te
 st.text / st.code / st.dataframe, never as HTML or live Markdown. Keys typed here live in this browser
 session's memory only (``audit_secrets``): the configuration names them as ``${NAME}``.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -51,9 +52,13 @@ def secrets_section() -> None:
     ss.setdefault("audit_secrets", {})
     with st.expander("Keys (kept in this browser session only, never written)"):
         c1, c2, c3 = st.columns([2, 3, 1])
-        c1.text_input("Name", "RAG_API_KEY", key="audit_secret_name",
-                             help="Refer to it in the target's fields as ${NAME}, e.g. headers "
-                                  "{\"Authorization\": \"Bearer ${RAG_API_KEY}\"} or api_key_env RAG_API_KEY")
+        c1.text_input(
+            "Name",
+            "RAG_API_KEY",
+            key="audit_secret_name",
+            help="Refer to it in the target's fields as ${NAME}, e.g. headers "
+            '{"Authorization": "Bearer ${RAG_API_KEY}"} or api_key_env RAG_API_KEY',
+        )
         c2.text_input("Value", type="password", key="audit_secret_value")
         c3.button("Keep", key="audit_secret_keep", on_click=_keep_secret)
         if ss["audit_secrets"]:
@@ -73,38 +78,61 @@ def probe_result(got: Mapping[str, Any]) -> None:
     st.text(got["answer"][:3000] or "(empty answer)")
     if got["contexts_reported"]:
         st.caption(f"{len(got['contexts'])} context(s) reported:")
-        st.dataframe(pd.DataFrame([{"id": c["id"], "score": c["score"], "text": c["text"][:300]}
-                                   for c in got["contexts"]]), hide_index=True, width="stretch")
+        st.dataframe(
+            pd.DataFrame([{"id": c["id"], "score": c["score"], "text": c["text"][:300]} for c in got["contexts"]]),
+            hide_index=True,
+            width="stretch",
+        )
     else:
-        st.caption("No contexts reported — set the contexts path if the service returns its sources (the "
-                   "leakage metrics then see what reached the answer).")
-    st.caption(f"Poisoning (write surface): {'yes' if got['can_write'] else 'no'} · removal verifiable: "
-               f"{'yes' if got['can_verify'] else 'no'} · store readable as the reference: "
-               f"{'yes' if got['readable'] else 'no'}")
+        st.caption(
+            "No contexts reported — set the contexts path if the service returns its sources (the "
+            "leakage metrics then see what reached the answer)."
+        )
+    st.caption(
+        f"Poisoning (write surface): {'yes' if got['can_write'] else 'no'} · removal verifiable: "
+        f"{'yes' if got['can_verify'] else 'no'} · store readable as the reference: "
+        f"{'yes' if got['readable'] else 'no'}"
+    )
 
 
 def findings_table(report: Mapping[str, Any]) -> pd.DataFrame:
     """One row per finding: severity, cell, title, headline metric with its interval, OWASP and ATLAS ids."""
     rows = []
     for f in report["findings"]:
-        head = next((f"{k}: {metric_text(f['metrics'][k])}" for k in HEADLINE
-                     if k in (f.get("metrics") or {}) and f["metrics"][k].get("value") is not None), "")
+        head = next(
+            (
+                f"{k}: {metric_text(f['metrics'][k])}"
+                for k in HEADLINE
+                if k in (f.get("metrics") or {}) and f["metrics"][k].get("value") is not None
+            ),
+            "",
+        )
         sev = f["severity"] if f["status"] == "done" else f["status"]
-        rows.append({"severity": f"{SEVERITY_ICONS.get(sev, '')} {sev}", "cell": f["id"], "finding": f["title"],
-                     "headline": head, "OWASP": ", ".join(t["id"] for t in f.get("owasp") or []),
-                     "ATLAS": ", ".join(t["id"] for t in f.get("atlas") or [])})
+        rows.append(
+            {
+                "severity": f"{SEVERITY_ICONS.get(sev, '')} {sev}",
+                "cell": f["id"],
+                "finding": f["title"],
+                "headline": head,
+                "OWASP": ", ".join(t["id"] for t in f.get("owasp") or []),
+                "ATLAS": ", ".join(t["id"] for t in f.get("atlas") or []),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def render_report(report: Mapping[str, Any], folder: str) -> None:
     """The report: counts, the gate, the findings table, each finding's detail, and the downloads."""
     from pathlib import Path
+
     t = report["target"]
     ref = report.get("reference") or {}
     st.subheader("Report")
-    st.caption(f"{md_escape(t['kind'])} · {md_escape(t['endpoint'])} · reference: "
-               f"{md_escape(ref.get('name') or 'unknown')} ({ref.get('chunks', 0)} chunks) · {report['status']} · "
-               f"saved in {md_escape(folder)}")
+    st.caption(
+        f"{md_escape(t['kind'])} · {md_escape(t['endpoint'])} · reference: "
+        f"{md_escape(ref.get('name') or 'unknown')} ({ref.get('chunks', 0)} chunks) · {report['status']} · "
+        f"saved in {md_escape(folder)}"
+    )
     cols = st.columns(len(SEVERITIES))
     for col, sev in zip(cols, reversed(SEVERITIES)):
         col.metric(f"{SEVERITY_ICONS[sev]} {sev}", report["severity_counts"].get(sev, 0))
@@ -119,15 +147,28 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
         with st.expander(f"{SEVERITY_ICONS.get(sev, '')} {sev} · {f['id']} — {f['title']}"):
             st.markdown(f"**Why this severity:** {md_escape(f['severity_rationale'])}")
             if f.get("metrics"):
-                st.dataframe(pd.DataFrame([{"metric": k, "value [95% interval] (k/n)": metric_text(m),
-                                            "meaning": m.get("label", "")} for k, m in f["metrics"].items()]),
-                             hide_index=True, width="stretch")
+                st.dataframe(
+                    pd.DataFrame(
+                        [
+                            {"metric": k, "value [95% interval] (k/n)": metric_text(m), "meaning": m.get("label", "")}
+                            for k, m in f["metrics"].items()
+                        ]
+                    ),
+                    hide_index=True,
+                    width="stretch",
+                )
             if f.get("not_computed"):
-                st.caption("Not computed: " + "; ".join(f"{md_escape(k)} ({md_escape(v)})"
-                                                         for k, v in f["not_computed"].items()))
+                st.caption(
+                    "Not computed: "
+                    + "; ".join(f"{md_escape(k)} ({md_escape(v)})" for k, v in f["not_computed"].items())
+                )
             if f.get("owasp") or f.get("atlas"):
-                st.caption("OWASP LLM Top 10 2025: " + ", ".join(f"{x['id']} {x['name']}" for x in f["owasp"]) +
-                           " · MITRE ATLAS: " + ", ".join(f"{x['id']} {x['name']}" for x in f["atlas"]))
+                st.caption(
+                    "OWASP LLM Top 10 2025: "
+                    + ", ".join(f"{x['id']} {x['name']}" for x in f["owasp"])
+                    + " · MITRE ATLAS: "
+                    + ", ".join(f"{x['id']} {x['name']}" for x in f["atlas"])
+                )
             for ev in f.get("evidence") or []:
                 st.markdown(f"*Round {ev.get('round')}: {md_escape(ev.get('why', ''))}*")
                 c1, c2 = st.columns(2)
@@ -137,15 +178,19 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
                 c2.caption(f"Source {ev.get('source_id', '')}")
                 c2.text(str(ev.get("source_text", ""))[:1500])
             for r in f.get("recommendations") or []:
-                st.markdown(f"- **{md_escape(r['defense'])}** — {md_escape(r['what'])}  \n"
-                            f"  measured here: {md_escape(r['measured'])}")
+                st.markdown(
+                    f"- **{md_escape(r['defense'])}** — {md_escape(r['what'])}  \n"
+                    f"  measured here: {md_escape(r['measured'])}"
+                )
             if f.get("reproduce"):
                 st.code(f["reproduce"], language="bash")
     html_path, json_path = Path(folder) / "report.html", Path(folder) / "report.json"
     c1, c2 = st.columns(2)
     if html_path.is_file():
-        c1.download_button("Download report.html", html_path.read_bytes(), "report.html", "text/html",
-                           key=f"dl_html_{folder}")
+        c1.download_button(
+            "Download report.html", html_path.read_bytes(), "report.html", "text/html", key=f"dl_html_{folder}"
+        )
     if json_path.is_file():
-        c2.download_button("Download report.json", json_path.read_bytes(), "report.json", "application/json",
-                           key=f"dl_json_{folder}")
+        c2.download_button(
+            "Download report.json", json_path.read_bytes(), "report.json", "application/json", key=f"dl_json_{folder}"
+        )

@@ -1,4 +1,5 @@
 """Drawing a defense comparison (live or reopened from disk): curves, table, trade-off, ablation, clusters."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,8 +13,9 @@ from engine.errors import EngineError
 from engine.plots.defenses import cluster_view, comparison_curves, ratio_bars, tradeoff_scatter
 
 
-def render_results(config: dict[str, Any], rows: list[dict[str, Any]], *, complete: bool = True,
-                   key: str = "cmp") -> None:
+def render_results(
+    config: dict[str, Any], rows: list[dict[str, Any]], *, complete: bool = True, key: str = "cmp"
+) -> None:
     """The finished comparison: the leakage table with ratios to no defense, the leakage-vs-utility chart and the
     ablation checks (a note when the grid is not complete yet); ``key`` keeps two renderings' widgets apart."""
     if not rows:
@@ -23,8 +25,13 @@ def render_results(config: dict[str, Any], rows: list[dict[str, Any]], *, comple
     if not complete or (expected and len(rows) < expected):
         st.warning(f"Stopped early: {len(rows)} of {expected} attack × configuration runs finished.")
     names = list(LEAK_METRICS)
-    metric = st.selectbox("Leakage metric", names, format_func=LEAK_METRICS.get, key=f"{key}_metric",
-                          help="CRR: share of the knowledge-base chunks the attacker recovered (ROUGE-L recall ≥ τ)")
+    metric = st.selectbox(
+        "Leakage metric",
+        names,
+        format_func=LEAK_METRICS.get,
+        key=f"{key}_metric",
+        help="CRR: share of the knowledge-base chunks the attacker recovered (ROUGE-L recall ≥ τ)",
+    )
     st.subheader("Leakage round by round")
     st.plotly_chart(comparison_curves(rows, metric), width="stretch", key=f"{key}_curves")
     st.caption("One line per defense configuration: how the leak grows as the attacker spends its query budget.")
@@ -32,24 +39,31 @@ def render_results(config: dict[str, Any], rows: list[dict[str, Any]], *, comple
     st.subheader("Final metrics")
     table = comparison_table(rows)
     st.dataframe(table.round(4), hide_index=True, width="stretch", key=f"{key}_table")
-    st.caption("`*_ratio` = value ÷ value without protection (same attack); empty when the undefended value is 0. "
-               "`utility_acc_drop` = ACC without protection − ACC with it.")
+    st.caption(
+        "`*_ratio` = value ÷ value without protection (same attack); empty when the undefended value is 0. "
+        "`utility_acc_drop` = ACC without protection − ACC with it."
+    )
     n_runs = max((r.get("n_runs", 1) for r in rows), default=1)
     if n_runs > 1:
-        st.caption(f"Each value is the mean over {n_runs} runs with different attacker seeds (`*_std`: their "
-                   "standard deviation; ratios are ratios of the means). A difference smaller than the spread "
-                   "is not a finding.")
+        st.caption(
+            f"Each value is the mean over {n_runs} runs with different attacker seeds (`*_std`: their "
+            "standard deviation; ratios are ratios of the means). A difference smaller than the spread "
+            "is not a finding."
+        )
     if any(r.get(f"{metric}_ratio") is not None for r in rows):
         st.plotly_chart(ratio_bars(rows, metric), width="stretch", key=f"{key}_ratios")
 
     has_utility = any(r.get("utility_acc") is not None for r in rows)
     st.subheader("Security vs utility")
     if has_utility:
-        x = st.radio("Utility axis", list(UTILITY_METRICS), format_func=UTILITY_METRICS.get, horizontal=True,
-                     key=f"{key}_x")
+        x = st.radio(
+            "Utility axis", list(UTILITY_METRICS), format_func=UTILITY_METRICS.get, horizontal=True, key=f"{key}_x"
+        )
         st.plotly_chart(tradeoff_scatter(rows, x, metric), width="stretch", key=f"{key}_tradeoff")
-        st.caption("Bottom right is best: little leakage, useful answers. A defense that moves a point down "
-                   "without moving it left is worth having.")
+        st.caption(
+            "Bottom right is best: little leakage, useful answers. A defense that moves a point down "
+            "without moving it left is worth having."
+        )
     else:
         st.info("This comparison ran without the utility evaluation, so there is no trade-off to draw.")
 
@@ -59,13 +73,20 @@ def render_results(config: dict[str, Any], rows: list[dict[str, Any]], *, comple
         if check["holds"] is None:
             continue
         v = check["values"]
-        line = (f"{LEAK_METRICS[metric]}: reindex+cascade {v['reindex+cascade']:.3g} · reindex {v['reindex']:.3g} · "
-                f"cascade {v['cascade']:.3g} · none {v['none']:.3g}")
+        line = (
+            f"{LEAK_METRICS[metric]}: reindex+cascade {v['reindex+cascade']:.3g} · reindex {v['reindex']:.3g} · "
+            f"cascade {v['cascade']:.3g} · none {v['none']:.3g}"
+        )
         who = f"{attack} on {kb}" if len(kbs) > 1 else attack
         msg = f"RAGFort ablation direction for {md_escape(who)} (both < min(single paths) < none): "
         if check["holds"] and check["not_below_none"]:
-            st.warning(msg + "**holds**, but " + " and ".join(check["not_below_none"])
-                       + " alone leaks no less than no protection. " + line)
+            st.warning(
+                msg
+                + "**holds**, but "
+                + " and ".join(check["not_below_none"])
+                + " alone leaks no less than no protection. "
+                + line
+            )
         elif check["holds"]:
             st.success(msg + "**holds**. " + line)
         else:
@@ -74,28 +95,48 @@ def render_results(config: dict[str, Any], rows: list[dict[str, Any]], *, comple
     avg = average_ablation_direction(rows, metric)
     if avg["holds"] is not None and avg["attacks"] > 1:
         rr = avg["ratios"]
-        line = (f"reindex+cascade {rr['reindex+cascade']:.2f}× · reindex {rr['reindex']:.2f}× · "
-                f"cascade {rr['cascade']:.2f}× · none 1.00×")
-        msg = (f"RAGFort ablation on the relative {LEAK_METRICS[metric]} averaged over {avg['attacks']} attacks "
-               "(the paper's ablation table): ")
+        line = (
+            f"reindex+cascade {rr['reindex+cascade']:.2f}× · reindex {rr['reindex']:.2f}× · "
+            f"cascade {rr['cascade']:.2f}× · none 1.00×"
+        )
+        msg = (
+            f"RAGFort ablation on the relative {LEAK_METRICS[metric]} averaged over {avg['attacks']} attacks "
+            "(the paper's ablation table): "
+        )
         if avg["holds"] and avg["not_below_none"]:
-            st.warning(msg + "**holds**, but " + " and ".join(avg["not_below_none"])
-                       + " alone leaks no less than no protection. " + line)
+            st.warning(
+                msg
+                + "**holds**, but "
+                + " and ".join(avg["not_below_none"])
+                + " alone leaks no less than no protection. "
+                + line
+            )
         else:
-            (st.success if avg["holds"] else st.warning)(msg + ("**holds**. " if avg["holds"] else
-                                                                "**does not hold** here. ") + line)
+            (st.success if avg["holds"] else st.warning)(
+                msg + ("**holds**. " if avg["holds"] else "**does not hold** here. ") + line
+            )
 
     if uses_reindex(rows):
         _cluster_panel(config, key)
-    st.download_button("Final metrics (CSV)", table.to_csv(index=False), file_name="defense_comparison.csv",
-                       mime="text/csv", on_click="ignore", key=f"{key}_csv")
+    st.download_button(
+        "Final metrics (CSV)",
+        table.to_csv(index=False),
+        file_name="defense_comparison.csv",
+        mime="text/csv",
+        on_click="ignore",
+        key=f"{key}_csv",
+    )
 
 
 def _cluster_panel(config: dict[str, Any], key: str) -> None:
     st.subheader("Contrastive reindexing: the knowledge base before and after")
-    if not st.toggle("Show the cluster view", value=True, key=f"{key}_clusters",
-                     help="Reuses the reindexing cached on disk by the run; recomputing it without the cache "
-                          "fine-tunes the encoder again (minutes on CPU)."):
+    if not st.toggle(
+        "Show the cluster view",
+        value=True,
+        key=f"{key}_clusters",
+        help="Reuses the reindexing cached on disk by the run; recomputing it without the cache "
+        "fine-tunes the encoder again (minutes on CPU).",
+    ):
         return
     from engine.analysis.reindex_view import reindex_view_for
 
@@ -112,21 +153,25 @@ def _cluster_panel(config: dict[str, Any], key: str) -> None:
         return
     st.plotly_chart(cluster_view(res), width="stretch", key=f"{key}_cluster_fig")
     sb, sa = res.separation_before, res.separation_after
-    st.caption(f"{res.n_clusters} HDBSCAN clusters, {res.n_noise} noise chunks. Intra − inter cluster cosine gap: "
-               f"{sb.get('gap', float('nan')):.3f} before, {sa.get('gap', float('nan')):.3f} after. Each panel has "
-               "its own 2-D PCA axes: compare how tight and apart the colours are, not the positions.")
+    st.caption(
+        f"{res.n_clusters} HDBSCAN clusters, {res.n_noise} noise chunks. Intra − inter cluster cosine gap: "
+        f"{sb.get('gap', float('nan')):.3f} before, {sa.get('gap', float('nan')):.3f} after. Each panel has "
+        "its own 2-D PCA axes: compare how tight and apart the colours are, not the positions."
+    )
 
 
 def _stamp(folder: str) -> tuple:
     """What changes when a long run advances or ends: its events and summary files' names, sizes and times."""
     from pathlib import Path
+
     files = sorted(Path(folder).expanduser().glob("runs/*/*.json*"))
     return tuple((str(p), p.stat().st_size, p.stat().st_mtime) for p in files if p.is_file())
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def _long_runs(folder: str, stamp: tuple) -> list[dict[str, Any]]:     # stamp: re-read when a run advanced
+def _long_runs(folder: str, stamp: tuple) -> list[dict[str, Any]]:  # stamp: re-read when a run advanced
     from engine.analysis.scale_report import read_runs
+
     return read_runs(folder)
 
 
@@ -138,14 +183,21 @@ def long_run_section() -> None:
     from engine.paths import REPO_ROOT
     from engine.plots.defenses import crr_with_intervals
 
-    st.caption("Reads the run folders of a comparison run with `--out` (the CLI's long experiments, e.g. "
-               "`compare --preset ragfort-paper-scale`), including a cell still running or cut short: CRR after "
-               "every round, with Wilson's 95% interval over the KB's chunks (which chunks one trajectory reaches; "
-               "the spread over attacker seeds needs `--repeats`).")
+    st.caption(
+        "Reads the run folders of a comparison run with `--out` (the CLI's long experiments, e.g. "
+        "`compare --preset ragfort-paper-scale`), including a cell still running or cut short: CRR after "
+        "every round, with Wilson's 95% interval over the KB's chunks (which chunks one trajectory reaches; "
+        "the spread over attacker seeds needs `--repeats`)."
+    )
     from components.folders import folder_input, subfolders_holding
     from components.state import my_comparisons_dir
-    folder = folder_input("Comparison folder", REPO_ROOT / "results" / "ragfort-paper-scale-hcm", key="long_folder",
-                          choices=subfolders_holding([REPO_ROOT / "results", my_comparisons_dir()], "comparison.json"))
+
+    folder = folder_input(
+        "Comparison folder",
+        REPO_ROOT / "results" / "ragfort-paper-scale-hcm",
+        key="long_folder",
+        choices=subfolders_holding([REPO_ROOT / "results", my_comparisons_dir()], "comparison.json"),
+    )
     if folder is None:
         return
     try:
@@ -156,23 +208,43 @@ def long_run_section() -> None:
         return
     st.plotly_chart(crr_with_intervals(runs), width="stretch", key="long_curves")
     rows = report_rows(runs)
-    table = [{"KB": r["kb"], "attack": r["attack"], "configuration": r["configuration"], "seed": r["seed"],
-              "rounds": r["rounds"],     # a checkpoint this run has not reached yet reads "not yet", not a grey None
-              **{f"CRR @ {k[4:]}": "not yet" if r[k] is None else f"{r[k]:.3f}" for k in r if k.startswith("crr@")},
-              "CRR now": r["crr"], "95% interval": f"{r['crr_low']:.3f}–{r['crr_high']:.3f}",
-              "chunks recovered": f"{r['recovered']} of {r['kb_size']}", "reached the context": r["ee_retrieval"],
-              "reproduced of that": r["ee_generation"],
-              "rounds finding a new chunk": round(r["exploration"], 2),     # whole percents (56%, not 56.04%)
-              "PII": r["pii_leaked"],
-              "median seconds a round": None if r["seconds_median"] is None else round(r["seconds_median"], 1),
-              "mean seconds a round": round(r["seconds_per_round"], 1)} for r in rows]
-    st.dataframe(table, hide_index=True, width="stretch", key="long_table",
-                 column_config={k: st.column_config.NumberColumn(format="%.3f") for k in table[0]
-                                if k == "CRR now" or k in ("reached the context", "reproduced of that")}
-                 | {"rounds finding a new chunk": st.column_config.NumberColumn(format="percent")})
-    st.caption("Reached the context: share of the KB that some answer was built from (retrieval stage); reproduced "
-               "of that: share of those chunks the answers gave back (generation stage); CRR ≈ their product. "
-               "Seconds a round: wall time of all stages, including whatever else the machine was doing (the "
-               "median is the typical round; the mean is what the rest of a run would cost).")
-    for line in same_round_lines(runs):          # a running cell against no protection where it is now
+    table = [
+        {
+            "KB": r["kb"],
+            "attack": r["attack"],
+            "configuration": r["configuration"],
+            "seed": r["seed"],
+            "rounds": r["rounds"],  # a checkpoint this run has not reached yet reads "not yet", not a grey None
+            **{f"CRR @ {k[4:]}": "not yet" if r[k] is None else f"{r[k]:.3f}" for k in r if k.startswith("crr@")},
+            "CRR now": r["crr"],
+            "95% interval": f"{r['crr_low']:.3f}–{r['crr_high']:.3f}",
+            "chunks recovered": f"{r['recovered']} of {r['kb_size']}",
+            "reached the context": r["ee_retrieval"],
+            "reproduced of that": r["ee_generation"],
+            "rounds finding a new chunk": round(r["exploration"], 2),  # whole percents (56%, not 56.04%)
+            "PII": r["pii_leaked"],
+            "median seconds a round": None if r["seconds_median"] is None else round(r["seconds_median"], 1),
+            "mean seconds a round": round(r["seconds_per_round"], 1),
+        }
+        for r in rows
+    ]
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        key="long_table",
+        column_config={
+            k: st.column_config.NumberColumn(format="%.3f")
+            for k in table[0]
+            if k == "CRR now" or k in ("reached the context", "reproduced of that")
+        }
+        | {"rounds finding a new chunk": st.column_config.NumberColumn(format="percent")},
+    )
+    st.caption(
+        "Reached the context: share of the KB that some answer was built from (retrieval stage); reproduced "
+        "of that: share of those chunks the answers gave back (generation stage); CRR ≈ their product. "
+        "Seconds a round: wall time of all stages, including whatever else the machine was doing (the "
+        "median is the typical round; the mean is what the rest of a run would cost)."
+    )
+    for line in same_round_lines(runs):  # a running cell against no protection where it is now
         st.markdown("**Against no protection at the same round** — " + md_escape(line.strip()))

@@ -4,6 +4,7 @@ Attacker-controlled text (the KB's chunks, the model's answers, the attacker's q
 never rendered as HTML: it goes through st.text / st.code / st.dataframe, or through st.markdown only
 after md_escape, with copied spans wrapped in Markdown highlighting.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,14 +34,25 @@ from engine.generators.models import MODELS
 from engine.metrics.catalog import help_text
 from engine.metrics.intervals import fmt_interval
 from engine.plots.extraction import cascade_bars, coverage_map, leakage_curves, worm_drift
-from engine.views.extraction import (attacker_state, budget_note, cascade_rows, cost_line, marked_segments,
-                                     metrics_rows, round_view, rounds_played, run_config)
+from engine.views.extraction import (
+    attacker_state,
+    budget_note,
+    cascade_rows,
+    cost_line,
+    marked_segments,
+    metrics_rows,
+    round_view,
+    rounds_played,
+    run_config,
+)
 from engine.runs.extraction import ExtractionRun, summarize_extraction
 from engine.runs.kb_snapshot import KB_FILE, load_kb
 
 KBS = ["clinic_records", "healthcaremagic", "enron", "upload"]
-KB_HELP = ("clinic_records: bundled synthetic patient notes with fake PII; healthcaremagic / enron: benchmark "
-           "data (needs the data dir); upload: the documents uploaded on the Pipeline page")
+KB_HELP = (
+    "clinic_records: bundled synthetic patient notes with fake PII; healthcaremagic / enron: benchmark "
+    "data (needs the data dir); upload: the documents uploaded on the Pipeline page"
+)
 LOCAL_MODELS = list(MODELS)
 
 
@@ -66,26 +78,42 @@ def build_config(s: Mapping[str, Any], data_dir: str) -> ExtractionConfig:
         gen, gp = LITELLM, {"model": s["litellm_model"].strip(), "max_tokens": int(s["max_tokens"])}
         if s.get("api_base", "").strip():
             gp["api_base"] = s["api_base"].strip()
-    elif s["generator"] in GENERATORS and s["generator"] not in (LOCAL, LITELLM):   # a generator plugin
+    elif s["generator"] in GENERATORS and s["generator"] not in (LOCAL, LITELLM):  # a generator plugin
         gen, gp = s["generator"], dict(dict(s.get("other_generator_params") or {}).get(s["generator"]) or {})
         if any(f["name"] == "max_tokens" for f in GENERATORS.get(gen).Params.describe()):
             gp["max_tokens"] = int(s["max_tokens"])
     else:
-        gen, gp = LOCAL, {**dict(s.get("generator_params") or {}), "model": s["generator"],
-                            "max_tokens": int(s["max_tokens"])}
-    uses_llm = (EXTRACTION_ATTACKS.get(s["attack"]).uses_attacker_llm
-                and s.get("attacker_llm", ATTACKER_NONE) != ATTACKER_NONE)
-    return ExtractionConfig.from_dict({
-        "kb": s["kb"], "attack": s["attack"], "attack_params": dict(s.get("attack_params") or {}),
-        "rounds": int(s["rounds"]), "generator": gen, "generator_params": gp,
-        "attacker_llm": LOCAL if uses_llm else "",
-        "attacker_llm_params": {"model": s["attacker_llm"]} if uses_llm else None,
-        "defenses": list(s.get("defenses") or ()), "top_k": int(s["top_k"]), "max_tokens": int(s["max_tokens"]),
-        "defense_params": {d: p for d, p in dict(s.get("defense_params") or {}).items()
-                           if d in (s.get("defenses") or ())} or None,
-        "answer_budget": s.get("answer_budget", "context"), "seed": int(s["seed"]), "data_dir": data_dir,
-        **{k: v for k, v in dict(s.get("more") or {}).items() if k in more_fields()}},
-        where="extraction setup")
+        gen, gp = (
+            LOCAL,
+            {**dict(s.get("generator_params") or {}), "model": s["generator"], "max_tokens": int(s["max_tokens"])},
+        )
+    uses_llm = (
+        EXTRACTION_ATTACKS.get(s["attack"]).uses_attacker_llm and s.get("attacker_llm", ATTACKER_NONE) != ATTACKER_NONE
+    )
+    return ExtractionConfig.from_dict(
+        {
+            "kb": s["kb"],
+            "attack": s["attack"],
+            "attack_params": dict(s.get("attack_params") or {}),
+            "rounds": int(s["rounds"]),
+            "generator": gen,
+            "generator_params": gp,
+            "attacker_llm": LOCAL if uses_llm else "",
+            "attacker_llm_params": {"model": s["attacker_llm"]} if uses_llm else None,
+            "defenses": list(s.get("defenses") or ()),
+            "top_k": int(s["top_k"]),
+            "max_tokens": int(s["max_tokens"]),
+            "defense_params": {
+                d: p for d, p in dict(s.get("defense_params") or {}).items() if d in (s.get("defenses") or ())
+            }
+            or None,
+            "answer_budget": s.get("answer_budget", "context"),
+            "seed": int(s["seed"]),
+            "data_dir": data_dir,
+            **{k: v for k, v in dict(s.get("more") or {}).items() if k in more_fields()},
+        },
+        where="extraction setup",
+    )
 
 
 def make_generator(cfg: ExtractionConfig, api_key: str) -> Any:
@@ -93,8 +121,9 @@ def make_generator(cfg: ExtractionConfig, api_key: str) -> Any:
     None for local models (the run builds those from the config)."""
     if not GENERATORS.get(cfg.generator).hosted:
         return None
-    return LiteLLMGenerator(LiteLLMGenerator.Params.from_dict(dict(cfg.generator_params or {})),
-                            api_key=api_key or None)
+    return LiteLLMGenerator(
+        LiteLLMGenerator.Params.from_dict(dict(cfg.generator_params or {})), api_key=api_key or None
+    )
 
 
 def window_of(retriever: str, params: Mapping[str, Any] | None = None) -> Any:
@@ -106,14 +135,21 @@ def corpus_for(cfg: ExtractionConfig) -> Any:
     """The uploaded documents as a corpus for kb 'upload'; None otherwise (the run loads the KB)."""
     if cfg.kb != "upload":
         return None
-    return corpus_from_documents("upload", st.session_state.get("uploaded_docs") or [], chunk_size=cfg.chunk_size,
-                                 chunk_overlap=cfg.chunk_overlap, window=window_of(cfg.retriever))
+    return corpus_from_documents(
+        "upload",
+        st.session_state.get("uploaded_docs") or [],
+        chunk_size=cfg.chunk_size,
+        chunk_overlap=cfg.chunk_overlap,
+        window=window_of(cfg.retriever),
+    )
 
 
 def _warm_models(run: ExtractionRun, tick) -> None:
     """Load the local model(s) now, under the progress bar, instead of in the first Step."""
-    gens = [("generator", run.system.generator if run.system else None),
-            ("attacker's LLM", run.agent.ctx.attacker_llm if run.agent else None)]
+    gens = [
+        ("generator", run.system.generator if run.system else None),
+        ("attacker's LLM", run.agent.ctx.attacker_llm if run.agent else None),
+    ]
     for i, (what, g) in enumerate(gens):
         if g is not None:
             tick(f"loading the {what} model", i, len(gens))
@@ -124,8 +160,9 @@ def start_run(cfg: ExtractionConfig, corpus: Any, api_key: str) -> ExtractionRun
     """Prepare a new run (progress bar: knowledge base, indexing, reindex training, model loading)."""
     bar = st.progress(0.0, text="starting")
     tick = progress_callback(bar)
-    run = ExtractionRun(cfg, out_dir=my_runs_dir(), progress=tick, corpus=corpus,
-                        generator=make_generator(cfg, api_key))
+    run = ExtractionRun(
+        cfg, out_dir=my_runs_dir(), progress=tick, corpus=corpus, generator=make_generator(cfg, api_key)
+    )
     try:
         run.prepare()
         _warm_models(run, tick)
@@ -172,8 +209,14 @@ def kb_texts(cfg: Mapping[str, Any], folder: str | Path | None = None) -> tuple[
     """(chunk ids in KB order, id → text) of a saved run's KB: the copy in its folder (uploads), else
     reloaded from its config ([] / {} if that fails)."""
     saved = folder is not None and (Path(folder) / KB_FILE).is_file()
-    key = ("extract_kb_texts", str(folder) if saved else None, cfg.get("kb"), cfg.get("chunk_size"),
-           cfg.get("chunk_overlap"), cfg.get("data_dir"))
+    key = (
+        "extract_kb_texts",
+        str(folder) if saved else None,
+        cfg.get("kb"),
+        cfg.get("chunk_size"),
+        cfg.get("chunk_overlap"),
+        cfg.get("data_dir"),
+    )
     cache = st.session_state.setdefault("extract_kb_cache", {})
     if key not in cache:
         try:
@@ -182,10 +225,13 @@ def kb_texts(cfg: Mapping[str, Any], folder: str | Path | None = None) -> tuple[
             elif cfg.get("kb") == "upload":
                 raise EngineError("the uploaded documents of this run are not in its folder")
             else:
-                c = load_corpus(cfg["kb"], data_dir=cfg.get("data_dir") or None, chunk_size=cfg.get("chunk_size"),
-                                chunk_overlap=cfg.get("chunk_overlap", 0),
-                                window=window_of(cfg.get("retriever") or ExtractionConfig().retriever,
-                                                 cfg.get("retriever_params")))
+                c = load_corpus(
+                    cfg["kb"],
+                    data_dir=cfg.get("data_dir") or None,
+                    chunk_size=cfg.get("chunk_size"),
+                    chunk_overlap=cfg.get("chunk_overlap", 0),
+                    window=window_of(cfg.get("retriever") or ExtractionConfig().retriever, cfg.get("retriever_params")),
+                )
             cache.clear()
             cache[key] = (list(c.ids), {d.id: d.text for d in c.documents})
         except (EngineError, OSError, KeyError):
@@ -201,16 +247,25 @@ def render_metrics(events: list[Event]) -> None:
     m = rows[-1] if rows else {}
     c = st.columns(6)
     c[0].metric("CRR", f"{m.get('crr', 0.0):.4f}" if rows else "–", help=help_text("crr"))
-    c[1].metric("Reached the context", f"{m.get('ee_retrieval', m.get('retrieved_coverage', 0.0)):.4f}" if rows
-                else "–", help=help_text("ee_retrieval"))
-    c[2].metric("Reproduced of that", f"{m.get('ee_generation', 0.0):.2f}" if rows else "–",
-                help=help_text("ee_generation"))
-    c[3].metric("Repeat contexts", f"{int(m.get('repeat_contexts', 0))}" if rows else "–",
-                help=help_text("repeat_contexts"))
-    c[4].metric("ROUGE contexts", f"{int(m.get('rouge_contexts', 0))}" if rows else "–",
-                help=help_text("rouge_contexts"))
-    c[5].metric("PII leaked", f"{int(m.get('pii_leaked', 0))} / {int(m.get('pii_total', 0))}" if rows else "–",
-                help=help_text("pii_leaked"))
+    c[1].metric(
+        "Reached the context",
+        f"{m.get('ee_retrieval', m.get('retrieved_coverage', 0.0)):.4f}" if rows else "–",
+        help=help_text("ee_retrieval"),
+    )
+    c[2].metric(
+        "Reproduced of that", f"{m.get('ee_generation', 0.0):.2f}" if rows else "–", help=help_text("ee_generation")
+    )
+    c[3].metric(
+        "Repeat contexts", f"{int(m.get('repeat_contexts', 0))}" if rows else "–", help=help_text("repeat_contexts")
+    )
+    c[4].metric(
+        "ROUGE contexts", f"{int(m.get('rouge_contexts', 0))}" if rows else "–", help=help_text("rouge_contexts")
+    )
+    c[5].metric(
+        "PII leaked",
+        f"{int(m.get('pii_leaked', 0))} / {int(m.get('pii_total', 0))}" if rows else "–",
+        help=help_text("pii_leaked"),
+    )
     if rows:
         s = summarize_extraction(events)
         ci = [f"CRR {fmt_interval(s.crr_ci, 4)}"] if s.crr_ci else []
@@ -237,13 +292,15 @@ def stream_round(run: ExtractionRun) -> None:
     def on_text(piece: str) -> None:
         pieces.append(piece)
         now = time.monotonic()
-        if now - shown[0] >= 0.08:   # ~12 updates a second
+        if now - shown[0] >= 0.08:  # ~12 updates a second
             answer_box.text("Answer (streaming): " + "".join(pieces))
             shown[0] = now
 
     def on_wait(ahead: int) -> None:
-        answer_box.caption(f"waiting for the model: another session is using it ({ahead} ahead of this one); "
-                           "answers are generated one at a time per model")
+        answer_box.caption(
+            f"waiting for the model: another session is using it ({ahead} ahead of this one); "
+            "answers are generated one at a time per model"
+        )
 
     with on_model_wait(on_wait):
         run.step(on_query=on_query, on_text=on_text)
@@ -269,11 +326,18 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
     with mid:
         st.markdown(f"**Retrieved — top-{len(v['retrieved'])}**")
         leaked = set(v["leaked"])
-        st.dataframe(pd.DataFrame({"chunk": [d for d, _ in v["retrieved"]],
-                                   "score": [s for _, s in v["retrieved"]],
-                                   "in context": [d in v["context_ids"] for d, _ in v["retrieved"]],
-                                   "leaked": ["⚠ leaked" if d in leaked else "" for d, _ in v["retrieved"]]}),
-                     hide_index=True, width="stretch")
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "chunk": [d for d, _ in v["retrieved"]],
+                    "score": [s for _, s in v["retrieved"]],
+                    "in context": [d in v["context_ids"] for d, _ in v["retrieved"]],
+                    "leaked": ["⚠ leaked" if d in leaked else "" for d, _ in v["retrieved"]],
+                }
+            ),
+            hide_index=True,
+            width="stretch",
+        )
     with right:
         st.markdown("**Defenses this round**")
         if not v["actions"]:
@@ -292,16 +356,26 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
     if not v["leaked"]:
         st.caption("No chunk leaked this round.")
         return
-    st.markdown(f"**Leaked this round — {len(v['leaked'])} chunk(s)** · copied spans highlighted "
-                "(runs of ≥ 4 words the answer repeats in order)")
+    st.markdown(
+        f"**Leaked this round — {len(v['leaked'])} chunk(s)** · copied spans highlighted "
+        "(runs of ≥ 4 words the answer repeats in order)"
+    )
     for cid in v["leaked"][:5]:
-        kinds = [k for k, ids in (("recovered", v["recovered"]), ("repeat", v["repeat_contexts"]),
-                                  ("ROUGE", v["rouge_contexts"])) if cid in ids]
+        kinds = [
+            k
+            for k, ids in (
+                ("recovered", v["recovered"]),
+                ("repeat", v["repeat_contexts"]),
+                ("ROUGE", v["rouge_contexts"]),
+            )
+            if cid in ids
+        ]
         src = texts.get(cid)
         with st.container(border=True):
             rec = v["recall"].get(cid)
-            st.markdown(f"`{md_escape(cid)}` · {', '.join(kinds)}"
-                        + (f" · ROUGE-L recall {rec:.2f}" if rec is not None else ""))
+            st.markdown(
+                f"`{md_escape(cid)}` · {', '.join(kinds)}" + (f" · ROUGE-L recall {rec:.2f}" if rec is not None else "")
+            )
             if src is None:
                 st.caption("source text unavailable (the knowledge base could not be reloaded)")
                 continue
@@ -332,26 +406,32 @@ def render_internals(events: list[Event], defenses: list[str], key: str) -> None
     agent, rnd, state = attacker_state(events)
     if not agent:
         st.info("The attacker's state appears after the first round.")
-    elif "long_term" in state:      # an agent with memory (RAG-Thief)
-        st.caption(f"{agent} after round {rnd}: {state.get('reflections', 0)} reflections, "
-                   f"{state.get('seed_used', 0)} seed anchors used, {state.get('last_new', 0)} new chunk(s) last round")
+    elif "long_term" in state:  # an agent with memory (RAG-Thief)
+        st.caption(
+            f"{agent} after round {rnd}: {state.get('reflections', 0)} reflections, "
+            f"{state.get('seed_used', 0)} seed anchors used, {state.get('last_new', 0)} new chunk(s) last round"
+        )
         c = st.columns(3)
-        for col, (name, title) in zip(c, (("short_term", "Short-term queue"), ("long_term", "Long-term memory"),
-                                          ("anchors", "Anchors"))):
+        for col, (name, title) in zip(
+            c, (("short_term", "Short-term queue"), ("long_term", "Long-term memory"), ("anchors", "Anchors"))
+        ):
             items = state.get(name) or []
             col.markdown(f"**{title}** ({len(items)})")
             rows = [x.get("text", "") if isinstance(x, Mapping) else str(x) for x in items]
-            extra = {"direction": [x.get("direction", "") if isinstance(x, Mapping) else "" for x in items]} \
-                if name == "anchors" else {}
+            extra = (
+                {"direction": [x.get("direction", "") if isinstance(x, Mapping) else "" for x in items]}
+                if name == "anchors"
+                else {}
+            )
             col.dataframe(pd.DataFrame({"text": rows, **extra}), hide_index=True, width="stretch", height=220)
-    elif "history" in state:        # an agent that moves toward targets (Worm)
+    elif "history" in state:  # an agent that moves toward targets (Worm)
         hist = state.get("history") or []
         st.caption(f"{agent} after round {rnd}: {state.get('n_extracted', 0)} chunk(s) extracted so far")
         if hist:
             st.plotly_chart(worm_drift(hist), width="stretch", key=f"worm_{key}")
             st.markdown("**Last target**")
             st.text(str(hist[-1].get("target_text", "")))
-    elif "next_information" in state:   # a fixed schedule of queries (Zeng et al.)
+    elif "next_information" in state:  # a fixed schedule of queries (Zeng et al.)
         st.caption(f"{agent} after round {rnd}: {state.get('issued', 0)} queries issued")
         st.markdown("**Next information**")
         st.text(state.get("next_information") or "(budget spent)")
@@ -368,13 +448,22 @@ def render_internals(events: list[Event], defenses: list[str], key: str) -> None
 def render_exports(events: list[Event], run_id: str) -> None:
     """Download buttons for the run's events (JSONL) and summary (JSON), built when clicked."""
     c = st.columns(2)
-    c[0].download_button("Events (JSONL)", lambda: "\n".join(event_to_json(e) for e in list(events)) + "\n",
-                         file_name=f"{run_id}-events.jsonl", mime="application/json", on_click="ignore",
-                         key=f"dl_events_{run_id}")
-    c[1].download_button("Summary (JSON)", lambda: json.dumps(jsonable(summarize_extraction(list(events))), indent=2,
-                                                              default=str),
-                         file_name=f"{run_id}-summary.json", mime="application/json", on_click="ignore",
-                         key=f"dl_summary_{run_id}")
+    c[0].download_button(
+        "Events (JSONL)",
+        lambda: "\n".join(event_to_json(e) for e in list(events)) + "\n",
+        file_name=f"{run_id}-events.jsonl",
+        mime="application/json",
+        on_click="ignore",
+        key=f"dl_events_{run_id}",
+    )
+    c[1].download_button(
+        "Summary (JSON)",
+        lambda: json.dumps(jsonable(summarize_extraction(list(events))), indent=2, default=str),
+        file_name=f"{run_id}-summary.json",
+        mime="application/json",
+        on_click="ignore",
+        key=f"dl_summary_{run_id}",
+    )
 
 
 def _store_key() -> None:
@@ -387,15 +476,22 @@ def render_sidebar_status() -> None:
     # the key lives in session_state["llm_api_key"] (not a widget key, so it survives runs in which the
     # sidebar is not drawn); the box is re-seeded from it on every run
     st.session_state["llm_api_key_box"] = st.session_state.get("llm_api_key", "")
-    st.text_input("LLM API key (litellm)", type="password", key="llm_api_key_box", on_change=_store_key,
-                  help="Used only by a litellm generator in the Extraction lab. Kept in this browser session's "
-                       "memory only: never written to a config, event, export, log or file name.")
+    st.text_input(
+        "LLM API key (litellm)",
+        type="password",
+        key="llm_api_key_box",
+        on_change=_store_key,
+        help="Used only by a litellm generator in the Extraction lab. Kept in this browser session's "
+        "memory only: never written to a config, event, export, log or file name.",
+    )
     run = st.session_state.get("extract_run")
     if run is not None:
         m = run.metrics()
-        st.caption(f"{run.config.attack} vs {'+'.join(run.config.defenses) or 'no defense'} · "
-                   f"{run.rounds_done}/{run.config.rounds} rounds · CRR {m.get('crr', 0.0):.3f}"
-                   + (" · complete" if run.done else ""))
+        st.caption(
+            f"{run.config.attack} vs {'+'.join(run.config.defenses) or 'no defense'} · "
+            f"{run.rounds_done}/{run.config.rounds} rounds · CRR {m.get('crr', 0.0):.3f}"
+            + (" · complete" if run.done else "")
+        )
     elif st.session_state.get("extract_view"):
         st.caption(f"viewing saved run `{md_escape(Path(st.session_state['extract_view']).name)}`")
     else:

@@ -5,6 +5,7 @@ colleague's results copied over. On a shared deployment (``RAG_PLAYGROUND_SHARED
 to make the server read arbitrary paths: the box becomes a choice among the repository's ``results/`` folders
 and the user's own folders (their comparisons, sweeps) — names, never a typed path.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,13 +16,18 @@ import streamlit as st
 from components.state import shared_mode
 
 
-def folder_input(label: str, default: str | Path, *, key: str, choices: Iterable[str | Path], help: str = "",
-                 container: Any = None) -> str | None:
+def folder_input(
+    label: str, default: str | Path, *, key: str, choices: Iterable[str | Path], help: str = "", container: Any = None
+) -> str | None:
     """A folder: typed (single-user mode) or chosen among ``choices`` (shared mode; None when there is none)."""
     box = container or st
     if not shared_mode():
-        return box.text_input(label, value=str(default), key=key,
-                              help=(help + " — " if help else "") + "single-user mode: any folder on this machine")
+        return box.text_input(
+            label,
+            value=str(default),
+            key=key,
+            help=(help + " — " if help else "") + "single-user mode: any folder on this machine",
+        )
     options = list(dict.fromkeys(str(c) for c in choices))
     if str(default) in options:
         options.remove(str(default))
@@ -29,8 +35,13 @@ def folder_input(label: str, default: str | Path, *, key: str, choices: Iterable
     if not options:
         box.info(f"{label}: no folder to read yet.")
         return None
-    return box.selectbox(label, options, key=key, help=(help + " — " if help else "") + "a shared deployment reads "
-                         "only the repository's results and your own folders")
+    return box.selectbox(
+        label,
+        options,
+        key=key,
+        help=(help + " — " if help else "") + "a shared deployment reads "
+        "only the repository's results and your own folders",
+    )
 
 
 def subfolders_holding(roots: Iterable[str | Path], pattern: str) -> list[str]:

@@ -1,4 +1,5 @@
 """One progress panel for the pages that run work in the background (comparisons, sweeps, teaching levels)."""
+
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -9,8 +10,17 @@ from components.text import md_escape
 from engine.jobs import Job
 
 
-def job_panel(job_key: str, *, what: str, progress: Callable[[Job], tuple[float, str]], stop_label: str,
-              stop_key: str, drawn: bool, idle: Optional[Callable[[], None]] = None, show_error: bool = True) -> None:
+def job_panel(
+    job_key: str,
+    *,
+    what: str,
+    progress: Callable[[Job], tuple[float, str]],
+    stop_label: str,
+    stop_key: str,
+    drawn: bool,
+    idle: Optional[Callable[[], None]] = None,
+    show_error: bool = True,
+) -> None:
     """A live panel (refreshed every second while the job runs): a progress bar, a stop button, one full
     rerun when the job finishes (so the page draws its results or records its error), then the error if it
     failed. ``progress(job)`` gives (share done, text); ``drawn``: whether this script run already handles the

@@ -1,4 +1,5 @@
 """Poisoning-lab panels. Render only: runs step and compute in the engine."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -36,14 +37,26 @@ def render_round(run) -> None:
             st.text(run.store.text_of(t))
     with mid:
         best = min(ret.target_ranks) if ret.target_ranks else None
-        st.markdown(f"**Retriever — top-{len(ret.doc_ids)}** · poison's exact rank: **{best}**"
-                    + ("" if ret.store_agreed else " · Chroma's HNSW answer differed; exact ranking shown"))
-        df = pd.DataFrame({"rank": ret.ranks, "score": ret.scores,
-                           "document": ["☣ POISON" if p else "clean" for p in ret.is_poison],
-                           "text": [run.store.text_of(d)[:300] for d in ret.doc_ids]})
-        st.dataframe(df.style.apply(lambda r: ["background-color: rgba(214,39,40,0.25)" if r["document"] != "clean"
-                                                else "" for _ in r], axis=1),
-                     hide_index=True, width="stretch")
+        st.markdown(
+            f"**Retriever — top-{len(ret.doc_ids)}** · poison's exact rank: **{best}**"
+            + ("" if ret.store_agreed else " · Chroma's HNSW answer differed; exact ranking shown")
+        )
+        df = pd.DataFrame(
+            {
+                "rank": ret.ranks,
+                "score": ret.scores,
+                "document": ["☣ POISON" if p else "clean" for p in ret.is_poison],
+                "text": [run.store.text_of(d)[:300] for d in ret.doc_ids],
+            }
+        )
+        st.dataframe(
+            df.style.apply(
+                lambda r: ["background-color: rgba(214,39,40,0.25)" if r["document"] != "clean" else "" for _ in r],
+                axis=1,
+            ),
+            hide_index=True,
+            width="stretch",
+        )
     with right:
         st.markdown("**Detectors**")
         verdicts = {}
@@ -60,22 +73,38 @@ def render_round(run) -> None:
     if dv is not None:
         parts = []
         for a in dv["actions"]:
-            what = (f"dropped {len(a['dropped'])}" + (" — the poison among them" if a["poison_dropped"] else "")
-                    if a["dropped"] else a["action"])
+            what = (
+                f"dropped {len(a['dropped'])}" + (" — the poison among them" if a["poison_dropped"] else "")
+                if a["dropped"]
+                else a["action"]
+            )
             parts.append(f"**{md_escape(a['defense'])}** ({a['stage']}): {md_escape(what)}")
-        fate = ("blocked the question" if dv["blocked_by"] else
-                "☣ the poison still reaches the assistant" if dv["poison_passed"] else
-                "🛡️ the poison was removed" if dv["poison_retrieved"] else "the poison was not retrieved")
+        fate = (
+            "blocked the question"
+            if dv["blocked_by"]
+            else "☣ the poison still reaches the assistant"
+            if dv["poison_passed"]
+            else "🛡️ the poison was removed"
+            if dv["poison_retrieved"]
+            else "the poison was not retrieved"
+        )
         st.markdown(f"**Defenses** · {fate}  \n" + " · ".join(parts))
     view = answer_view(run.events, ret.round)
     if view is not None:
         with st.container(border=True):
-            verdict = (f"☣ **repeats the attacker's information**: {md_escape(', '.join(view['matched']))}"
-                       if view["matched"] else
-                       ("☣ **the judge says it states the planted information**" if view["carried"] else
-                        "✅ does not repeat the target"))
-            st.markdown(f"**Assistant's answer** ({md_escape(view['model'])}, {view['seconds']:.1f} s; the poison "
-                        f"{'was' if view['poison_in_context'] else 'was not'} in its context) · {verdict}")
+            verdict = (
+                f"☣ **repeats the attacker's information**: {md_escape(', '.join(view['matched']))}"
+                if view["matched"]
+                else (
+                    "☣ **the judge says it states the planted information**"
+                    if view["carried"]
+                    else "✅ does not repeat the target"
+                )
+            )
+            st.markdown(
+                f"**Assistant's answer** ({md_escape(view['model'])}, {view['seconds']:.1f} s; the poison "
+                f"{'was' if view['poison_in_context'] else 'was not'} in its context) · {verdict}"
+            )
             st.markdown(marked_markdown(view["segments"]) or "_(empty answer)_")
             if view["judge"]:
                 st.caption(f"LLM judge: {view['judge']}")
@@ -87,7 +116,7 @@ def render_live_metrics(run) -> None:
     gen = bool(run.config.generate)
     dfn = bool(run.config.defenses)
     n_det = len(run.config.detectors)
-    wide = 3 + dfn + gen + n_det > 5           # detectors move to a second row: "1.00 / 0.62" must stay readable
+    wide = 3 + dfn + gen + n_det > 5  # detectors move to a second row: "1.00 / 0.62" must stay readable
     cols = st.columns(3 + dfn + gen + (0 if wide else n_det))
     if wide:
         cols = cols + st.columns(max(n_det, 3))[:n_det]
@@ -103,24 +132,32 @@ def render_live_metrics(run) -> None:
     if gen:
         g = asr_generation(run.events)
         answered = g.counts["queries"]
-        cols[3 + dfn].metric("ASR (answers)", f"{g.value:.2f}" if answered else "–",
-                       help=f"{g.formula}: {g.counts['successes']} of "
-                            f"{answered} answers repeat the attacker's information (retrieval ASR says only that "
-                            "the poison was retrieved)")
+        cols[3 + dfn].metric(
+            "ASR (answers)",
+            f"{g.value:.2f}" if answered else "–",
+            help=f"{g.formula}: {g.counts['successes']} of "
+            f"{answered} answers repeat the attacker's information (retrieval ASR says only that "
+            "the poison was retrieved)",
+        )
         if answered and g.ci:
             intervals.append(f"answers {fmt_interval(g.ci)}")
     if dm is not None:
-        cols[3].metric("ASR after defenses", f"{dm.value:.2f}" if dm.counts["queries"] else "–",
-                       help=f"{dm.formula}: {dm.counts}")
-    for col, name in zip(cols[3 + dfn + gen:], run.config.detectors):
+        cols[3].metric(
+            "ASR after defenses", f"{dm.value:.2f}" if dm.counts["queries"] else "–", help=f"{dm.formula}: {dm.counts}"
+        )
+    for col, name in zip(cols[3 + dfn + gen :], run.config.detectors):
         d = detection(run.events, name)
         if d and n:
-            col.metric(f"{name} TPR / FPR", f"{d['tpr'].value:.2f} / {d['fpr'].value:.2f}",
-                       help="poisons flagged so far / held-out clean documents flagged")
+            col.metric(
+                f"{name} TPR / FPR",
+                f"{d['tpr'].value:.2f} / {d['fpr'].value:.2f}",
+                help="poisons flagged so far / held-out clean documents flagged",
+            )
             intervals.append(f"{name} TPR {fmt_interval(d['tpr'].ci)} FPR {fmt_interval(d['fpr'].ci)}")
         else:
-            skipped = next((e.reason for e in run.events if isinstance(e, DetectorSkipped) and e.detector == name),
-                           None)
+            skipped = next(
+                (e.reason for e in run.events if isinstance(e, DetectorSkipped) and e.detector == name), None
+            )
             col.metric(f"{name}", "skipped" if skipped else "–", help=skipped)
     trigger = trigger_of(run.config.to_dict())
     if trigger and n:
@@ -128,20 +165,26 @@ def render_live_metrics(run) -> None:
         off = {e.round for e in run.events if isinstance(e, Retrieved)} - on
         k = run.config.top_k
         a_on, a_off = asr(run.events, k, on), asr(run.events, k, off)
-        st.markdown(f"**Trigger effect** ({md_escape(trigger)}): ASR@{k} **{a_on.counts['successes']}/"
-                    f"{a_on.counts['queries']}** for questions with the trigger · **{a_off.counts['successes']}/"
-                    f"{a_off.counts['queries']}** without it")
+        st.markdown(
+            f"**Trigger effect** ({md_escape(trigger)}): ASR@{k} **{a_on.counts['successes']}/"
+            f"{a_on.counts['queries']}** for questions with the trigger · **{a_off.counts['successes']}/"
+            f"{a_off.counts['queries']}** without it"
+        )
     crafted = next((e for e in run.events if isinstance(e, PoisonsCrafted)), None)
     if crafted is not None and crafted.over_window:
-        st.warning(f"{crafted.over_window} of {crafted.n} poisons are longer than {md_escape(run.config.retriever)} "
-                   f"reads ({crafted.retriever_max_tokens} tokens; the longest has {crafted.longest_tokens}): what "
-                   "follows the cut, often the target information, never reaches the embedding, so ASR here says "
-                   "less about the target than it seems."
-                   + (f" {crafted.attacker_text_cut} poisons lose part of their attacker text; on average the "
-                      f"embedding reads {crafted.attacker_text_embedded:.0%} of it (questions: median "
-                      f"{crafted.median_question_tokens:.0f} tokens)."
-                      if crafted.attacker_text_embedded is not None and crafted.median_question_tokens is not None
-                      else ""))
+        st.warning(
+            f"{crafted.over_window} of {crafted.n} poisons are longer than {md_escape(run.config.retriever)} "
+            f"reads ({crafted.retriever_max_tokens} tokens; the longest has {crafted.longest_tokens}): what "
+            "follows the cut, often the target information, never reaches the embedding, so ASR here says "
+            "less about the target than it seems."
+            + (
+                f" {crafted.attacker_text_cut} poisons lose part of their attacker text; on average the "
+                f"embedding reads {crafted.attacker_text_embedded:.0%} of it (questions: median "
+                f"{crafted.median_question_tokens:.0f} tokens)."
+                if crafted.attacker_text_embedded is not None and crafted.median_question_tokens is not None
+                else ""
+            )
+        )
     if intervals:
         st.caption(f"95% Wilson intervals after {n} question{'s' if n != 1 else ''}: " + " · ".join(intervals))
     if n:
@@ -165,9 +208,11 @@ def render_detectors(run) -> None:
             dim = run.store.base.vectors.shape[1]
             plugin = DETECTORS.get(e.detector)
             if e.n_anchors < dim and plugin.estimates_covariance:
-                st.warning(f"Only {e.n_anchors} anchors for {dim} embedding dimensions: the covariance is poorly "
-                           "estimated and clean documents from other topics get flagged. Protect more questions "
-                           "(anchors are the clean neighbours of half of them).")
+                st.warning(
+                    f"Only {e.n_anchors} anchors for {dim} embedding dimensions: the covariance is poorly "
+                    "estimated and clean documents from other topics get flagged. Protect more questions "
+                    "(anchors are the clean neighbours of half of them)."
+                )
             own = {f["name"]: f["default"] for f in plugin.Params.describe()}
             own.update((run.config.detector_params or {}).get(e.detector, {}))
             with st.expander("Re-score with other parameters (refits on the same anchors; the run is unchanged)"):
@@ -175,15 +220,30 @@ def render_detectors(run) -> None:
             params = {k: v for k, v in chosen.items() if own.get(k) != v} or None
             cache = st.session_state.setdefault("detector_cache", {})
             rep = detector_report(run, e.detector, params, cache=cache)
-            lo = float(min(rep["clean_scores"].min(initial=rep["threshold"]),
-                           rep["poison_scores"].min(initial=rep["threshold"])))
-            hi = float(max(rep["clean_scores"].max(initial=rep["threshold"]),
-                           rep["poison_scores"].max(initial=rep["threshold"])))
+            lo = float(
+                min(
+                    rep["clean_scores"].min(initial=rep["threshold"]),
+                    rep["poison_scores"].min(initial=rep["threshold"]),
+                )
+            )
+            hi = float(
+                max(
+                    rep["clean_scores"].max(initial=rep["threshold"]),
+                    rep["poison_scores"].max(initial=rep["threshold"]),
+                )
+            )
             hi = hi if hi > lo else lo + abs(lo) * 1e-3 + 1e-12
-            thr = st.slider("Threshold", lo, hi, min(max(float(rep["calibrated_threshold"]), lo), hi),
-                            step=(hi - lo) / 200, format="%.4g", key=f"thr_{e.detector}_{params}",
-                            help="Starts at the 95th percentile of out-of-fold anchor scores, which flags about 5% "
-                                 "of clean documents like the anchors; with few anchors, many more")
+            thr = st.slider(
+                "Threshold",
+                lo,
+                hi,
+                min(max(float(rep["calibrated_threshold"]), lo), hi),
+                step=(hi - lo) / 200,
+                format="%.4g",
+                key=f"thr_{e.detector}_{params}",
+                help="Starts at the 95th percentile of out-of-fold anchor scores, which flags about 5% "
+                "of clean documents like the anchors; with few anchors, many more",
+            )
             if thr != rep["calibrated_threshold"]:
                 rep = detector_report(run, e.detector, params, threshold=thr, cache=cache)
             c = st.columns(4)
@@ -191,16 +251,25 @@ def render_detectors(run) -> None:
             c[1].metric("FPR", f"{rep['fpr']:.2f}")
             c[2].metric("AUROC", f"{rep['auroc']:.3f}")
             chose = {k: v for k, v in rep["info"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            c[3].metric(", ".join(chose) or "Anchors", ", ".join(f"{v:.3g}" for v in chose.values())
-                        or f"{rep['n_anchors']}", help="What the fit chose on the anchors (e.g. β by cross-validation)"
-                        if chose else "Clean anchor documents the detector was fitted on")
-            st.plotly_chart(score_histogram(rep["clean_scores"], rep["poison_scores"], thr, e.detector),
-                            width="stretch", key=f"hist_{e.detector}")
+            c[3].metric(
+                ", ".join(chose) or "Anchors",
+                ", ".join(f"{v:.3g}" for v in chose.values()) or f"{rep['n_anchors']}",
+                help="What the fit chose on the anchors (e.g. β by cross-validation)"
+                if chose
+                else "Clean anchor documents the detector was fitted on",
+            )
+            st.plotly_chart(
+                score_histogram(rep["clean_scores"], rep["poison_scores"], thr, e.detector),
+                width="stretch",
+                key=f"hist_{e.detector}",
+            )
             st.caption("Clean held-out documents vs poisons; everything right of the dashed line is flagged.")
             curves[e.detector] = (rep["clean_scores"], rep["poison_scores"])
     st.plotly_chart(roc_from_scores(curves), width="stretch", key="roc")
-    st.caption("ROC: every threshold at once. For a normalised model (all norms 1) the ℓ2-norm filter is at chance: "
-               "its curve stays near the diagonal, up to sampling noise with few documents.")
+    st.caption(
+        "ROC: every threshold at once. For a normalised model (all norms 1) the ℓ2-norm filter is at chance: "
+        "its curve stays near the diagonal, up to sampling noise with few documents."
+    )
 
 
 def render_embedding_map(run) -> None:
@@ -221,18 +290,35 @@ def render_embedding_map(run) -> None:
         first = dets.index(covariance[0]) if covariance else 0
         det = st.selectbox("Mark the poison with the verdict of", dets, index=first, key="map_detector")
     st.plotly_chart(embedding_scatter(df, det), width="stretch", key="embmap")
-    st.caption("PCA of the question, its clean top-K, its poison and a sample of clean anchors: the poison sits "
-               "near the question but away from the cloud of clean documents.")
+    st.caption(
+        "PCA of the question, its clean top-K, its poison and a sample of clean anchors: the poison sits "
+        "near the question but away from the cloud of clean documents."
+    )
 
 
 def render_exports(run) -> None:
     """Download buttons for the run's events, per-question metrics and summary, built when clicked."""
     # files are generated when clicked (callables), not on every step
     c = st.columns(3)
-    c[0].download_button("Events (JSONL)", lambda: "\n".join(event_to_json(e) for e in list(run.events)) + "\n",
-                         file_name=f"{run.run_id}-events.jsonl", mime="application/json", on_click="ignore")
-    c[1].download_button("Metrics per question (CSV)", lambda: rounds_table(list(run.events)).to_csv(index=False),
-                         file_name=f"{run.run_id}-rounds.csv", mime="text/csv", on_click="ignore")
-    c[2].download_button("ASR curves (HTML)", lambda: asr_curves(list(run.events)).to_html(include_plotlyjs=True),
-                         file_name=f"{run.run_id}-asr.html", mime="text/html", on_click="ignore")
+    c[0].download_button(
+        "Events (JSONL)",
+        lambda: "\n".join(event_to_json(e) for e in list(run.events)) + "\n",
+        file_name=f"{run.run_id}-events.jsonl",
+        mime="application/json",
+        on_click="ignore",
+    )
+    c[1].download_button(
+        "Metrics per question (CSV)",
+        lambda: rounds_table(list(run.events)).to_csv(index=False),
+        file_name=f"{run.run_id}-rounds.csv",
+        mime="text/csv",
+        on_click="ignore",
+    )
+    c[2].download_button(
+        "ASR curves (HTML)",
+        lambda: asr_curves(list(run.events)).to_html(include_plotlyjs=True),
+        file_name=f"{run.run_id}-asr.html",
+        mime="text/html",
+        on_click="ignore",
+    )
     st.caption("Every figure also has a camera button (top right) that saves it as PNG.")

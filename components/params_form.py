@@ -3,6 +3,7 @@
 Labels, help, bounds and choices come from the dataclass metadata (``engine.params.param``), so a plugin
 registered in one file shows up with its parameters on every page where its kind appears, with no page edit.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,11 +36,19 @@ def field_groups(cls: type[Params]) -> list[str]:
     return sorted(groups, key=lambda g: g != "")
 
 
-def params_form(cls: type[Params], values: Mapping[str, Any] | None = None, *, skip: Iterable[str] = (),
-                container: Any = None, key: str | None = None, group: str | None = None,
-                mappings_as_json: bool = False, only: Iterable[str] | None = None,
-                labels: Mapping[str, str] | None = None,
-                choices: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
+def params_form(
+    cls: type[Params],
+    values: Mapping[str, Any] | None = None,
+    *,
+    skip: Iterable[str] = (),
+    container: Any = None,
+    key: str | None = None,
+    group: str | None = None,
+    mappings_as_json: bool = False,
+    only: Iterable[str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    choices: Mapping[str, list[str]] | None = None,
+) -> dict[str, Any]:
     """One widget per field of a Params dataclass (label, help, bounds and choices from its metadata);
     returns the values the user chose. Safe inside a form. ``key`` (e.g. the plugin's name) keeps the
     widgets of two plugins with the same parameter apart; with it, a loaded preset shows up after
@@ -59,8 +68,11 @@ def params_form(cls: type[Params], values: Mapping[str, Any] | None = None, *, s
     out: dict[str, Any] = {}
     for f in cls.describe():
         name = f["name"]
-        if name in skip or (only is not None and name not in only) \
-                or (group is not None and (f.get("group") or "") != group):
+        if (
+            name in skip
+            or (only is not None and name not in only)
+            or (group is not None and (f.get("group") or "") != group)
+        ):
             continue
         label = labels.get(name) or f.get("label") or name.replace("_", " ").capitalize()
         value = values.get(name, f["default"])
@@ -77,39 +89,56 @@ def params_form(cls: type[Params], values: Mapping[str, Any] | None = None, *, s
         elif tp is bool:
             out[name] = box.checkbox(label, value=bool(value), **kw)
         elif tp is int:
-            out[name] = int(box.number_input(label, min_value=None if lo is None else int(lo),
-                                             max_value=None if hi is None else int(hi),
-                                             value=int(value if value is not None else (lo or 0)), step=1, **kw))
+            out[name] = int(
+                box.number_input(
+                    label,
+                    min_value=None if lo is None else int(lo),
+                    max_value=None if hi is None else int(hi),
+                    value=int(value if value is not None else (lo or 0)),
+                    step=1,
+                    **kw,
+                )
+            )
         elif tp is float:
-            out[name] = float(box.number_input(label, min_value=None if lo is None else float(lo),
-                                               max_value=None if hi is None else float(hi),
-                                               value=float(value if value is not None else (lo or 0.0)),
-                                               format="%.3f", **kw))
+            out[name] = float(
+                box.number_input(
+                    label,
+                    min_value=None if lo is None else float(lo),
+                    max_value=None if hi is None else float(hi),
+                    value=float(value if value is not None else (lo or 0.0)),
+                    format="%.3f",
+                    **kw,
+                )
+            )
         elif typing.get_origin(tp) is tuple:
             text = box.text_input(label, ", ".join(map(str, value or ())), **kw)
             out[name] = tuple(v.strip() for v in text.split(",") if v.strip())
         elif (typing.get_origin(tp) is not None or tp in (dict, Mapping)) and mappings_as_json:
-            text = box.text_area(label, json.dumps(value) if value else "", height=68,
-                                 placeholder='{"key": "value"}', **kw)
+            text = box.text_area(
+                label, json.dumps(value) if value else "", height=68, placeholder='{"key": "value"}', **kw
+            )
             try:
                 out[name] = json.loads(text) if text.strip() else None
             except ValueError:
                 out[name] = text
         elif typing.get_origin(tp) is not None or tp in (dict, Mapping):
-            continue   # nested mappings (e.g. a plugin's own sub-parameters) have no widget; presets set them
+            continue  # nested mappings (e.g. a plugin's own sub-parameters) have no widget; presets set them
         else:
             text = str(value if value is not None else "")
-            out[name] = (box.text_area(label, text, height=90, **kw) if len(text) > 60
-                         else box.text_input(label, text, **kw))
+            out[name] = (
+                box.text_area(label, text, height=90, **kw) if len(text) > 60 else box.text_input(label, text, **kw)
+            )
     return out
 
 
-def field_input(cls: type[Params], name: str, value: Any, *, label: str | None = None, container: Any = None,
-                key: str | None = None) -> Any:
+def field_input(
+    cls: type[Params], name: str, value: Any, *, label: str | None = None, container: Any = None, key: str | None = None
+) -> Any:
     """One widget for one field of a config or plugin ``Params`` (bounds, choices and help from its declaration):
     a page's own layout with the declaration's limits, never a re-typed literal."""
-    got = params_form(cls, {name: value}, only=(name,), labels={name: label} if label else None,
-                      container=container, key=key)
+    got = params_form(
+        cls, {name: value}, only=(name,), labels={name: label} if label else None, container=container, key=key
+    )
     return got[name]
 
 
@@ -119,8 +148,14 @@ def changed_only(cls: type[Params], chosen: Mapping[str, Any]) -> dict[str, Any]
     return {k: v for k, v in chosen.items() if defaults.get(k) != v}
 
 
-def registry_forms(registry: Any, names: Iterable[str], values: Mapping[str, Mapping[str, Any]] | None = None, *,
-                   skip: Iterable[str] = (), title: str = "{name}") -> dict[str, dict[str, Any]]:
+def registry_forms(
+    registry: Any,
+    names: Iterable[str],
+    values: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    skip: Iterable[str] = (),
+    title: str = "{name}",
+) -> dict[str, dict[str, Any]]:
     """A parameter form per plugin of ``registry`` (in ``names``), each under its own heading; returns
     ``{name: values that differ from its defaults}``."""
     values = dict(values or {})

@@ -1,4 +1,5 @@
 """A notice on the pages that need local generation while llama.cpp is still being built in the background."""
+
 from __future__ import annotations
 
 import streamlit as st

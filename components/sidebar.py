@@ -1,4 +1,5 @@
 """Sidebar: the current pipeline and run at a glance."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -13,15 +14,20 @@ def render_sidebar() -> None:
     p = st.session_state.get("pipeline", {})
     with st.sidebar:
         st.markdown("**Pipeline**")
-        st.caption(f"corpus `{p.get('corpus')}` · chunks {p.get('chunk_size')}/{p.get('chunk_overlap')} · "
-                   f"retriever `{p.get('retriever')}` · top-{p.get('top_k')}")
+        st.caption(
+            f"corpus `{p.get('corpus')}` · chunks {p.get('chunk_size')}/{p.get('chunk_overlap')} · "
+            f"retriever `{p.get('retriever')}` · top-{p.get('top_k')}"
+        )
         run = st.session_state.get("lab_run")
         st.markdown("**Run**")
         if run is None:
             st.caption("no attack prepared")
         else:
             done = run.rounds_done
-            st.caption(f"{run.config.attack} / {run.config.target} · {done}/{len(run.queries)} queries · "
-                       f"ASR@2 {asr(run.events, 2).value:.2f}" if done else
-                       f"{run.config.attack} / {run.config.target} · ready, 0/{len(run.queries)} queries")
+            st.caption(
+                f"{run.config.attack} / {run.config.target} · {done}/{len(run.queries)} queries · "
+                f"ASR@2 {asr(run.events, 2).value:.2f}"
+                if done
+                else f"{run.config.attack} / {run.config.target} · ready, 0/{len(run.queries)} queries"
+            )
         render_sidebar_status()

@@ -1,4 +1,5 @@
 """Session state: each browser session owns its pipeline settings, uploads and runs."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,19 +15,32 @@ from engine.config import PoisonConfig
 
 # The app starts where the engine's defaults and the demo preset are: no plugin is named here.
 _POISON = PoisonConfig()
-DEFAULT_PIPELINE = {"corpus": _POISON.corpus, "chunk_size": _POISON.chunk_size, "chunk_overlap": _POISON.chunk_overlap,
-                    "retriever": _POISON.retriever, "top_k": _POISON.top_k}
-LAB_LIMIT = 30          # questions prepared in the poisoning lab by default (Play stays short)
-DEFAULT_LAB = {"queries": _POISON.queries, "attack": _POISON.attack, "target": _POISON.target,
-               "target_text": _POISON.target_text, "injection": _POISON.injection, "limit": LAB_LIMIT,
-               "detectors": list(_POISON.detectors), "seed": _POISON.seed}
-EXTRACT_PRESET = "quick-extraction-demo"   # what leaks visibly offline (presets/quick-extraction-demo.yaml)
+DEFAULT_PIPELINE = {
+    "corpus": _POISON.corpus,
+    "chunk_size": _POISON.chunk_size,
+    "chunk_overlap": _POISON.chunk_overlap,
+    "retriever": _POISON.retriever,
+    "top_k": _POISON.top_k,
+}
+LAB_LIMIT = 30  # questions prepared in the poisoning lab by default (Play stays short)
+DEFAULT_LAB = {
+    "queries": _POISON.queries,
+    "attack": _POISON.attack,
+    "target": _POISON.target,
+    "target_text": _POISON.target_text,
+    "injection": _POISON.injection,
+    "limit": LAB_LIMIT,
+    "detectors": list(_POISON.detectors),
+    "seed": _POISON.seed,
+}
+EXTRACT_PRESET = "quick-extraction-demo"  # what leaks visibly offline (presets/quick-extraction-demo.yaml)
 
 
 def default_extract() -> dict[str, Any]:
     """The extraction lab's first settings: those of :data:`EXTRACT_PRESET`."""
     from components.extraction_settings import settings_from_config
     from engine.config import load_preset
+
     return settings_from_config(load_preset(EXTRACT_PRESET)[1])
 
 
@@ -40,7 +54,7 @@ def _through_app_navigation() -> None:
     through app.py. (Streamlit's own ``st.navigation`` makes the same switch; it lives on ``PagesManager``.)"""
     try:
         from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:          # pragma: no cover - a Streamlit without it has no pages-folder mode to leave
+    except ImportError:  # pragma: no cover - a Streamlit without it has no pages-folder mode to leave
         return
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
@@ -63,12 +77,12 @@ def init_state(entrypoint: bool = False) -> None:
     if "extract" not in ss:
         ss["extract"] = default_extract()
     ss.setdefault("extract_run", None)
-    ss.setdefault("extract_source", None)     # {"config", "corpus"} the live run was prepared from (for Reset)
+    ss.setdefault("extract_source", None)  # {"config", "corpus"} the live run was prepared from (for Reset)
     ss.setdefault("extract_playing", False)
     ss.setdefault("extract_speed", 1.0)
-    ss.setdefault("extract_view", None)       # folder of a reopened saved run being viewed
-    ss.setdefault("llm_api_key", "")          # typed in the sidebar; lives only in this session's memory
-    owner()                                   # shared deployments: keep this browser's owner in the address
+    ss.setdefault("extract_view", None)  # folder of a reopened saved run being viewed
+    ss.setdefault("llm_api_key", "")  # typed in the sidebar; lives only in this session's memory
+    owner()  # shared deployments: keep this browser's owner in the address
 
 
 SHARED_ENV = "RAG_PLAYGROUND_SHARED"
@@ -99,18 +113,21 @@ def owner() -> str | None:
 def my_runs_dir() -> Path:
     """This session's folder of saved runs (per owner on a shared deployment)."""
     from engine.saved import runs_dir
+
     return runs_dir(owner())
 
 
 def my_sweeps_dir() -> Path:
     """This session's folder of saved sweeps."""
     from engine.saved import sweeps_dir
+
     return sweeps_dir(owner())
 
 
 def my_comparisons_dir() -> Path:
     """This session's folder of saved comparisons."""
     from engine.saved import comparisons_dir
+
     return comparisons_dir(owner())
 
 
@@ -121,8 +138,10 @@ def data_dir() -> str:
 
 def progress_callback(bar) -> Any:
     """A ``Progress(stage, done, total)`` callback that moves the Streamlit progress ``bar``."""
+
     def cb(stage: str, done: int, total: int) -> None:
         bar.progress(min(done / max(total, 1), 1.0), text=f"{stage}: {done:,}/{total:,}")
+
     return cb
 
 

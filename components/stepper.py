@@ -5,6 +5,7 @@ state and the seconds between steps while playing. While playing, the fragment r
 and steps once per rerun; Step, Reset and the end of the run trigger one full rerun so the panels outside
 the fragment (tabs, exports) follow.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Optional
@@ -12,10 +13,19 @@ from typing import Any, Callable, Optional
 import streamlit as st
 
 
-def stepper(state: str, keys: str, *, step_once: Callable[[], None], reset: Callable[[], None],
-            status: Callable[[Any, str], None], body: Callable[[Any], None], speed_label: str,
-            speed_range: tuple[float, float], blocked: Callable[[Any], bool] = lambda r: False,
-            extra: Optional[Callable[[Any, Any], None]] = None) -> None:
+def stepper(
+    state: str,
+    keys: str,
+    *,
+    step_once: Callable[[], None],
+    reset: Callable[[], None],
+    status: Callable[[Any, str], None],
+    body: Callable[[Any], None],
+    speed_label: str,
+    speed_range: tuple[float, float],
+    blocked: Callable[[Any], bool] = lambda r: False,
+    extra: Optional[Callable[[Any, Any], None]] = None,
+) -> None:
     """Draw the speed slider and the live fragment. ``status(run, word)`` writes the status line (``word``:
     run complete / failed / playing / paused) into the column it is called in; ``body(run)`` draws the live
     panels; ``blocked(run)``: the run cannot step (e.g. it failed); ``extra(run, column)`` adds a button.

@@ -1,4 +1,5 @@
 """Showing attacker-controlled text safely: never as HTML, never as live Markdown."""
+
 from __future__ import annotations
 
 import re

@@ -9,6 +9,7 @@ unchanged, new ones at the end), just the new items under ``appended``; everythi
 event of a run, and every event of runs written before this format, are whole (``appended`` empty), so old
 logs read unchanged.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -24,9 +25,8 @@ def state_delta(previous: Mapping[str, Any] | None, state: Mapping[str, Any]) ->
     appended: dict[str, list] = {}
     for key, value in state.items():
         old = previous.get(key) if previous is not None else None
-        if (isinstance(value, list) and isinstance(old, list) and len(value) >= len(old)
-                and value[:len(old)] == old):
-            appended[key] = value[len(old):]
+        if isinstance(value, list) and isinstance(old, list) and len(value) >= len(old) and value[: len(old)] == old:
+            appended[key] = value[len(old) :]
         else:
             whole[key] = value
     return whole, appended
@@ -37,8 +37,10 @@ def apply_delta(previous: Mapping[str, Any] | None, event: AttackerState) -> dic
     full = dict(event.state)
     for key, items in event.appended.items():
         if previous is None or not isinstance(previous.get(key), (list, tuple)):
-            raise ValueError(f"attacker_state of round {event.round} appends to {key!r}, which the previous "
-                             f"state does not hold: the events log is missing an earlier round")
+            raise ValueError(
+                f"attacker_state of round {event.round} appends to {key!r}, which the previous "
+                f"state does not hold: the events log is missing an earlier round"
+            )
         full[key] = list(previous[key]) + list(items)
     return full
 

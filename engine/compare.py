@@ -6,6 +6,7 @@ the utility evaluation (ACC, faithfulness) of the same defended system on a ques
 table reports each metric and its ratio to the undefended configuration (``none``) — RAGFort's
 ablation shape: CRR(reindex+cascade) < min(CRR(reindex), CRR(cascade)) < CRR(none).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,10 +31,10 @@ from .runs.extraction import ExtractionRun, events_file
 from .summaries import ComparisonRow
 
 LEAK_KEYS = LEAKAGE
-STAGE_KEYS = STAGE   # leakage by stage (see metrics.leakage)
+STAGE_KEYS = STAGE  # leakage by stage (see metrics.leakage)
 
 
-UTILITY_KEYS = ("acc", "faithfulness", "n", "n_graded", "blocked")     # what a comparison row keeps of utility_of
+UTILITY_KEYS = ("acc", "faithfulness", "n", "n_graded", "blocked")  # what a comparison row keeps of utility_of
 
 
 def utility_of(cfg: ComparisonConfig, configuration: str, *, progress: Progress | None = None) -> dict[str, Any]:
@@ -41,13 +42,23 @@ def utility_of(cfg: ComparisonConfig, configuration: str, *, progress: Progress 
     base = cfg.extraction_config("zeng", configuration)
     data_dir = base.data_dir or None
     retriever = make_retriever(base.retriever, dict(base.retriever_params or {}))
-    corpus = load_corpus(cfg.utility_corpus, data_dir=data_dir, chunk_size=base.chunk_size,
-                         chunk_overlap=base.chunk_overlap, window=retriever_window(retriever))
+    corpus = load_corpus(
+        cfg.utility_corpus,
+        data_dir=data_dir,
+        chunk_size=base.chunk_size,
+        chunk_overlap=base.chunk_overlap,
+        window=retriever_window(retriever),
+    )
     queries = load_queries(cfg.utility_queries, data_dir=data_dir)
-    system = RagSystem(corpus, retriever,
-                       GENERATORS.create(base.generator, dict(base.generator_params or {})),
-                       make_defenses(base.defenses, dict(base.defense_params or {})), top_k=base.top_k,
-                       template=base.template, max_tokens=base.max_tokens)
+    system = RagSystem(
+        corpus,
+        retriever,
+        GENERATORS.create(base.generator, dict(base.generator_params or {})),
+        make_defenses(base.defenses, dict(base.defense_params or {})),
+        top_k=base.top_k,
+        template=base.template,
+        max_tokens=base.max_tokens,
+    )
     try:
         system.build(progress=progress)
         u = evaluate_utility(system, queries, seed=base.seed, limit=cfg.utility_limit, progress=progress)
@@ -58,16 +69,18 @@ def utility_of(cfg: ComparisonConfig, configuration: str, *, progress: Progress 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Two configurations equal but for the data dir (a run may resume from another checkout)."""
+
     def norm(d: Mapping[str, Any]) -> str:
         d = json.loads(json.dumps(jsonable(dict(d)), default=str))
         d.pop("data_dir", None)
         if isinstance(d.get("base"), dict):
             d["base"].pop("data_dir", None)
         return json.dumps(d, sort_keys=True)
+
     return norm(a) == norm(b)
 
 
-GRID_AXES = ("configurations", "attacks", "kbs", "repeats")     # what a grown (or narrowed) comparison may change
+GRID_AXES = ("configurations", "attacks", "kbs", "repeats")  # what a grown (or narrowed) comparison may change
 
 
 def _same_but_grid(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -86,6 +99,7 @@ def _earlier_run(runs_dir: Path, ecfg: ExtractionConfig) -> tuple[Path, dict[str
     if not runs_dir.is_dir():
         return None
     from .events import RunStarted, read_jsonl
+
     want, half = ecfg.to_dict(), None
     for d in sorted((p for p in runs_dir.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True):
         try:
@@ -131,7 +145,7 @@ def compare_cell(item: tuple, reporter=None) -> dict[str, Any] | None:
         return reporter is not None and reporter.should_stop()
 
     earlier = _earlier_run(out / "runs", ecfg) if out and resume else None
-    if earlier is not None and earlier[1] is not None:    # all its rounds played; only its record is missing
+    if earlier is not None and earlier[1] is not None:  # all its rounds played; only its record is missing
         run_id, s = earlier[0].name, earlier[1]
     else:
         half = earlier[0] if earlier is not None else None
@@ -148,26 +162,44 @@ def compare_cell(item: tuple, reporter=None) -> dict[str, Any] | None:
                 run.step()
                 tick("attacking", run.rounds_done, ecfg.rounds)
             if not run.done:
-                return None          # stopped mid-cell: its rounds are on disk, the next call resumes it
+                return None  # stopped mid-cell: its rounds are on disk, the next call resumes it
             run.finish()
         finally:
             run.close()
         run_id, s = run.run_id, run.summary()
-    row = {"kb": kb, "attack": attack, "configuration": conf, "defenses": list(defense_set(conf)),
-           "run_id": run_id, "seed": ecfg.seed, **{k: s[k] for k in LEAK_KEYS}, "rounds": s["rounds"],
-           "kb_size": s["kb_size"], "blocked": s["blocked"], "curves": s["curves"], "seconds": s["seconds"],
-           **{k: s.get(k) for k in STAGE_KEYS},
-           **({"cascade": s["cascade"]} if "cascade" in s else {})}
+    row = {
+        "kb": kb,
+        "attack": attack,
+        "configuration": conf,
+        "defenses": list(defense_set(conf)),
+        "run_id": run_id,
+        "seed": ecfg.seed,
+        **{k: s[k] for k in LEAK_KEYS},
+        "rounds": s["rounds"],
+        "kb_size": s["kb_size"],
+        "blocked": s["blocked"],
+        "curves": s["curves"],
+        "seconds": s["seconds"],
+        **{k: s.get(k) for k in STAGE_KEYS},
+        **({"cascade": s["cascade"]} if "cascade" in s else {}),
+    }
     if with_utility:
         row["utility"] = utility_of(cfg, conf, progress=tick)
     return row
 
 
-def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, progress: Progress | None = None,
-                   stop: Optional[StopToken] = None,
-                   on_row: Callable[[dict], None] | None = None, resume: bool = True,
-                   executor: ExecutorConfig | None = None,
-                   failed: list[dict[str, Any]] | None = None, overwrite: bool = False) -> list[ComparisonRow]:
+def run_comparison(
+    cfg: ComparisonConfig,
+    *,
+    out_dir: str | Path | None = None,
+    progress: Progress | None = None,
+    stop: Optional[StopToken] = None,
+    on_row: Callable[[dict], None] | None = None,
+    resume: bool = True,
+    executor: ExecutorConfig | None = None,
+    failed: list[dict[str, Any]] | None = None,
+    overwrite: bool = False,
+) -> list[ComparisonRow]:
     """:class:`~engine.summaries.ComparisonRow` s of (kb, attack, configuration, leakage metrics, utility, ratios
     to 'none'); ``stop`` ends early.
 
@@ -194,16 +226,34 @@ def run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None = None, 
     from contextlib import nullcontext
 
     from .folder_lock import exclusive_folder
+
     # one writer per folder: a second comparison into it would overwrite this one's cells
     with exclusive_folder(out_dir, "this comparison") if out_dir else nullcontext():
-        return _run_comparison(cfg, out_dir=out_dir, progress=progress, stop=stop, on_row=on_row, resume=resume,
-                               executor=executor, failed=failed, overwrite=overwrite)
+        return _run_comparison(
+            cfg,
+            out_dir=out_dir,
+            progress=progress,
+            stop=stop,
+            on_row=on_row,
+            resume=resume,
+            executor=executor,
+            failed=failed,
+            overwrite=overwrite,
+        )
 
 
-def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progress: Progress | None,
-                    stop: Optional[StopToken], on_row: Callable[[dict], None] | None, resume: bool,
-                    executor: ExecutorConfig | None, failed: list[dict[str, Any]] | None,
-                    overwrite: bool = False) -> list[ComparisonRow]:
+def _run_comparison(
+    cfg: ComparisonConfig,
+    *,
+    out_dir: str | Path | None,
+    progress: Progress | None,
+    stop: Optional[StopToken],
+    on_row: Callable[[dict], None] | None,
+    resume: bool,
+    executor: ExecutorConfig | None,
+    failed: list[dict[str, Any]] | None,
+    overwrite: bool = False,
+) -> list[ComparisonRow]:
     """:func:`run_comparison`'s body, with its output folder held."""
     from .executors import run_cells
 
@@ -211,16 +261,19 @@ def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progre
     utility: dict[str, dict] = {}
     kbs = cfg.knowledge_bases()
     from .corpora import check_corpus_spec
-    for kb in kbs:          # every knowledge base now, not when its first cell comes (maybe hours later)
+
+    for kb in kbs:  # every knowledge base now, not when its first cell comes (maybe hours later)
         check_corpus_spec(kb, dict(cfg.base or {}).get("data_dir") or None)
     if out_dir:
         from .paths import writable_dir
+
         writable_dir(out_dir)
-    cells = [(rep, kb, a, c) for rep in range(cfg.repeats) for kb in kbs for a in cfg.attacks
-             for c in cfg.configurations]
+    cells = [
+        (rep, kb, a, c) for rep in range(cfg.repeats) for kb in kbs for a in cfg.attacks for c in cfg.configurations
+    ]
     seeds = {rep: cfg.extraction_config(a, c, rep, kb=kb).seed for rep, kb, a, c in cells}
     out = Path(out_dir) if out_dir else None
-    regridded = False       # the record holds another grid of the same comparison: rewritten for this one below
+    regridded = False  # the record holds another grid of the same comparison: rewritten for this one below
     if out and resume and (out / "comparison.json").is_file():
         try:
             prev = json.loads((out / "comparison.json").read_text())
@@ -228,14 +281,19 @@ def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progre
             prev = {}
         if prev.get("runs") and not overwrite and not _same_but_grid(prev.get("config") or {}, cfg.to_dict()):
             diff = differences(prev.get("config") or {}, cfg.to_dict(), skip=GRID_AXES)
-            raise ConfigError(f"{out} holds a comparison with other settings ({diff}); choose another --out, or pass "
-                              f"--overwrite to replace it (its {len(prev['runs'])} recorded run(s) are then dropped)")
+            raise ConfigError(
+                f"{out} holds a comparison with other settings ({diff}); choose another --out, or pass "
+                f"--overwrite to replace it (its {len(prev['runs'])} recorded run(s) are then dropped)"
+            )
         if _same_but_grid(prev.get("config") or {}, cfg.to_dict()):
             # the same comparison, or one grown by configurations, attacks, KBs or seeds (or narrowed): its
             # recorded cells that the grid still asks for, and their configurations' utility, are kept
             wanted = {(seeds[rep], kb, a, c) for rep, kb, a, c in cells}
-            runs = [r for r in prev.get("runs") or []
-                    if (r.get("seed"), r.get("kb"), r.get("attack"), r.get("configuration")) in wanted]
+            runs = [
+                r
+                for r in prev.get("runs") or []
+                if (r.get("seed"), r.get("kb"), r.get("attack"), r.get("configuration")) in wanted
+            ]
             regridded = not _same(prev.get("config") or {}, cfg.to_dict())
             for r in runs:
                 if any(k.startswith("utility_") for k in r):
@@ -255,25 +313,39 @@ def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progre
 
     def label(i: int) -> str:
         rep, kb, attack, conf = cells[i]
-        return (f"{attack} vs {conf}" + (f" on {kb}" if len(kbs) > 1 else "")
-                + (f" (seed {rep + 1}/{cfg.repeats})" if cfg.repeats > 1 else ""))
+        return (
+            f"{attack} vs {conf}"
+            + (f" on {kb}" if len(kbs) > 1 else "")
+            + (f" (seed {rep + 1}/{cfg.repeats})" if cfg.repeats > 1 else "")
+        )
 
     def cell_progress(i: int, stage: str, d: int, t: int) -> None:
         if progress:
             progress(f"[{i + 1}/{len(cells)}] {label(i)}: {stage}", d, t)
 
     def save() -> None:
-        for r in runs:      # utility is per configuration: every run of it shows the same figures
+        for r in runs:  # utility is per configuration: every run of it shows the same figures
             r.update({f"utility_{k}": v for k, v in utility.get(r["configuration"], {}).items()})
         runs.sort(key=lambda r: order.get((r.get("seed"), r.get("kb"), r["attack"], r["configuration"]), len(order)))
         if out:  # after every cell, so a stopped or killed comparison keeps what it finished
             rows = aggregate_runs(runs)
             add_ratios(rows)
             out.mkdir(parents=True, exist_ok=True)
-            atomic_write(out / "comparison.json", json.dumps(
-                {"config": cfg.to_dict(), "rows": rows, "runs": runs, "complete": len(runs) == len(cells),
-                 **({"failed": failed} if failed else {}), **({"placement": placement} if placement else {})},
-                indent=2, default=str))
+            atomic_write(
+                out / "comparison.json",
+                json.dumps(
+                    {
+                        "config": cfg.to_dict(),
+                        "rows": rows,
+                        "runs": runs,
+                        "complete": len(runs) == len(cells),
+                        **({"failed": failed} if failed else {}),
+                        **({"placement": placement} if placement else {}),
+                    },
+                    indent=2,
+                    default=str,
+                ),
+            )
 
     def on_done(o) -> None:
         rep, kb, attack, conf = cells[o.index]
@@ -286,20 +358,23 @@ def _run_comparison(cfg: ComparisonConfig, *, out_dir: str | Path | None, progre
             if u is not None:
                 utility[conf] = {k: u[k] for k in UTILITY_KEYS}
             runs.append(row)
-        save()                  # also gives the row its configuration's utility
+        save()  # also gives the row its configuration's utility
         if o.error is None and o.result is not None and on_row:
             on_row(row)
 
     run_cells(compare_cell, todo, executor=executor, on_done=on_done, progress=cell_progress, stop=stop)
     if regridded and not todo:
-        save()              # nothing to play (a narrowed grid): the record still becomes this grid's
+        save()  # nothing to play (a narrowed grid): the record still becomes this grid's
     if cfg.utility_limit != 0 and not stopped(stop):
         # a configuration whose utility cell failed (on Ray, after its retries) while its other cells finished:
         # nothing left would evaluate it, so it is evaluated here, once
         for conf in dict.fromkeys(r["configuration"] for r in runs):
             if conf not in utility:
-                u = utility_of(cfg, conf, progress=(lambda s, d, t, c=conf: progress(f"utility of {c}: {s}", d, t))
-                               if progress else None)
+                u = utility_of(
+                    cfg,
+                    conf,
+                    progress=(lambda s, d, t, c=conf: progress(f"utility of {c}: {s}", d, t)) if progress else None,
+                )
                 utility[conf] = {k: u[k] for k in UTILITY_KEYS}
                 save()
     rows = aggregate_runs(runs)
@@ -323,15 +398,31 @@ def aggregate_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for (kb, attack, conf), rs in groups.items():
         first = rs[0]
-        if len(rs) == 1:     # one run: its own row, unchanged
-            rows.append({**first, "run_ids": [first["run_id"]], "seeds": [first.get("seed")], "n_runs": 1,
-                         **{f"{k}_std": None for k in LEAK_KEYS}})
+        if len(rs) == 1:  # one run: its own row, unchanged
+            rows.append(
+                {
+                    **first,
+                    "run_ids": [first["run_id"]],
+                    "seeds": [first.get("seed")],
+                    "n_runs": 1,
+                    **{f"{k}_std": None for k in LEAK_KEYS},
+                }
+            )
             continue
         row = {k: v for k, v in first.items() if k.startswith("utility_")}
-        row.update(kb=kb, attack=attack, configuration=conf, defenses=list(first["defenses"]), run_id=first["run_id"],
-                   run_ids=[r["run_id"] for r in rs], seeds=[r.get("seed") for r in rs], n_runs=len(rs),
-                   kb_size=first["kb_size"], rounds=_mean([r["rounds"] for r in rs]),
-                   blocked=_mean([r["blocked"] for r in rs]))
+        row.update(
+            kb=kb,
+            attack=attack,
+            configuration=conf,
+            defenses=list(first["defenses"]),
+            run_id=first["run_id"],
+            run_ids=[r["run_id"] for r in rs],
+            seeds=[r.get("seed") for r in rs],
+            n_runs=len(rs),
+            kb_size=first["kb_size"],
+            rounds=_mean([r["rounds"] for r in rs]),
+            blocked=_mean([r["blocked"] for r in rs]),
+        )
         for k in LEAK_KEYS:
             xs = [float(r[k]) for r in rs]
             m = _mean(xs)
@@ -350,8 +441,11 @@ def aggregate_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["seconds"] = {k: _mean([x.get(k, 0.0) for x in secs]) for k in secs[0]}
         casc = [r["cascade"] for r in rs if "cascade" in r]
         if casc:
-            row["cascade"] = {k: sum(c.get(k, 0) for c in casc) for k in casc[0]
-                              if all(isinstance(c.get(k, 0), (int, float)) for c in casc)}
+            row["cascade"] = {
+                k: sum(c.get(k, 0) for c in casc)
+                for k in casc[0]
+                if all(isinstance(c.get(k, 0), (int, float)) for c in casc)
+            }
         rows.append(row)
     return rows
 
@@ -363,7 +457,7 @@ def add_ratios(rows: list[dict[str, Any]]) -> None:
     intervals of this configuration and no protection do not overlap, else ``not distinguishable`` (at
     this budget, the two cannot be ranked)."""
     base = {(r.get("kb"), r["attack"]): r for r in rows if r["configuration"] == "none"}
-    for r in rows:          # CRR is a share of the KB's chunks: Wilson's interval over chunks (× runs, pooled)
+    for r in rows:  # CRR is a share of the KB's chunks: Wilson's interval over chunks (× runs, pooled)
         n = int(r.get("kb_size") or 0) * int(r.get("n_runs") or 1)
         r["crr_ci"] = list(wilson(int(round(float(r["crr"]) * n)), n)) if n else None
     for r in rows:
@@ -371,8 +465,13 @@ def add_ratios(rows: list[dict[str, Any]]) -> None:
         for k in LEAK_KEYS:
             r[f"{k}_ratio"] = (r[k] / b[k]) if b and b[k] else None
         if b is not None and b is not r and r.get("crr_ci") and b.get("crr_ci"):
-            r["crr_vs_none"] = ("not distinguishable" if overlap(r["crr_ci"], b["crr_ci"]) else
-                                "less" if r["crr"] < b["crr"] else "more")
+            r["crr_vs_none"] = (
+                "not distinguishable"
+                if overlap(r["crr_ci"], b["crr_ci"])
+                else "less"
+                if r["crr"] < b["crr"]
+                else "more"
+            )
         if b and r.get("utility_acc") is not None and b.get("utility_acc") is not None:
             r["utility_acc_drop"] = b["utility_acc"] - r["utility_acc"]
 
@@ -390,8 +489,9 @@ def _not_below_none(v: dict[str, float]) -> list[str]:
     return [k for k in ("reindex", "cascade") if not v[k] < v["none"]]
 
 
-def ablation_direction(rows: list[dict[str, Any]], attack: str, metric: str = "crr",
-                       kb: str | None = None) -> dict[str, Any]:
+def ablation_direction(
+    rows: list[dict[str, Any]], attack: str, metric: str = "crr", kb: str | None = None
+) -> dict[str, Any]:
     """RAGFort's claim on one attack (on one kb, when a comparison has several): both < min(single
     paths) < none."""
     mine = [r for r in rows if r["attack"] == attack and (kb is None or r.get("kb") == kb)]
@@ -400,11 +500,22 @@ def ablation_direction(rows: list[dict[str, Any]], attack: str, metric: str = "c
         return {"holds": None, "values": v}
     ci = {r["configuration"]: r.get(f"{metric}_ci") for r in mine}
     # the direction compares point estimates; say when its steps are within each other's intervals
-    close = [f"{a} vs {b}" for a, b in (("reindex+cascade", "reindex"), ("reindex+cascade", "cascade"),
-                                        ("reindex", "none"), ("cascade", "none"))
-             if ci.get(a) and ci.get(b) and overlap(ci[a], ci[b])]
-    return {"holds": _direction_holds(v), "values": v, "not_below_none": _not_below_none(v),
-            "not_distinguishable": close}
+    close = [
+        f"{a} vs {b}"
+        for a, b in (
+            ("reindex+cascade", "reindex"),
+            ("reindex+cascade", "cascade"),
+            ("reindex", "none"),
+            ("cascade", "none"),
+        )
+        if ci.get(a) and ci.get(b) and overlap(ci[a], ci[b])
+    ]
+    return {
+        "holds": _direction_holds(v),
+        "values": v,
+        "not_below_none": _not_below_none(v),
+        "not_distinguishable": close,
+    }
 
 
 def average_ablation_direction(rows: list[dict[str, Any]], metric: str = "crr") -> dict[str, Any]:
@@ -413,11 +524,15 @@ def average_ablation_direction(rows: list[dict[str, Any]], metric: str = "crr") 
     attack); attacks that leaked nothing undefended are left out (no ratio). Then: both < min(single
     paths) < none (= 1)."""
     by_attack: dict[tuple[Any, str], dict[str, float]] = {}
-    for r in rows:   # one entry per (kb, attack): the paper averages over attacks and datasets
+    for r in rows:  # one entry per (kb, attack): the paper averages over attacks and datasets
         by_attack.setdefault((r.get("kb"), r["attack"]), {})[r["configuration"]] = r[metric]
     usable = [v for v in by_attack.values() if all(k in v for k in ABLATION) and v["none"]]
     if not usable:
         return {"holds": None, "ratios": {}, "attacks": 0}
     ratios = {k: sum(v[k] / v["none"] for v in usable) / len(usable) for k in ABLATION}
-    return {"holds": _direction_holds(ratios), "ratios": ratios, "attacks": len(usable),
-            "not_below_none": _not_below_none(ratios)}
+    return {
+        "holds": _direction_holds(ratios),
+        "ratios": ratios,
+        "attacks": len(usable),
+        "not_below_none": _not_below_none(ratios),
+    }

@@ -1,4 +1,5 @@
 """Run configurations and YAML presets (validated; a bad key gets a clear error naming it)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -19,66 +20,90 @@ class PoisonConfig(Params):
     """Everything that defines a poisoning run."""
 
     corpus: str = param("clinic_handbook", help="Corpus: bundled name, benchmark name or path")
-    queries: str = param("clinic_handbook",
-                         help="Query set: clinic_handbook, mirage:<set>, poisonedrag:<set> or a path")
-    retriever: str = param("minilm", help="Retriever: a registered name or a sentence-transformers model name/path",
-                           registry="retrievers")
+    queries: str = param(
+        "clinic_handbook", help="Query set: clinic_handbook, mirage:<set>, poisonedrag:<set> or a path"
+    )
+    retriever: str = param(
+        "minilm", help="Retriever: a registered name or a sentence-transformers model name/path", registry="retrievers"
+    )
     retriever_params: Optional[Mapping[str, Any]] = param(None, help="Retriever parameters")
     attack: str = param("universal", help="Poisoning attack", registry="poisoning-attacks")
     attack_params: Optional[Mapping[str, Any]] = param(None, help="Attack parameters")
     target: str = param("pii", help="Target information kind (universal / paraphrased attacks)")
     target_text: str = param("", help="Your own target text (target = custom)")
-    injection: str = param("one-at-a-time", choices=INJECTION_MODES,
-                           help="Inject one poison per query (the paper) or all poisons at once (realistic)")
+    injection: str = param(
+        "one-at-a-time",
+        choices=INJECTION_MODES,
+        help="Inject one poison per query (the paper) or all poisons at once (realistic)",
+    )
     limit: Optional[int] = param(None, min=1, help="Use the first N queries")
     top_k: int = param(5, min=1, max=1000, help="Documents retrieved per query")
     detectors: tuple[str, ...] = param(("l2", "mahalanobis"), help="Poison detectors to evaluate", registry="detectors")
     detector_params: Optional[Mapping[str, Any]] = param(None, help="Per-detector parameters {name: {...}}")
     anchor_k: int = param(10, min=1, max=1000, help="Clean documents per protected query used as anchors")
-    anchor_fraction: float = param(0.5, min=0.05, max=0.95,
-                                   help="Share of protected queries whose clean documents fit the detectors; "
-                                        "the rest are held out")
-    chunk_size: Optional[int] = param(512, min=16,
-                                      help="Chunk size in the retriever's tokens, capped at what it reads "
-                                           "(None: no chunking)")
+    anchor_fraction: float = param(
+        0.5,
+        min=0.05,
+        max=0.95,
+        help="Share of protected queries whose clean documents fit the detectors; the rest are held out",
+    )
+    chunk_size: Optional[int] = param(
+        512, min=16, help="Chunk size in the retriever's tokens, capped at what it reads (None: no chunking)"
+    )
     chunk_overlap: int = param(32, min=0, help="Chunk overlap in tokens")
     seed: int = param(0, min=0, help="Seed for targets, splits and folds")
     data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
     store: str = param("persistent", choices=("persistent", "http"), help="Embedded Chroma or a Chroma server")
     chroma_host: str = param("127.0.0.1", help="Chroma server host (store = http)")
     chroma_port: int = param(8000, min=1, max=65535, help="Chroma server port (store = http)")
-    generate: bool = param(False, help="Also answer each attacked question from its top-K (poison included where "
-                                       "it ranked) and score whether the answer repeats the target")
+    generate: bool = param(
+        False,
+        help="Also answer each attacked question from its top-K (poison included where "
+        "it ranked) and score whether the answer repeats the target",
+    )
     generator: str = param("local", help="Generator of the answers", registry="generators")
-    generator_params: Optional[Mapping[str, Any]] = param(None, help="Generator parameters (model, ...); local "
-                                                                     "default: qwen2.5-0.5b")
+    generator_params: Optional[Mapping[str, Any]] = param(
+        None, help="Generator parameters (model, ...); local default: qwen2.5-0.5b"
+    )
     template: str = param("chat", choices=("chat", "rag-privacy"), help="Prompt template of the answers")
     max_tokens: int = param(96, min=8, max=4096, help="Tokens per answer")
-    judge: str = param("", help="An LLM judge that also decides whether each answer states the target "
-                                "('' none; a generator name: local, litellm)")
+    judge: str = param(
+        "",
+        help="An LLM judge that also decides whether each answer states the target "
+        "('' none; a generator name: local, litellm)",
+    )
     judge_params: Optional[Mapping[str, Any]] = param(None, help="Judge generator parameters (model, ...)")
-    defenses: tuple[str, ...] = param((), help="Defenses between retrieval and the answer (query and retrieval "
-                                               "stages always; context, prompt and generation stages with generate)",
-                                      registry="defenses")
+    defenses: tuple[str, ...] = param(
+        (),
+        help="Defenses between retrieval and the answer (query and retrieval "
+        "stages always; context, prompt and generation stages with generate)",
+        registry="defenses",
+    )
     defense_params: Optional[Mapping[str, Any]] = param(None, help="Per-defense parameters {name: {...}}")
 
     def validate(self) -> None:
         """Refuses a chunk overlap that is not smaller than the chunk size; with generation, checks the generator,
         the judge and a local model before anything loads."""
         if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
-            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
-                              f"chunk_size ({self.chunk_size})")
+            raise ConfigError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
         if self.generate:
             check_generators(self, ("generator", "judge"))
         from .defenses import DEFENSES
+
         for d in self.defenses:
             stage = DEFENSES.get(d).stage
             if stage == "index":
-                raise ConfigError(f"defense {d!r} rebuilds the index (index stage): not available in poisoning runs, "
-                                  "whose poisons are embedded by the attacker's retriever")
+                raise ConfigError(
+                    f"defense {d!r} rebuilds the index (index stage): not available in poisoning runs, "
+                    "whose poisons are embedded by the attacker's retriever"
+                )
             if stage in ("context", "prompt", "generation") and not self.generate:
-                raise ConfigError(f"defense {d!r} acts at the {stage} stage, on the answer: switch generation on "
-                                  "(--generate / generate: true) to use it")
+                raise ConfigError(
+                    f"defense {d!r} acts at the {stage} stage, on the answer: switch generation on "
+                    "(--generate / generate: true) to use it"
+                )
 
     def answer_generator_params(self) -> dict[str, Any]:
         """Generator parameters of the answers: the local default model is Qwen2.5-0.5B (SmolLM2 rarely uses
@@ -93,6 +118,7 @@ class PoisonConfig(Params):
         """``attack_params`` plus the run's ``target`` / ``target_text`` when the attack takes a target (values given
         in ``attack_params`` win)."""
         from .attacks.poisoning import POISONING_ATTACKS
+
         ap = dict(self.attack_params or {})
         if POISONING_ATTACKS.get(self.attack).takes_target():
             ap.setdefault("target", self.target)
@@ -105,7 +131,7 @@ class PoisonConfig(Params):
         (the generation fields count only when ``generate`` is on, so older runs keep their hash)."""
         d = self.to_dict()
         defaults = PoisonConfig.__dataclass_fields__
-        for k in LATER_KEYS:          # fields added later count only when set, so older runs keep their hash
+        for k in LATER_KEYS:  # fields added later count only when set, so older runs keep their hash
             same = json.dumps(d.get(k), default=str) == json.dumps(_default_of(defaults[k]), default=str)
             if same or (k in GENERATION_KEYS and not self.generate):
                 d.pop(k, None)
@@ -118,6 +144,7 @@ LATER_KEYS = GENERATION_KEYS + ("defenses", "defense_params")
 
 def _default_of(f: Any) -> Any:
     import dataclasses
+
     if f.default is not dataclasses.MISSING:
         return f.default
     return f.default_factory() if f.default_factory is not dataclasses.MISSING else None
@@ -129,12 +156,13 @@ def check_generators(cfg: Params, kinds: tuple[str, ...]) -> None:
     from .errors import ModelUnavailableError
     from .generators import GENERATORS
     from .generators.models import check_model_spec
+
     for kind in kinds:
         name = getattr(cfg, kind)
         if not name:
             continue
         gen = GENERATORS.get(name)
-        if gen.packaged_models:   # a local model is checked now, not in round 1 after the data has loaded
+        if gen.packaged_models:  # a local model is checked now, not in round 1 after the data has loaded
             params = getattr(cfg, f"{kind}_params") or {}
             default = "qwen2.5-0.5b" if isinstance(cfg, PoisonConfig) else gen.Params().to_dict()["model"]
             model = dict(params).get("model") or default
@@ -157,13 +185,17 @@ class SweepConfig(Params):
     limit: Optional[int] = param(None, min=1, help="First N queries of each set")
     k: int = param(2, min=1, max=100, help="K of the reported ASR@K (the paper's Table 1: K=2)")
     detectors: tuple[str, ...] = param((), help="Detectors to evaluate per cell (slower)", registry="detectors")
-    chunk_size: Optional[int] = param(512, min=16,
-                                      help="Chunk size in each retriever's tokens, capped at what it reads")
+    chunk_size: Optional[int] = param(
+        512, min=16, help="Chunk size in each retriever's tokens, capped at what it reads"
+    )
     chunk_overlap: int = param(32, min=0, help="Chunk overlap in tokens")
     seed: int = param(0, min=0, help="Seed")
     data_dir: str = param("", help="Benchmark data dir")
-    store: str = param("persistent", choices=("persistent", "http"),
-                       help="Embedded Chroma, or a Chroma server shared by every worker (base collections built once)")
+    store: str = param(
+        "persistent",
+        choices=("persistent", "http"),
+        help="Embedded Chroma, or a Chroma server shared by every worker (base collections built once)",
+    )
     chroma_host: str = param("127.0.0.1", help="Chroma server host (store = http)")
     chroma_port: int = param(8000, min=1, max=65535, help="Chroma server port (store = http)")
 
@@ -181,30 +213,46 @@ class ExtractionConfig(Params):
     attacker_llm_params: Optional[Mapping[str, Any]] = param(None, help="Attacker LLM parameters")
     defenses: tuple[str, ...] = param((), help="Defenses switched on (any subset)", registry="defenses")
     defense_params: Optional[Mapping[str, Any]] = param(None, help="Per-defense parameters {name: {...}}")
-    retriever: str = param("minilm", help="Retriever: a registered name or a sentence-transformers model name/path",
-                           registry="retrievers")
-    retriever_params: Optional[Mapping[str, Any]] = param(None, help="Retriever parameters",
-                                                          label="Retriever parameters (JSON)")
+    retriever: str = param(
+        "minilm", help="Retriever: a registered name or a sentence-transformers model name/path", registry="retrievers"
+    )
+    retriever_params: Optional[Mapping[str, Any]] = param(
+        None, help="Retriever parameters", label="Retriever parameters (JSON)"
+    )
     top_k: int = param(3, min=1, max=100, help="Chunks retrieved per query")
-    template: str = param("rag-privacy", choices=("rag-privacy", "chat"), help="Prompt template",
-                          label="Prompt template")
-    max_tokens: int = param(192, min=8, max=4096, help="Tokens generated per answer (the floor when the "
-                                                       "budget covers the context)")
-    answer_budget: str = param("context", choices=("context", "fixed"),
-                               help="context: each answer may be as long as its retrieved context (+10% + 32 "
-                                    "tokens), so the budget never caps CRR; fixed: max_tokens, which caps "
-                                    "what an answer can reproduce")
-    chunk_size: Optional[int] = param(512, min=16, help="Chunk size in the retriever's tokens, capped at what it "
-                                                        "reads (None: no chunking)", label="Chunk size (tokens)")
+    template: str = param(
+        "rag-privacy", choices=("rag-privacy", "chat"), help="Prompt template", label="Prompt template"
+    )
+    max_tokens: int = param(
+        192, min=8, max=4096, help="Tokens generated per answer (the floor when the budget covers the context)"
+    )
+    answer_budget: str = param(
+        "context",
+        choices=("context", "fixed"),
+        help="context: each answer may be as long as its retrieved context (+10% + 32 "
+        "tokens), so the budget never caps CRR; fixed: max_tokens, which caps "
+        "what an answer can reproduce",
+    )
+    chunk_size: Optional[int] = param(
+        512,
+        min=16,
+        help="Chunk size in the retriever's tokens, capped at what it reads (None: no chunking)",
+        label="Chunk size (tokens)",
+    )
     chunk_overlap: int = param(0, min=0, help="Chunk overlap in tokens", label="Chunk overlap (tokens)")
-    crr_tau: float = param(0.5, min=0.0, max=1.0, help="CRR: ROUGE-L recall at which a chunk counts as recovered",
-                           label="CRR threshold τ")
-    semantic_threshold: float = param(0.7, min=-1.0, max=1.0, help="Semantic leak: cosine threshold",
-                                      label="Semantic-leak threshold")
+    crr_tau: float = param(
+        0.5, min=0.0, max=1.0, help="CRR: ROUGE-L recall at which a chunk counts as recovered", label="CRR threshold τ"
+    )
+    semantic_threshold: float = param(
+        0.7, min=-1.0, max=1.0, help="Semantic leak: cosine threshold", label="Semantic-leak threshold"
+    )
     seed: int = param(0, min=0, help="Seed of the attacker")
     data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
-    target: str = param("pipeline", help="The system attacked: pipeline (the engine's own, built from the fields "
-                                         "above) or an audit target", registry="targets")
+    target: str = param(
+        "pipeline",
+        help="The system attacked: pipeline (the engine's own, built from the fields above) or an audit target",
+        registry="targets",
+    )
     target_params: Optional[Mapping[str, Any]] = param(None, help="The target's parameters (credentials as ${VAR})")
 
     def validate(self) -> None:
@@ -213,10 +261,12 @@ class ExtractionConfig(Params):
         other than the built-in pipeline: its parameters are valid, the engine's defenses are not asked for (the
         target has its own), and ``kb`` is the reference ('' = unknown, 'target' = the target's own store)."""
         if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
-            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
-                              f"chunk_size ({self.chunk_size})")
+            raise ConfigError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
         from .attacks.extraction import EXTRACTION_ATTACKS
         from .defenses import DEFENSES
+
         EXTRACTION_ATTACKS.get(self.attack)
         if self.target == "pipeline":
             check_generators(self, ("generator", "attacker_llm"))
@@ -224,13 +274,15 @@ class ExtractionConfig(Params):
                 raise ConfigError("target_params: the built-in pipeline is set by the config's own fields")
             if not self.kb.strip() or self.kb == "target":
                 raise ConfigError("kb: name the knowledge base of the built-in pipeline")
-        else:       # the target's name and parameters are checked when the run builds it, before any data loads
+        else:  # the target's name and parameters are checked when the run builds it, before any data loads
             check_generators(self, ("attacker_llm",))
             if not self.target.strip():
                 raise ConfigError("target: name the system attacked (pipeline, http, openai-chat, python, chroma)")
             if self.defenses:
-                raise ConfigError(f"defenses: the engine's defenses act inside its own pipeline; target "
-                                  f"{self.target!r} runs its own (for a Chroma target, set its defenses parameter)")
+                raise ConfigError(
+                    f"defenses: the engine's defenses act inside its own pipeline; target "
+                    f"{self.target!r} runs its own (for a Chroma target, set its defenses parameter)"
+                )
         for d in self.defenses:
             DEFENSES.get(d)
 
@@ -258,21 +310,30 @@ class ComparisonConfig(Params):
     """One attack against several defense configurations, with leakage and utility per configuration."""
 
     base: Optional[Mapping[str, Any]] = param(None, help="ExtractionConfig fields shared by every configuration")
-    configurations: tuple[str, ...] = param(("none", "threshold", "summarize", "reindex", "cascade", "reindex+cascade"),
-                                            help="Defense sets: '+'-joined defense names, 'none' for no defense")
+    configurations: tuple[str, ...] = param(
+        ("none", "threshold", "summarize", "reindex", "cascade", "reindex+cascade"),
+        help="Defense sets: '+'-joined defense names, 'none' for no defense",
+    )
     attacks: tuple[str, ...] = param(("rag-thief",), help="Attacks, each run against every configuration")
-    kbs: tuple[str, ...] = param((), help="Knowledge bases, each attacked with every attack × configuration "
-                                         "(empty: the base's kb)")
+    kbs: tuple[str, ...] = param(
+        (), help="Knowledge bases, each attacked with every attack × configuration (empty: the base's kb)"
+    )
     utility_corpus: str = param("clinic_handbook", help="Corpus for the utility side (ACC, faithfulness)")
     utility_queries: str = param("clinic_handbook", help="Questions for the utility side")
     utility_limit: Optional[int] = param(30, min=1, help="Questions used for utility (None: all)")
-    repeats: int = param(1, min=1, max=100, help="Runs per attack × configuration, with seeds base seed, base seed "
-                                                  "+ 1, …; the table reports their mean and standard deviation")
+    repeats: int = param(
+        1,
+        min=1,
+        max=100,
+        help="Runs per attack × configuration, with seeds base seed, base seed "
+        "+ 1, …; the table reports their mean and standard deviation",
+    )
 
     def validate(self) -> None:
         """Needs at least one configuration, registered defenses in each, and a ``base`` that is a valid
         :class:`ExtractionConfig`."""
         from .defenses import DEFENSES
+
         if not self.configurations:
             raise ConfigError("configurations: give at least one (e.g. none)")
         for c in self.configurations:
@@ -284,15 +345,17 @@ class ComparisonConfig(Params):
         """The knowledge bases to attack: ``kbs``, else the base's ``kb``, else the default one."""
         return tuple(self.kbs) or (str(dict(self.base or {}).get("kb") or ExtractionConfig().kb),)
 
-    def extraction_config(self, attack: str, configuration: str, repeat: int = 0,
-                          kb: str | None = None) -> ExtractionConfig:
+    def extraction_config(
+        self, attack: str, configuration: str, repeat: int = 0, kb: str | None = None
+    ) -> ExtractionConfig:
         """The run of ``attack`` against ``configuration`` (on ``kb``, default the base's); repeat ``i``
         uses seed base seed + ``i``."""
         base = dict(self.base or {})
         seed = {"seed": int(base.get("seed") or 0) + repeat} if repeat else {}
         kb_over = {"kb": kb} if kb else {}
-        return ExtractionConfig.from_dict({**base, "attack": attack, "defenses": list(defense_set(configuration)),
-                                           **seed, **kb_over}, where="base")
+        return ExtractionConfig.from_dict(
+            {**base, "attack": attack, "defenses": list(defense_set(configuration)), **seed, **kb_over}, where="base"
+        )
 
 
 def defense_set(configuration: str) -> tuple[str, ...]:
@@ -306,17 +369,28 @@ class AuditConfig(Params):
 
     target: str = param("pipeline", help="The system audited (pipeline: the built-in one)", registry="targets")
     target_params: Optional[Mapping[str, Any]] = param(None, help="The target's parameters (credentials as ${VAR})")
-    kb: str = param("", help="Reference knowledge base for the leakage metrics: blank = the target's own store where "
-                             "it can be read, else none; a bundled name, benchmark name or path; 'none'")
-    extraction_attacks: tuple[str, ...] = param(("zeng", "rag-thief", "code-claim", "ikea"),
-                                                help="Extraction attacks of the battery", registry="extraction-attacks")
+    kb: str = param(
+        "",
+        help="Reference knowledge base for the leakage metrics: blank = the target's own store where "
+        "it can be read, else none; a bundled name, benchmark name or path; 'none'",
+    )
+    extraction_attacks: tuple[str, ...] = param(
+        ("zeng", "rag-thief", "code-claim", "ikea"),
+        help="Extraction attacks of the battery",
+        registry="extraction-attacks",
+    )
     rounds: int = param(5, min=1, max=10000, help="Queries per extraction attack")
     attack_params: Optional[Mapping[str, Any]] = param(None, help="Per-attack parameters {attack: {...}}")
-    attacker_llm: str = param("", help="The extraction attacker's own LLM, a generator spec such as "
-                                       "local:smollm2-135m ('' = rule-based continuations)")
-    poisoning_attacks: tuple[str, ...] = param(("universal", "trigger", "jamming"),
-                                               help="Poisoning attacks (run where the target has a write surface)",
-                                               registry="poisoning-attacks")
+    attacker_llm: str = param(
+        "",
+        help="The extraction attacker's own LLM, a generator spec such as "
+        "local:smollm2-135m ('' = rule-based continuations)",
+    )
+    poisoning_attacks: tuple[str, ...] = param(
+        ("universal", "trigger", "jamming"),
+        help="Poisoning attacks (run where the target has a write surface)",
+        registry="poisoning-attacks",
+    )
     questions: str = param("clinic_handbook", help="Questions the poisons are aimed at (query-set spec)")
     poison_questions: int = param(3, min=1, max=10000, help="Questions per poisoning attack")
     poison_target: str = param("pii", help="Information the poisons carry (pii, diagnosis, …)")
@@ -332,14 +406,17 @@ class AuditConfig(Params):
         thresholds are checked when the audit starts, before any request: :class:`engine.audit.Audit`)."""
         from .attacks.extraction import EXTRACTION_ATTACKS
         from .attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
+
         if not self.target.strip():
             raise ConfigError("target: name the system audited (pipeline, http, openai-chat, python, chroma)")
         for a in self.extraction_attacks:
             EXTRACTION_ATTACKS.get(a)
         for a in self.poisoning_attacks:
             if POISONING_ATTACKS.get(a).needs_index:
-                raise ConfigError(f"poisoning_attacks: {a!r} searches the clean index first (an adaptive attacker): "
-                                  "not available against a target")
+                raise ConfigError(
+                    f"poisoning_attacks: {a!r} searches the clean index first (an adaptive attacker): "
+                    "not available against a target"
+                )
         if not self.extraction_attacks and not self.poisoning_attacks:
             raise ConfigError("the battery is empty: give extraction_attacks or poisoning_attacks")
         if self.poison_target not in TARGET_KINDS:
@@ -348,10 +425,12 @@ class AuditConfig(Params):
             if name not in EXTRACTION_ATTACKS and name not in POISONING_ATTACKS:
                 raise ConfigError(f"attack_params: {name!r} is not an attack")
         if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
-            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
-                              f"chunk_size ({self.chunk_size})")
+            raise ConfigError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
         if self.attacker_llm:
             from .generators.spec import parse_generator
+
             parse_generator(self.attacker_llm)
 
 
@@ -368,13 +447,19 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any], *, skip: tuple[s
                 walk(a.get(k), b.get(k), f"{prefix}{k}.")
         elif json.dumps(a, sort_keys=True, default=str) != json.dumps(b, sort_keys=True, default=str):
             out.append(f"{prefix[:-1]} {json.dumps(a, default=str)[:40]} → {json.dumps(b, default=str)[:40]}")
+
     walk(dict(old), dict(new), "")
     more = f"; and {len(out) - limit} more" if len(out) > limit else ""
     return ("; ".join(out[:limit]) + more) or "none"
 
 
-PRESET_KINDS = {"poison": PoisonConfig, "sweep": SweepConfig, "extract": ExtractionConfig,
-                "compare": ComparisonConfig, "audit": AuditConfig}
+PRESET_KINDS = {
+    "poison": PoisonConfig,
+    "sweep": SweepConfig,
+    "extract": ExtractionConfig,
+    "compare": ComparisonConfig,
+    "audit": AuditConfig,
+}
 
 
 PRESET_MAX_BYTES = 1_000_000
@@ -436,6 +521,7 @@ def expanded_size(obj: Any, cap: int = PRESET_MAX_VALUES) -> int:
             memo[id(o)] = n
             return n
         return 1
+
     return size(obj)
 
 
@@ -446,8 +532,10 @@ def parse_preset_yaml(text: str, name: str) -> Any:
     try:
         data = loader.get_single_data()
         if expanded_size(data) > PRESET_MAX_VALUES:
-            raise ConfigError(f"it expands to more than {PRESET_MAX_VALUES:,} values (YAML aliases repeating "
-                              "lists): a preset is a small mapping")
+            raise ConfigError(
+                f"it expands to more than {PRESET_MAX_VALUES:,} values (YAML aliases repeating "
+                "lists): a preset is a small mapping"
+            )
         return data
     except ConfigError as e:
         raise ConfigError(f"{name}: {e}") from None
@@ -470,8 +558,10 @@ def load_preset(name_or_path: str) -> tuple[str, Params, dict[str, Any]]:
         known = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
         raise ConfigError(f"preset {name_or_path!r} not found (bundled presets: {known})")
     if path.stat().st_size > PRESET_MAX_BYTES:
-        raise ConfigError(f"{path.name}: {path.stat().st_size:,} bytes; a preset is a small YAML file (at most "
-                          f"{PRESET_MAX_BYTES:,} bytes)")
+        raise ConfigError(
+            f"{path.name}: {path.stat().st_size:,} bytes; a preset is a small YAML file (at most "
+            f"{PRESET_MAX_BYTES:,} bytes)"
+        )
     data = path.read_bytes()
     if b"\x00" in data[:8192]:
         raise ConfigError(f"{path.name}: a preset is a YAML text file; this one holds binary data")
@@ -489,10 +579,11 @@ def load_preset(name_or_path: str) -> tuple[str, Params, dict[str, Any]]:
     kind = raw.pop("kind", "poison")
     if kind not in PRESET_KINDS:
         raise ConfigError(f"{path.name}: kind {kind!r} is not one of {', '.join(PRESET_KINDS)}")
-    if "executor" in raw:   # where a sweep's or a comparison's cells run; not part of the results
+    if "executor" in raw:  # where a sweep's or a comparison's cells run; not part of the results
         if kind not in ("sweep", "compare"):
             raise ConfigError(f"{path.name}: executor: only sweep and compare presets run cells on an executor")
         from .executors import ExecutorConfig
+
         ex = raw.pop("executor")
         if not isinstance(ex, dict):
             raise ConfigError(f"{path.name}: executor must be a mapping (executor: ray, workers: 2, ...)")

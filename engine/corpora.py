@@ -15,6 +15,7 @@ a piece the splitter leaves too long is split again at word boundaries, and ``Co
 ``{"chunks", "retriever_max_tokens", "over_window"}``. Without chunking (``chunk_size=None``) nothing is
 split and ``over_window`` counts the documents whose tail the retriever never sees.
 """
+
 from __future__ import annotations
 
 import csv
@@ -46,7 +47,7 @@ class Corpus:
     name: str
     documents: tuple[Document, ...]
     fingerprint: str = field(default="")
-    stats: Mapping[str, Any] = field(default_factory=dict, compare=False)   # corpus_stats (see module doc)
+    stats: Mapping[str, Any] = field(default_factory=dict, compare=False)  # corpus_stats (see module doc)
 
     def __len__(self) -> int:
         return len(self.documents)
@@ -80,6 +81,7 @@ def available_corpora() -> list[str]:
 
 # --------------------------------------------------------------------------- readers
 
+
 def _read_text(path: Path, data: bytes | None = None) -> str:
     raw = data if data is not None else path.read_bytes()
     if b"\x00" in raw[:8192]:
@@ -91,8 +93,11 @@ def _read_text(path: Path, data: bytes | None = None) -> str:
 
 
 def _enron_text(rec: dict) -> str:
-    head = [f"From: {rec['from']}" if rec.get("from") else "", f"To: {rec['to']}" if rec.get("to") else "",
-            f"Subject: {rec['subject']}" if rec.get("subject") else ""]
+    head = [
+        f"From: {rec['from']}" if rec.get("from") else "",
+        f"To: {rec['to']}" if rec.get("to") else "",
+        f"Subject: {rec['subject']}" if rec.get("subject") else "",
+    ]
     return "\n".join([h for h in head if h] + ["", str(rec.get("body", ""))]).strip()
 
 
@@ -165,6 +170,7 @@ def read_pdf(path: Path, data: bytes | None = None) -> list[Document]:
         if not data.startswith(b"%PDF"):
             raise CorpusError(f"{path.name}: not a PDF file")
         import tempfile
+
         with tempfile.NamedTemporaryFile(suffix=".pdf") as tmp:
             tmp.write(data)
             tmp.flush()
@@ -175,7 +181,7 @@ def read_pdf(path: Path, data: bytes | None = None) -> list[Document]:
         raise CorpusError(f"{path.name}: could not read PDF ({type(e).__name__})") from None
     docs = []
     for i, page in enumerate(pages, 1):
-        text = (getattr(page, "text", None) or "").strip()      # a scanned page has no text layer
+        text = (getattr(page, "text", None) or "").strip()  # a scanned page has no text layer
         if text:
             docs.append(Document(f"{path.stem}-p{i}", text, {"source": path.name, "page": i}))
     return docs
@@ -212,6 +218,7 @@ def _bundled(name: str) -> list[Document]:
 
 
 # --------------------------------------------------------------------------- chunking
+
 
 @dataclass(frozen=True)
 class TokenWindow:
@@ -255,7 +262,7 @@ def _split_words(text: str, limit: int, count: Callable[[Sequence[str]], list[in
             checked.append(piece)
             continue
         cur = []
-        for w in piece.split():          # rare: the sum undercounted; fall back to counting the growing piece
+        for w in piece.split():  # rare: the sum undercounted; fall back to counting the growing piece
             if cur and count([" ".join(cur + [w])])[0] > limit:
                 checked.append(" ".join(cur))
                 cur = []
@@ -264,7 +271,7 @@ def _split_words(text: str, limit: int, count: Callable[[Sequence[str]], list[in
     return checked
 
 
-MAX_DOCUMENT_CHARS = 100_000    # longer documents are cut into blocks before any tokenizer sees them
+MAX_DOCUMENT_CHARS = 100_000  # longer documents are cut into blocks before any tokenizer sees them
 
 
 def _blocks(text: str, size: int = MAX_DOCUMENT_CHARS) -> list[str]:
@@ -273,12 +280,12 @@ def _blocks(text: str, size: int = MAX_DOCUMENT_CHARS) -> list[str]:
     chunked piece by piece, never tokenized whole."""
     out, start = [], 0
     while len(text) - start > size:
-        window = text[start:start + size]
+        window = text[start : start + size]
         cut = max(window.rfind("\n\n"), window.rfind(". "), window.rfind("\n"))
         if cut < size // 2:
             cut = window.rfind(" ")
         cut = cut + 1 if cut >= size // 2 else size
-        out.append(text[start:start + cut])
+        out.append(text[start : start + cut])
         start += cut
     out.append(text[start:])
     return [b for b in out if b.strip()]
@@ -297,8 +304,9 @@ def _merge_scraps(parts: list[str], limit: int, count: Callable[[Sequence[str]],
     return out
 
 
-def chunk_documents(docs: list[Document], chunk_size: int | None, chunk_overlap: int = 0,
-                    window: TokenWindow | None = None) -> list[Document]:
+def chunk_documents(
+    docs: list[Document], chunk_size: int | None, chunk_overlap: int = 0, window: TokenWindow | None = None
+) -> list[Document]:
     """Split documents with llama-index's SentenceSplitter; short documents keep their id.
 
     With a ``window`` the sizes are in the retriever's tokens and no chunk exceeds ``window.limit``.
@@ -313,15 +321,16 @@ def chunk_documents(docs: list[Document], chunk_size: int | None, chunk_overlap:
     limit = window.limit if window is not None else None
     if limit:
         size = min(size, limit)
-        overlap = min(overlap, size // 4)   # the cap can leave the user's overlap larger than a chunk
+        overlap = min(overlap, size // 4)  # the cap can leave the user's overlap larger than a chunk
     if any(len(d.text) > MAX_DOCUMENT_CHARS for d in docs):
         return _chunk_long_documents(docs, chunk_size, chunk_overlap, window)
     if window is not None:
         counts = window.count([d.text for d in docs])
-        splitter = SentenceSplitter(chunk_size=size, chunk_overlap=overlap,
-                                    tokenizer=lambda t: range(window.count([t])[0]))
+        splitter = SentenceSplitter(
+            chunk_size=size, chunk_overlap=overlap, tokenizer=lambda t: range(window.count([t])[0])
+        )
     else:
-        counts = [len(d.text.split()) * 2 for d in docs]   # cheap pre-check: a quarter chunk never splits
+        counts = [len(d.text.split()) * 2 for d in docs]  # cheap pre-check: a quarter chunk never splits
         splitter = SentenceSplitter(chunk_size=size, chunk_overlap=overlap)
     out: list[Document] = []
     for d, n in zip(docs, counts):
@@ -334,8 +343,11 @@ def chunk_documents(docs: list[Document], chunk_size: int | None, chunk_overlap:
             # whole "chunk" in every leakage metric
             k = max(2, -(-(n - overlap) // (size - overlap)))
             target = min(size, -(-(n + (k - 1) * overlap) * 11 // (10 * k)))
-            parts = SentenceSplitter(chunk_size=max(target, 16), chunk_overlap=min(overlap, max(target, 16) // 4),
-                                     tokenizer=lambda t: range(window.count([t])[0])).split_text(d.text)
+            parts = SentenceSplitter(
+                chunk_size=max(target, 16),
+                chunk_overlap=min(overlap, max(target, 16) // 4),
+                tokenizer=lambda t: range(window.count([t])[0]),
+            ).split_text(d.text)
         else:
             parts = splitter.split_text(d.text)
         if limit:
@@ -351,8 +363,9 @@ def chunk_documents(docs: list[Document], chunk_size: int | None, chunk_overlap:
     return out
 
 
-def _chunk_long_documents(docs: list[Document], chunk_size: int, chunk_overlap: int,
-                          window: TokenWindow | None) -> list[Document]:
+def _chunk_long_documents(
+    docs: list[Document], chunk_size: int, chunk_overlap: int, window: TokenWindow | None
+) -> list[Document]:
     """:func:`chunk_documents` where some documents are longer than :data:`MAX_DOCUMENT_CHARS`: those are chunked
     block by block (:func:`_blocks`), their chunks numbered on across the blocks, the others as usual."""
     out: list[Document] = []
@@ -362,8 +375,7 @@ def _chunk_long_documents(docs: list[Document], chunk_size: int, chunk_overlap: 
             continue
         n = 0
         for i, block in enumerate(_blocks(d.text)):
-            for c in chunk_documents([Document(f"{d.id}#b{i}", block, d.metadata)], chunk_size, chunk_overlap,
-                                     window):
+            for c in chunk_documents([Document(f"{d.id}#b{i}", block, d.metadata)], chunk_size, chunk_overlap, window):
                 out.append(Document(f"{d.id}#c{n}", c.text, {**d.metadata, "parent_id": d.id, "chunk": n}))
                 n += 1
     return out
@@ -374,8 +386,12 @@ def corpus_stats(docs: Sequence[Document], window: TokenWindow | None) -> dict[s
     to the end (0 whenever chunking is on)."""
     limit = window.limit if window is not None else None
     over = sum(n > limit for n in window.count([d.text for d in docs])) if limit else 0
-    return {"chunks": len(docs), "retriever_max_tokens": limit, "over_window": int(over),
-            "retriever": window.retriever if window is not None else ""}
+    return {
+        "chunks": len(docs),
+        "retriever_max_tokens": limit,
+        "over_window": int(over),
+        "retriever": window.retriever if window is not None else "",
+    }
 
 
 def check_corpus_spec(spec: str, data_dir: str | None = None) -> None:
@@ -389,12 +405,21 @@ def check_corpus_spec(spec: str, data_dir: str | None = None) -> None:
         data_file(BENCHMARK_CORPORA[spec], data_dir, what=f"corpus {spec!r}")
         return
     if not Path(spec).expanduser().exists():
-        raise CorpusError(f"corpus {spec!r} not found: not a bundled name ({', '.join(BUNDLED)}), "
-                          f"not a benchmark name ({', '.join(BENCHMARK_CORPORA)}) and no such file")
+        raise CorpusError(
+            f"corpus {spec!r} not found: not a bundled name ({', '.join(BUNDLED)}), "
+            f"not a benchmark name ({', '.join(BENCHMARK_CORPORA)}) and no such file"
+        )
 
 
-def load_corpus(spec: str, *, data_dir: str | None = None, chunk_size: int | None = 512,
-                chunk_overlap: int = 32, limit: int | None = None, window: TokenWindow | None = None) -> Corpus:
+def load_corpus(
+    spec: str,
+    *,
+    data_dir: str | None = None,
+    chunk_size: int | None = 512,
+    chunk_overlap: int = 32,
+    limit: int | None = None,
+    window: TokenWindow | None = None,
+) -> Corpus:
     """Load and chunk a corpus from a bundled name, a benchmark name or a path (``window``: the
     retriever's, so chunks are measured in its tokens and fit what it reads)."""
     if not spec or not str(spec).strip():
@@ -407,8 +432,10 @@ def load_corpus(spec: str, *, data_dir: str | None = None, chunk_size: int | Non
     else:
         path = Path(spec).expanduser()
         if not path.exists():
-            raise CorpusError(f"corpus {spec!r} not found: not a bundled name ({', '.join(BUNDLED)}), "
-                              f"not a benchmark name ({', '.join(BENCHMARK_CORPORA)}) and no such file")
+            raise CorpusError(
+                f"corpus {spec!r} not found: not a bundled name ({', '.join(BUNDLED)}), "
+                f"not a benchmark name ({', '.join(BENCHMARK_CORPORA)}) and no such file"
+            )
         if path.is_dir():
             files = list(_iter_files(path))
             if not files:
@@ -419,7 +446,7 @@ def load_corpus(spec: str, *, data_dir: str | None = None, chunk_size: int | Non
         name = path.stem
     if limit:
         docs = docs[:limit]
-    if not docs:          # e.g. a PDF of scanned pages: nothing to chunk (the tokenizer refuses an empty batch)
+    if not docs:  # e.g. a PDF of scanned pages: nothing to chunk (the tokenizer refuses an empty batch)
         raise CorpusError(f"corpus {spec!r} is empty (no non-empty documents)")
     docs = chunk_documents(docs, chunk_size, chunk_overlap, window)
     docs = _dedupe_ids(docs)
@@ -436,8 +463,14 @@ def stats_for(corpus: Corpus, window: TokenWindow | None) -> dict[str, Any]:
     return corpus_stats(corpus.documents, window)
 
 
-def corpus_from_documents(name: str, docs: list[Document], *, chunk_size: int | None = 512,
-                          chunk_overlap: int = 32, window: TokenWindow | None = None) -> Corpus:
+def corpus_from_documents(
+    name: str,
+    docs: list[Document],
+    *,
+    chunk_size: int | None = 512,
+    chunk_overlap: int = 32,
+    window: TokenWindow | None = None,
+) -> Corpus:
     """A :class:`Corpus` from documents already in memory (e.g. uploads), chunked as :func:`load_corpus` does;
     duplicate ids get a ``~n`` suffix."""
     docs = _dedupe_ids(chunk_documents(list(docs), chunk_size, chunk_overlap, window))

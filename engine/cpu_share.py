@@ -19,6 +19,7 @@ Thread counts never change what a greedy decoder produces (each dot product is c
 ``RAG_PLAYGROUND_THREADS=fixed`` turns the adaptation off (always the configured count); where ``/proc`` is
 missing (macOS, Windows) the configured count is used.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,6 +37,7 @@ MAX_WINDOW_S = 10.0
 @dataclass(frozen=True)
 class CpuSample:
     """One reading: monotonic time, busy and total ticks of our cores, this process's own ticks."""
+
     at: float
     busy: int
     total: int
@@ -60,13 +62,13 @@ def sample() -> Optional[CpuSample]:
                 if name not in cores:
                     continue
                 v = [int(x) for x in rest.split()]
-                idle = v[3] + (v[4] if len(v) > 4 else 0)            # idle + iowait
-                t = sum(v[:8])                                       # guest time is already in user
+                idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
+                t = sum(v[:8])  # guest time is already in user
                 busy += t - idle
                 total += t
         with open("/proc/self/stat") as f:
             fields = f.read().rpartition(")")[2].split()
-        own = int(fields[11]) + int(fields[12])                      # utime + stime, every thread
+        own = int(fields[11]) + int(fields[12])  # utime + stime, every thread
     except (OSError, ValueError, IndexError):
         return None
     if total == 0:
@@ -77,7 +79,7 @@ def sample() -> Optional[CpuSample]:
 def others_busy(a: CpuSample, b: CpuSample) -> float:
     """Cores' worth of CPU time that other processes used between two samples."""
     n = len(_cores())
-    elapsed = (b.total - a.total) / max(n, 1)          # ticks of wall time per core
+    elapsed = (b.total - a.total) / max(n, 1)  # ticks of wall time per core
     if elapsed <= 0:
         return 0.0
     return max(0.0, ((b.busy - a.busy) - (b.own - a.own)) / elapsed)
@@ -106,7 +108,7 @@ class CoreMeter:
                 return None
             window = now.at - self._last.at if self._last else 0.0
             if self._last is not None and window < MIN_WINDOW_S and self._free is not None:
-                return self._free                # back-to-back calls (a draft and its verifier): same answer
+                return self._free  # back-to-back calls (a draft and its verifier): same answer
             if self._last is None or window > MAX_WINDOW_S:
                 start = now
                 time.sleep(FRESH_WINDOW_S)

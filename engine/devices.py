@@ -5,6 +5,7 @@ a ``device`` parameter; local generation takes ``n_gpu_layers`` instead (llama.c
 when it was built with GPU support). A device that is named but not present is one clear error, never a
 silent fall-back to the CPU.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,6 +30,7 @@ def resolve_device(spec: str = "auto") -> str:
     if spec == "cpu":
         return "cpu"
     import torch
+
     cuda = torch.cuda.is_available()
     mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
     if spec == "auto":

@@ -4,6 +4,7 @@ Events are appended to the run's log as they happen, written to JSONL (one objec
 with its ``kind``), and read back for metrics, plots and the UI's step-through. Every field
 is a JSON-friendly value (str, number, bool, tuples, dicts of those).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,7 +54,7 @@ class IndexBuilt(Event):
     dim: int = 0
     n_embedded_now: int = 0
     seconds: float = 0.0
-    corpus_stats: Mapping[str, Any] = field(default_factory=dict)   # chunks, retriever_max_tokens, over_window
+    corpus_stats: Mapping[str, Any] = field(default_factory=dict)  # chunks, retriever_max_tokens, over_window
 
 
 @dataclass(frozen=True)
@@ -106,9 +107,9 @@ class Retrieved(Event):
     scores: tuple[float, ...] = ()
     ranks: tuple[int, ...] = ()
     is_poison: tuple[bool, ...] = ()
-    target_ids: tuple[str, ...] = ()          # poisons crafted for this query
-    target_ranks: tuple[int, ...] = ()        # their exact ranks among all documents of the run
-    store_agreed: bool = True                 # Chroma's answer equalled the exact top-K
+    target_ids: tuple[str, ...] = ()  # poisons crafted for this query
+    target_ranks: tuple[int, ...] = ()  # their exact ranks among all documents of the run
+    store_agreed: bool = True  # Chroma's answer equalled the exact top-K
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,8 @@ class RoundEnded(Event):
     kind: ClassVar[str] = "round_ended"
     round: int = 0
     query_id: str = ""
-    timings: Mapping[str, float] = field(default_factory=dict)   # seconds by stage (extraction runs)
-    usage: Mapping[str, float] = field(default_factory=dict)     # the attacker's own LLM this round (calls, tokens, $)
+    timings: Mapping[str, float] = field(default_factory=dict)  # seconds by stage (extraction runs)
+    usage: Mapping[str, float] = field(default_factory=dict)  # the attacker's own LLM this round (calls, tokens, $)
 
 
 @dataclass(frozen=True)
@@ -148,8 +149,8 @@ class Generated(Event):
     completion_tokens: int = 0
     seconds: float = 0.0
     info: Mapping[str, Any] = field(default_factory=dict)
-    context_tokens: int = 0        # generator tokens of the chunks in the context
-    answer_budget: int = 0         # the most tokens the answer was allowed (min of the two: what it could copy)
+    context_tokens: int = 0  # generator tokens of the chunks in the context
+    answer_budget: int = 0  # the most tokens the answer was allowed (min of the two: what it could copy)
 
 
 @dataclass(frozen=True)
@@ -166,8 +167,8 @@ class PoisonsCrafted(Event):
     # the poisons that contain their question verbatim (q ⊕ target, target ⊕ q, ...): the question's length and
     # how much of the rest — the attacker's text, the target — lies inside the window (None: none contain it)
     median_question_tokens: float | None = None
-    attacker_text_embedded: float | None = None   # mean share of the attacker's tokens inside the window
-    attacker_text_cut: int = 0                     # poisons that lose part or all of it
+    attacker_text_embedded: float | None = None  # mean share of the attacker's tokens inside the window
+    attacker_text_cut: int = 0  # poisons that lose part or all of it
 
 
 @dataclass(frozen=True)
@@ -235,7 +236,7 @@ class RunResumed(Event):
     kind: ClassVar[str] = "run_resumed"
     from_round: int = 0
     previous_status: str = ""
-    dropped_bytes: int = 0          # a torn last line left by a crash, dropped when the run was read back
+    dropped_bytes: int = 0  # a torn last line left by a crash, dropped when the run was read back
 
 
 @dataclass(frozen=True)
@@ -345,8 +346,9 @@ def read_events(path) -> tuple[list[Event], int]:
     from .errors import RunFileError
 
     try:
-        if str(path).endswith(".gz"):      # a run kept gzipped in git, read without unpacking it beside
+        if str(path).endswith(".gz"):  # a run kept gzipped in git, read without unpacking it beside
             import gzip
+
             with gzip.open(path, "rb") as f:
                 raw = f.read()
         else:
@@ -372,11 +374,12 @@ def read_events(path) -> tuple[list[Event], int]:
         except RunFileError:
             raise
         except (ValueError, TypeError, KeyError, UnicodeDecodeError):
-            if i == last:          # a torn last line: the writer died mid-line
+            if i == last:  # a torn last line: the writer died mid-line
                 dropped = len(line)
                 continue
-            raise RunFileError(f"{path}: line {i + 1} is damaged (not a complete event); the run cannot be "
-                               f"read past it") from None
+            raise RunFileError(
+                f"{path}: line {i + 1} is damaged (not a complete event); the run cannot be read past it"
+            ) from None
     return events, dropped
 
 

@@ -15,6 +15,7 @@ driver polls. What a cluster needs: the same checkout (or ``PYTHONPATH``) and de
 the data dir and the output folder on storage every node sees at the same path (NFS or similar), and the
 model cache either shared or warm on each node.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,13 +38,18 @@ class ExecutorConfig(Params):
     """Where a sweep's or a comparison's cells run (never part of the results: the same cells give the same
     numbers on either executor)."""
 
-    executor: str = param("local", choices=EXECUTORS, help="Where cells run: here, one after another (local), "
-                                                           "or as Ray tasks (ray)")
-    ray_address: str = param("", label="Ray address",
-                             help="Ray cluster to join: empty starts a local Ray, 'auto' joins the one "
-                                  "started on this machine with 'ray start', ray://host:10001 a remote one")
-    workers: int = param(0, min=0, max=4096, help="Cells running at once on Ray (0: the cluster's CPUs ÷ CPUs "
-                                                 "per cell)")
+    executor: str = param(
+        "local", choices=EXECUTORS, help="Where cells run: here, one after another (local), or as Ray tasks (ray)"
+    )
+    ray_address: str = param(
+        "",
+        label="Ray address",
+        help="Ray cluster to join: empty starts a local Ray, 'auto' joins the one "
+        "started on this machine with 'ray start', ray://host:10001 a remote one",
+    )
+    workers: int = param(
+        0, min=0, max=4096, help="Cells running at once on Ray (0: the cluster's CPUs ÷ CPUs per cell)"
+    )
     cpus_per_cell: int = param(1, min=1, max=256, help="CPUs Ray reserves for each cell", label="CPUs per cell")
     retries: int = param(1, min=0, max=10, help="Retries of a cell that raised, before it is recorded as failed")
 
@@ -71,13 +77,17 @@ class CellOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         """Placement record written beside a sweep's or a comparison's results."""
-        return {"index": self.index, "node": self.node, "seconds": round(self.seconds, 3),
-                "status": "failed" if self.error else ("stopped" if self.result is None else "finished"),
-                **({"error": self.error} if self.error else {})}
+        return {
+            "index": self.index,
+            "node": self.node,
+            "seconds": round(self.seconds, 3),
+            "status": "failed" if self.error else ("stopped" if self.result is None else "finished"),
+            **({"error": self.error} if self.error else {}),
+        }
 
 
 CellFn = Callable[[Any, Reporter], Any]
-CellProgress = Callable[[int, str, int, int], None]     # (cell index, stage, done, total)
+CellProgress = Callable[[int, str, int, int], None]  # (cell index, stage, done, total)
 
 
 class _LocalReporter:
@@ -92,9 +102,15 @@ class _LocalReporter:
         return stopped(self._stop)
 
 
-def run_cells(fn: CellFn, items: Iterable[tuple[int, Any]], *, executor: ExecutorConfig | None = None,
-              on_done: Callable[[CellOutcome], None] | None = None, progress: CellProgress | None = None,
-              stop: Optional[StopToken] = None) -> list[CellOutcome]:
+def run_cells(
+    fn: CellFn,
+    items: Iterable[tuple[int, Any]],
+    *,
+    executor: ExecutorConfig | None = None,
+    on_done: Callable[[CellOutcome], None] | None = None,
+    progress: CellProgress | None = None,
+    stop: Optional[StopToken] = None,
+) -> list[CellOutcome]:
     """Run ``fn(item, reporter)`` for every ``(index, item)``; ``on_done`` gets each :class:`CellOutcome` as it
     ends (in completion order on Ray); ``stop`` (a stop token) ends the run between cells, and running cells at
     their next step. Locally an exception in a cell propagates (serial behaviour); on Ray it
@@ -117,6 +133,7 @@ def run_cells(fn: CellFn, items: Iterable[tuple[int, Any]], *, executor: Executo
 
 # ---- Ray ---------------------------------------------------------------------------------------------------
 
+
 def checked(cfg: ExecutorConfig) -> ExecutorConfig:
     """``cfg`` after the checks that must come before any work: Ray importable, the cluster's port answering."""
     if cfg.executor == "ray":
@@ -131,8 +148,9 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError(f"--executor ray needs Ray, which is not installed: pip install -r {SCALE_REQUIREMENTS}") \
-            from None
+        raise ConfigError(
+            f"--executor ray needs Ray, which is not installed: pip install -r {SCALE_REQUIREMENTS}"
+        ) from None
     return ray
 
 
@@ -154,9 +172,14 @@ def connect(cfg: ExecutorConfig) -> bool:
     if ray.is_initialized():
         return False
     import logging
-    kwargs: dict[str, Any] = dict(runtime_env={"env_vars": _worker_env()}, log_to_driver=False,
-                                  logging_level=logging.WARNING, include_dashboard=False)
-    if not cfg.ray_address:       # a private local Ray, sized to this machine, with a small object store
+
+    kwargs: dict[str, Any] = dict(
+        runtime_env={"env_vars": _worker_env()},
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+        include_dashboard=False,
+    )
+    if not cfg.ray_address:  # a private local Ray, sized to this machine, with a small object store
         kwargs.update(object_store_memory=256 * 1024 * 1024)
     else:
         check_reachable(cfg.ray_address)
@@ -184,12 +207,14 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
     if not host or not port.isdigit():
         raise ConfigError(f"--ray-address {address!r}: give host:port, ray://host:port or auto")
     import socket
+
     try:
         with socket.create_connection((host, int(port)), timeout=timeout):
             pass
     except OSError as e:
-        raise ConfigError(f"cannot reach the Ray cluster {address}: {e.strerror or e} (is 'ray start --head' "
-                          f"running there?)") from None
+        raise ConfigError(
+            f"cannot reach the Ray cluster {address}: {e.strerror or e} (is 'ray start --head' running there?)"
+        ) from None
 
 
 def _board_class(ray: Any) -> Any:
@@ -213,6 +238,7 @@ def _board_class(ray: Any) -> Any:
 
         def is_stopped(self) -> bool:
             return self.stopped
+
     return Board
 
 
@@ -234,6 +260,7 @@ class _RayReporter:
     def should_stop(self) -> bool:
         if not self._stopped and time.monotonic() - self._last_check >= 1.0:
             import ray
+
             self._last_check = time.monotonic()
             self._stopped = bool(ray.get(self.board.is_stopped.remote()))
         return self._stopped
@@ -241,6 +268,7 @@ class _RayReporter:
 
 def _ray_task(fn: CellFn, item: Any, index: int, board: Any) -> tuple[Any, str, float]:
     import ray
+
     t0 = time.perf_counter()
     result = fn(item, _RayReporter(board, index))
     return result, ray.get_runtime_context().get_node_id(), time.perf_counter() - t0
@@ -250,18 +278,25 @@ def _error_text(e: BaseException) -> str:
     cause = getattr(e, "cause", None)
     err = cause if isinstance(cause, BaseException) else e
     from .errors import EngineError
+
     return scrub(str(err) if isinstance(err, EngineError) else f"{type(err).__name__}: {err}")
 
 
-def _run_on_ray(fn: CellFn, items: list[tuple[int, Any]], cfg: ExecutorConfig,
-                on_done: Callable[[CellOutcome], None] | None, progress: CellProgress | None,
-                stop: Optional[StopToken]) -> list[CellOutcome]:
+def _run_on_ray(
+    fn: CellFn,
+    items: list[tuple[int, Any]],
+    cfg: ExecutorConfig,
+    on_done: Callable[[CellOutcome], None] | None,
+    progress: CellProgress | None,
+    stop: Optional[StopToken],
+) -> list[CellOutcome]:
     ray = import_ray()
     started = connect(cfg)
     try:
         board = _board_class(ray).remote()
-        task = ray.remote(_ray_task).options(num_cpus=cfg.cpus_per_cell, max_retries=cfg.retries,
-                                             retry_exceptions=cfg.retries > 0)
+        task = ray.remote(_ray_task).options(
+            num_cpus=cfg.cpus_per_cell, max_retries=cfg.retries, retry_exceptions=cfg.retries > 0
+        )
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         limit = cfg.workers or max(1, int(cpus // cfg.cpus_per_cell))
         pending = deque(items)
@@ -271,8 +306,8 @@ def _run_on_ray(fn: CellFn, items: list[tuple[int, Any]], cfg: ExecutorConfig,
         while pending or running:
             if not stopping and stopped(stop):
                 stopping = True
-                pending.clear()                        # never started: nothing to undo
-                board.stop.remote()                    # running cells end at their next step
+                pending.clear()  # never started: nothing to undo
+                board.stop.remote()  # running cells end at their next step
             while pending and len(running) < limit:
                 index, item = pending.popleft()
                 running[task.remote(fn, item, index, board)] = (index, time.perf_counter())

@@ -1,4 +1,5 @@
 """File helpers: checksums for the model loaders, and writes that never leave half a file behind."""
+
 from __future__ import annotations
 
 import hashlib

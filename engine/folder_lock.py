@@ -7,6 +7,7 @@ other's cells. The second one now stops at once with a clear error instead. The 
 leaves nothing stale) plus an in-process set, since Streamlit sessions are threads of one process.
 Where ``fcntl`` does not exist (Windows) only the in-process check applies.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,13 +41,15 @@ class FolderLock:
         """Take the folder (created if missing), or raise :class:`FolderBusyError` when another writer, in this
         process or another, holds it."""
         from .paths import writable_dir
-        path = writable_dir(self.folder).resolve()   # a file in the way or a read-only place: one clear error first
+
+        path = writable_dir(self.folder).resolve()  # a file in the way or a read-only place: one clear error first
         key = str(path)
         busy = self.busy.format(path=path)
         with _guard:
             held = key in _held
-        if held:        # perhaps by a writer nobody references any more (a closed browser session): collect it
+        if held:  # perhaps by a writer nobody references any more (a closed browser session): collect it
             import gc
+
             gc.collect()
         with _guard:
             if key in _held:
@@ -57,7 +60,7 @@ class FolderLock:
             f = self._file = open(path / LOCK_NAME, "a+")
             try:
                 import fcntl
-            except ImportError:       # pragma: no cover - Windows: the in-process check only
+            except ImportError:  # pragma: no cover - Windows: the in-process check only
                 fcntl = None
             if fcntl is not None:
                 try:
@@ -79,7 +82,7 @@ class FolderLock:
     def release(self) -> None:
         """Let the folder go (safe to call again; also when the holder is garbage-collected)."""
         if self._file is not None:
-            self._file.close()             # releases the flock
+            self._file.close()  # releases the flock
             self._file = None
         if self._key:
             with _guard:
@@ -91,9 +94,12 @@ class FolderLock:
 def exclusive_folder(folder: str | Path, what: str) -> Iterator[Path]:
     """Hold ``folder`` (created if missing) for one sweep, comparison or audit; raises :class:`FolderBusyError`
     naming ``what`` (e.g. "this sweep") when another writer, in this process or another, holds it."""
-    lock = FolderLock(folder, f"{what} is already running into {{path}} (another session or process started it); "
-                              f"wait for it to finish or stop it there, then start again: it resumes from the cells "
-                              f"that one saved")
+    lock = FolderLock(
+        folder,
+        f"{what} is already running into {{path}} (another session or process started it); "
+        f"wait for it to finish or stop it there, then start again: it resumes from the cells "
+        f"that one saved",
+    )
     path = lock.acquire()
     try:
         yield path
@@ -103,5 +109,8 @@ def exclusive_folder(folder: str | Path, what: str) -> Iterator[Path]:
 
 def run_lock(folder: str | Path, run_id: str) -> FolderLock:
     """The lock of one run's folder (a live run, or a resume): a second writer stops at once with one line."""
-    return FolderLock(folder, f"run {run_id} is already being written (a resume or a live run in another session "
-                              f"or process holds {{path}}); wait for it to stop, then resume it")
+    return FolderLock(
+        folder,
+        f"run {run_id} is already being written (a resume or a live run in another session "
+        f"or process holds {{path}}); wait for it to stop, then resume it",
+    )

@@ -2,6 +2,7 @@
 
 UI-agnostic: the app polls ``progress`` and calls ``stop()``; the CLI does not need it.
 """
+
 from __future__ import annotations
 
 import threading
@@ -42,6 +43,7 @@ class Job:
         except Exception as e:  # reported to the caller, never raised in the thread
             from .errors import EngineError
             from .secrets import scrub
+
             self.error = scrub(str(e) if isinstance(e, EngineError) else f"{type(e).__name__}: {e}")
         finally:
             self.finished = time.time()

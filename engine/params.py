@@ -5,6 +5,7 @@ choices and help text in their metadata (via :func:`param`). The same metadata d
 UI widgets, the YAML presets and the run manifest. Values are validated on construction,
 so an invalid value never reaches a plugin.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,13 +17,29 @@ from typing import Any, Mapping, Self
 from .errors import ConfigError
 
 
-def param(default: Any, *, help: str, min: float | None = None, max: float | None = None,
-          choices: tuple | None = None, label: str | None = None, group: str = "", registry: str | None = None) -> Any:
+def param(
+    default: Any,
+    *,
+    help: str,
+    min: float | None = None,
+    max: float | None = None,
+    choices: tuple | None = None,
+    label: str | None = None,
+    group: str = "",
+    registry: str | None = None,
+) -> Any:
     """A dataclass field with UI/validation metadata; ``group`` names the section a form shows it in ('' = the
     main section; e.g. a target's connection limits go under "Connection"); ``registry`` the kind of plugin the
     field names (a key of ``engine.cli.common.REGISTRIES``: its help lists what is registered)."""
-    meta = {"help": help, "min": min, "max": max, "choices": choices, "label": label, "group": group,
-            "registry": registry}
+    meta = {
+        "help": help,
+        "min": min,
+        "max": max,
+        "choices": choices,
+        "label": label,
+        "group": group,
+        "registry": registry,
+    }
     if isinstance(default, (list, dict, set)):
         raise TypeError("mutable defaults are not allowed; use a tuple")
     return field(default=default, metadata=meta)
@@ -33,8 +50,11 @@ def _check_type(name: str, value: Any, tp: Any) -> Any:
     args = typing.get_args(tp)
     if tp is Any:
         return value
-    if origin is typing.Union or (origin is not None and str(origin) == "<class 'types.UnionType'>") \
-            or type(tp).__name__ == "UnionType":
+    if (
+        origin is typing.Union
+        or (origin is not None and str(origin) == "<class 'types.UnionType'>")
+        or type(tp).__name__ == "UnionType"
+    ):
         if value is None and type(None) in args:
             return None
         errors = []
@@ -75,7 +95,7 @@ def _check_type(name: str, value: Any, tp: Any) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{name}: expected a number, got {value!r}")
-        if not math.isfinite(value):   # NaN passes every bound (it compares false); ±inf means nothing here
+        if not math.isfinite(value):  # NaN passes every bound (it compares false); ±inf means nothing here
             raise ConfigError(f"{name}: expected a finite number, got {value!r}")
         return float(value)
     if tp is str:
@@ -109,8 +129,7 @@ class Params:
                 items = value if isinstance(value, tuple) else (value,)
                 for v in items:
                     if v not in meta["choices"]:
-                        raise ConfigError(
-                            f"{f.name}: {v!r} is not one of {', '.join(map(str, meta['choices']))}")
+                        raise ConfigError(f"{f.name}: {v!r} is not one of {', '.join(map(str, meta['choices']))}")
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 lo, hi = meta.get("min"), meta.get("max")
                 if lo is not None and value < lo:
@@ -131,8 +150,7 @@ class Params:
         unknown = sorted(set(values) - known)
         if unknown:
             prefix = f"{where}: " if where else ""
-            raise ConfigError(f"{prefix}unknown parameter {unknown[0]!r} "
-                              f"(known: {', '.join(sorted(known)) or 'none'})")
+            raise ConfigError(f"{prefix}unknown parameter {unknown[0]!r} (known: {', '.join(sorted(known)) or 'none'})")
         try:
             return cls(**values)
         except ConfigError as e:
@@ -140,8 +158,9 @@ class Params:
 
     def to_dict(self) -> dict[str, Any]:
         """Field values as a plain dict (tuples become lists), the form written to presets and manifests."""
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
-                for f in dataclasses.fields(self)}
+        return {
+            f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in dataclasses.fields(self)
+        }
 
     def replace(self, **changes: Any) -> Self:
         """A validated copy with ``changes`` applied (the original is frozen and unchanged)."""
@@ -153,6 +172,12 @@ class Params:
         hints = typing.get_type_hints(cls)
         out = []
         for f in dataclasses.fields(cls):
-            out.append({"name": f.name, "type": hints.get(f.name), "default": f.default,
-                        **{k: v for k, v in f.metadata.items()}})
+            out.append(
+                {
+                    "name": f.name,
+                    "type": hints.get(f.name),
+                    "default": f.default,
+                    **{k: v for k, v in f.metadata.items()},
+                }
+            )
         return out

@@ -6,6 +6,7 @@
   benchmark data laid out as in ``shared/corpora`` (``medical/``, ``queries/``, ``kb/``,
   ``targets/``).
 """
+
 from __future__ import annotations
 
 import os
@@ -29,14 +30,17 @@ def cache_dir(sub: str | None = None) -> Path:
     return path
 
 
-def resolve_data_dir(data_dir: str | os.PathLike | None = None, *, required: bool = False,
-                     what: str = "this dataset") -> Path | None:
+def resolve_data_dir(
+    data_dir: str | os.PathLike | None = None, *, required: bool = False, what: str = "this dataset"
+) -> Path | None:
     """The data dir from the option or the environment; checks that it exists."""
     raw = data_dir if data_dir not in (None, "") else os.environ.get(DATA_DIR_ENV)
     if not raw:
         if required:
-            raise ConfigError(f"{what} needs the benchmark data dir: pass --data-dir DIR or set "
-                              f"{DATA_DIR_ENV} (e.g. to ../shared/corpora)")
+            raise ConfigError(
+                f"{what} needs the benchmark data dir: pass --data-dir DIR or set "
+                f"{DATA_DIR_ENV} (e.g. to ../shared/corpora)"
+            )
         return None
     path = Path(raw).expanduser()
     if not path.is_dir():
@@ -84,6 +88,7 @@ def owner_dir(kind: str, owner: str | None = None) -> Path:
     if not owner:
         return cache_dir(kind)
     import re
+
     if not re.fullmatch(r"[0-9a-f]{8,64}", owner):
         raise ValueError("an owner id is a hex digest")
     return cache_dir(f"{kind}/owners/{owner}")

@@ -1,4 +1,5 @@
 """A RAG pipeline's retrieval half, as the app composes it: corpus → chunks → retriever → index."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,7 +14,6 @@ from .store import BaseIndex, RunStore, StoreSettings, shared_base_index
 from .types import Document
 
 
-
 class PipelineConfig(Params):
     """Corpus, chunking, retriever and K."""
 
@@ -21,8 +21,12 @@ class PipelineConfig(Params):
     chunk_size: Optional[int] = param(512, min=16, help="Chunk size in tokens (None: no chunking)")
     chunk_overlap: int = param(32, min=0, help="Chunk overlap in tokens")
     retriever: str = param("minilm", help="Retriever name or sentence-transformers model", registry="retrievers")
-    top_k: int = param(5, min=1, max=1000, help="Documents retrieved per query (the bound of PoisonConfig.top_k: "
-                                                "a poisoning run takes the pipeline's K)")
+    top_k: int = param(
+        5,
+        min=1,
+        max=1000,
+        help="Documents retrieved per query (the bound of PoisonConfig.top_k: a poisoning run takes the pipeline's K)",
+    )
     data_dir: str = param("", help="Benchmark data dir")
 
 
@@ -47,20 +51,35 @@ def documents_from_uploads(files: Sequence[Any]) -> tuple[list[Document], list[s
 class Pipeline:
     """Builds (or reuses) the shared index of a corpus under a retriever and answers test queries."""
 
-    def __init__(self, config: PipelineConfig, *, uploaded: Sequence[Document] | None = None,
-                 settings: StoreSettings | None = None) -> None:
+    def __init__(
+        self,
+        config: PipelineConfig,
+        *,
+        uploaded: Sequence[Document] | None = None,
+        settings: StoreSettings | None = None,
+    ) -> None:
         self.config = config
         self.settings = settings
         self.retriever = make_retriever(config.retriever)
-        window = retriever_window(self.retriever)   # chunks in the retriever's own tokens, never past its window
+        window = retriever_window(self.retriever)  # chunks in the retriever's own tokens, never past its window
         if config.corpus == "upload":
             if not uploaded:
                 raise CorpusError("no uploaded documents: add files first")
-            self.corpus: Corpus = corpus_from_documents("upload", list(uploaded), chunk_size=config.chunk_size,
-                                                        chunk_overlap=config.chunk_overlap, window=window)
+            self.corpus: Corpus = corpus_from_documents(
+                "upload",
+                list(uploaded),
+                chunk_size=config.chunk_size,
+                chunk_overlap=config.chunk_overlap,
+                window=window,
+            )
         else:
-            self.corpus = load_corpus(config.corpus, data_dir=config.data_dir or None, chunk_size=config.chunk_size,
-                                      chunk_overlap=config.chunk_overlap, window=window)
+            self.corpus = load_corpus(
+                config.corpus,
+                data_dir=config.data_dir or None,
+                chunk_size=config.chunk_size,
+                chunk_overlap=config.chunk_overlap,
+                window=window,
+            )
         self.index: BaseIndex | None = None
 
     def build(self, progress: Progress | None = None) -> BaseIndex:
@@ -76,5 +95,7 @@ class Pipeline:
         k = min(k or self.config.top_k, len(self.corpus))
         with RunStore(index, settings=self.settings) as store:
             hits = store.search([text], k)[0].hits
-        return [{"rank": h.rank, "score": round(h.score, 4), "doc_id": h.doc_id, "text": store.text_of(h.doc_id)}
-                for h in hits]
+        return [
+            {"rank": h.rank, "score": round(h.score, 4), "doc_id": h.doc_id, "text": store.text_of(h.doc_id)}
+            for h in hits
+        ]

@@ -6,6 +6,7 @@ its stop token as ``stop=``: anything with ``is_set()`` (a ``threading.Event``, 
 never stops. Work checks it between steps (:func:`stopped`) and ends cleanly, keeping what it finished.
 :func:`stop_flag` adapts a plain callable for code that has one.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional, Protocol

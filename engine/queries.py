@@ -6,6 +6,7 @@ Specs: ``mirage:medqa|medmcqa|pubmedqa|bioasq|mmlu`` (data dir), ``clinic_handbo
 ``.jsonl`` (``question`` or ``text`` field), ``.json`` (a list of strings, or MIRAGE-style
 ``{id: {question: ...}}``) or ``.csv`` (``question`` or ``text`` column).
 """
+
 from __future__ import annotations
 
 import csv
@@ -25,8 +26,9 @@ BUNDLED_QUERY_SETS = ("clinic_handbook",)
 
 def available_query_sets() -> list[str]:
     """Query-set specs that need no path: the bundled set, then the MIRAGE and PoisonedRAG sets (from the data dir)."""
-    return list(BUNDLED_QUERY_SETS) + [f"mirage:{s}" for s in MIRAGE_SETS] + \
-        [f"poisonedrag:{s}" for s in POISONEDRAG_SETS]
+    return (
+        list(BUNDLED_QUERY_SETS) + [f"mirage:{s}" for s in MIRAGE_SETS] + [f"poisonedrag:{s}" for s in POISONEDRAG_SETS]
+    )
 
 
 def load_mirage(name: str, data_dir: str | None = None) -> list[Query]:
@@ -35,9 +37,14 @@ def load_mirage(name: str, data_dir: str | None = None) -> list[Query]:
         raise ConfigError(f"unknown MIRAGE set {name!r} (choose from: {', '.join(MIRAGE_SETS)})")
     path = data_file("queries/mirage_benchmark.json", data_dir, what=f"query set mirage:{name}")
     data = json.loads(path.read_text())[name]
-    return [Query(f"{name}-{qid}", rec["question"].strip(),
-                  {"options": rec.get("options", {}), "answer": rec.get("answer"), "set": name})
-            for qid, rec in data.items()]
+    return [
+        Query(
+            f"{name}-{qid}",
+            rec["question"].strip(),
+            {"options": rec.get("options", {}), "answer": rec.get("answer"), "set": name},
+        )
+        for qid, rec in data.items()
+    ]
 
 
 def load_poisonedrag(name: str, data_dir: str | None = None) -> dict[str, dict]:
@@ -55,8 +62,13 @@ def _bundled_questions(name: str) -> list[Query]:
         for line in p.read_text().splitlines():
             if line.strip():
                 rec = json.loads(line)
-                out.append(Query(rec["id"], rec["question"],
-                                 {"answer": rec.get("answer"), "gold_ids": tuple(rec.get("gold_ids", ()))}))
+                out.append(
+                    Query(
+                        rec["id"],
+                        rec["question"],
+                        {"answer": rec.get("answer"), "gold_ids": tuple(rec.get("gold_ids", ()))},
+                    )
+                )
     return out
 
 
@@ -67,15 +79,19 @@ def _from_file(path: Path) -> list[Query]:
     text = _read_text(path)
     out: list[Query] = []
     if suffix in (".txt", ".md"):
-        out = [Query(f"{path.stem}-{i}", line.strip()) for i, line in enumerate(text.splitlines(), 1)
-               if line.strip()]
+        out = [Query(f"{path.stem}-{i}", line.strip()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
     elif suffix == ".jsonl":
         for i, rec in jsonl_objects(path, text):
             q = rec.get("question") or rec.get("text")
             if not isinstance(q, str) or not q.strip():
                 raise CorpusError(f"{path.name}: line {i} has no 'question' or 'text' field")
-            out.append(Query(str(rec.get("id", f"{path.stem}-{i}")), q.strip(),
-                             {k: v for k, v in rec.items() if k in ("answer", "options", "gold_ids")}))
+            out.append(
+                Query(
+                    str(rec.get("id", f"{path.stem}-{i}")),
+                    q.strip(),
+                    {k: v for k, v in rec.items() if k in ("answer", "options", "gold_ids")},
+                )
+            )
     elif suffix == ".json":
         try:
             data = json.loads(text)
@@ -92,8 +108,11 @@ def _from_file(path: Path) -> list[Query]:
         col = next((c for c in ("question", "text") if rows and c in rows[0]), None)
         if col is None:
             raise CorpusError(f"{path.name}: needs a 'question' or 'text' column")
-        out = [Query(str(r.get("id") or f"{path.stem}-{i}"), r[col].strip()) for i, r in enumerate(rows, 2)
-               if (r.get(col) or "").strip()]
+        out = [
+            Query(str(r.get("id") or f"{path.stem}-{i}"), r[col].strip())
+            for i, r in enumerate(rows, 2)
+            if (r.get(col) or "").strip()
+        ]
     else:
         raise CorpusError(f"{path.name}: unsupported query file type (use .txt, .jsonl, .json or .csv)")
     return out
@@ -108,17 +127,27 @@ def load_queries(spec: str, *, data_dir: str | None = None, limit: int | None = 
         queries = load_mirage(spec.split(":", 1)[1], data_dir)
     elif spec.startswith("poisonedrag:"):
         name = spec.split(":", 1)[1]
-        queries = [Query(f"{name}-{k}", v["question"], {"correct": v.get("correct answer"),
-                                                        "incorrect": v.get("incorrect answer"),
-                                                        "adv_texts": tuple(v.get("adv_texts", ()))})
-                   for k, v in load_poisonedrag(name, data_dir).items()]
+        queries = [
+            Query(
+                f"{name}-{k}",
+                v["question"],
+                {
+                    "correct": v.get("correct answer"),
+                    "incorrect": v.get("incorrect answer"),
+                    "adv_texts": tuple(v.get("adv_texts", ())),
+                },
+            )
+            for k, v in load_poisonedrag(name, data_dir).items()
+        ]
     elif spec in BUNDLED_QUERY_SETS:
         queries = _bundled_questions(spec)
     else:
         path = Path(spec).expanduser()
         if not path.is_file():
-            raise ConfigError(f"unknown query set {spec!r} (choose from: {', '.join(available_query_sets())}, "
-                              f"or give a path to a question file)")
+            raise ConfigError(
+                f"unknown query set {spec!r} (choose from: {', '.join(available_query_sets())}, "
+                f"or give a path to a question file)"
+            )
         queries = _from_file(path)
     if not queries:
         raise CorpusError(f"query set {spec!r} is empty")

@@ -4,6 +4,7 @@ Plugins register explicitly with ``@REGISTRY.register("name")``; nothing is look
 dotted-string import. Every plugin class has a nested ``Params`` dataclass and a docstring
 whose first line describes it and which cites its source.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Generic, Mapping, Protocol, TypeVar
@@ -34,6 +35,7 @@ class Registry(Generic[T]):
     def register(self, name: str) -> Callable[[type[T]], type[T]]:
         """Class decorator registering a plugin under ``name`` (and setting its ``name``); refuses duplicates and
         classes without a nested ``Params`` or a docstring."""
+
         def deco(cls: type[T]) -> type[T]:
             if name in self._items:
                 raise ValueError(f"{self.kind} {name!r} registered twice")
@@ -44,6 +46,7 @@ class Registry(Generic[T]):
             cls.name = name
             self._items[name] = cls
             return cls
+
         return deco
 
     def unregister(self, name: str) -> None:
@@ -62,8 +65,7 @@ class Registry(Generic[T]):
         try:
             return self._items[name]
         except KeyError:
-            raise UnknownNameError(
-                f"unknown {self.kind} {name!r} (choose from: {', '.join(self.names())})") from None
+            raise UnknownNameError(f"unknown {self.kind} {name!r} (choose from: {', '.join(self.names())})") from None
 
     def create(self, name: str, params: Params | Mapping[str, Any] | None = None) -> T:
         """An instance of plugin ``name``; ``params`` is a ready ``Params`` or a mapping validated against the
@@ -81,6 +83,7 @@ class Registry(Generic[T]):
         """The citation in the plugin's docstring (its ``Source:`` paragraph, up to the end of its first
         sentence that names a venue or section), or '' when it cites none."""
         import re
+
         doc = " ".join((self.get(name).__doc__ or "").split())
         m = re.search(r"Source[s]?:\s*(.+?)(?:(?<![\d§])\.\s+[A-Z][a-z]+\b(?! et al)|$)", doc)
         return m.group(1).strip().rstrip(".") if m else ""
@@ -89,18 +92,21 @@ class Registry(Generic[T]):
 # Every plugin kind by the name the CLI's help, the config fields (``param(registry=...)``) and the forms use,
 # with the module and attribute of its registry: importing a registry imports its plugins, so a caller that only
 # names a kind (a parser being built) imports nothing until the names are asked for.
-REGISTRIES = {"defenses": ("engine.defenses", "DEFENSES"),
-              "extraction-attacks": ("engine.attacks.extraction", "EXTRACTION_ATTACKS"),
-              "poisoning-attacks": ("engine.attacks.poisoning", "POISONING_ATTACKS"),
-              "detectors": ("engine.detectors", "DETECTORS"),
-              "retrievers": ("engine.embedders", "RETRIEVERS"),
-              "targets": ("engine.targets", "TARGETS"),
-              "generators": ("engine.generators", "GENERATORS")}
+REGISTRIES = {
+    "defenses": ("engine.defenses", "DEFENSES"),
+    "extraction-attacks": ("engine.attacks.extraction", "EXTRACTION_ATTACKS"),
+    "poisoning-attacks": ("engine.attacks.poisoning", "POISONING_ATTACKS"),
+    "detectors": ("engine.detectors", "DETECTORS"),
+    "retrievers": ("engine.embedders", "RETRIEVERS"),
+    "targets": ("engine.targets", "TARGETS"),
+    "generators": ("engine.generators", "GENERATORS"),
+}
 
 
 def registry_of(kind: str) -> "Registry":
     """The registry of a plugin kind (a key of :data:`REGISTRIES`)."""
     import importlib
+
     module, attr = REGISTRIES[kind]
     return getattr(importlib.import_module(module), attr)
 

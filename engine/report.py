@@ -1,4 +1,5 @@
 """Saved runs and self-contained HTML reports (all numbers from the events; corpus text escaped)."""
+
 from __future__ import annotations
 
 import html
@@ -24,12 +25,21 @@ def extraction_summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
     cols = {}
     for name, events in runs.items():
         s = summarize_extraction(list(events))
-        cols[name] = {"knowledge base": s["kb"], "attack": s["attack"], "defenses": ", ".join(s["defenses"]) or "none",
-                      "rounds": s["rounds"], "KB chunks": s["kb_size"], "CRR": s["crr"],
-                      "retrieved coverage": s["retrieved_coverage"], "repeat contexts": s["repeat_contexts"],
-                      "ROUGE contexts": s["rouge_contexts"], "semantic leak": s["semantic_leak"],
-                      "PII leaked": s["pii_leaked"], "blocked queries": s["blocked"],
-                      "completion tokens": s["tokens"]["completion"]}
+        cols[name] = {
+            "knowledge base": s["kb"],
+            "attack": s["attack"],
+            "defenses": ", ".join(s["defenses"]) or "none",
+            "rounds": s["rounds"],
+            "KB chunks": s["kb_size"],
+            "CRR": s["crr"],
+            "retrieved coverage": s["retrieved_coverage"],
+            "repeat contexts": s["repeat_contexts"],
+            "ROUGE contexts": s["rouge_contexts"],
+            "semantic leak": s["semantic_leak"],
+            "PII leaked": s["pii_leaked"],
+            "blocked queries": s["blocked"],
+            "completion tokens": s["tokens"]["completion"],
+        }
     # one column mixes text and numbers: render every cell as text (Arrow needs one type per column)
     return pd.DataFrame(cols).map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
 
@@ -49,10 +59,17 @@ def summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
     cols = {}
     for name, events in runs.items():
         s = summarize(list(events))
-        col = {"retriever": s["retriever"], "attack": s["attack"], "target": s["target"], "injection": s["injection"],
-               "queries": s["n_queries"], "corpus size": s["corpus_size"],
-               **{f"ASR@{k}": v for k, v in s["asr"].items()},
-               "mean poison rank": s["mean_poison_rank"], "Chroma agreement": s["store_agreement"]}
+        col = {
+            "retriever": s["retriever"],
+            "attack": s["attack"],
+            "target": s["target"],
+            "injection": s["injection"],
+            "queries": s["n_queries"],
+            "corpus size": s["corpus_size"],
+            **{f"ASR@{k}": v for k, v in s["asr"].items()},
+            "mean poison rank": s["mean_poison_rank"],
+            "Chroma agreement": s["store_agreement"],
+        }
         for det, d in s["detectors"].items():
             if "tpr" in d:
                 col.update({f"{det} TPR": d["tpr"], f"{det} FPR": d["fpr"], f"{det} AUROC": d["auroc"]})
@@ -77,29 +94,39 @@ def run_report_html(events: Sequence[Event], title: str | None = None) -> str:
     figs += [(f"{d}: clean vs poisoned scores", detector_histogram(events, d)) for d in dets]
     if dets:
         figs.append(("ROC", roc_figure(events, dets)))
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}"
-             "pre{white-space:pre-wrap}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1>",
-             f"<p>Status: {html.escape(ended.status if ended else 'in progress (partial)')}</p>",
-             "<h2>Headline metrics</h2>", summary_table({started.run_id: events}).to_html(escape=True),
-             "<h2>Configuration</h2>",
-             f"<pre>{html.escape(json.dumps(started.config, indent=2, default=str))}</pre>"]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}"
+        "pre{white-space:pre-wrap}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p>Status: {html.escape(ended.status if ended else 'in progress (partial)')}</p>",
+        "<h2>Headline metrics</h2>",
+        summary_table({started.run_id: events}).to_html(escape=True),
+        "<h2>Configuration</h2>",
+        f"<pre>{html.escape(json.dumps(started.config, indent=2, default=str))}</pre>",
+    ]
     for i, (caption, fig) in enumerate(figs):
         parts.append(f"<h2>{html.escape(caption)}</h2>")
         parts.append(fig.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False))
-    parts += ["<h2>Per question</h2>", rounds_table(events).to_html(index=False, escape=True),
-              "<h2>Manifest</h2>", f"<pre>{html.escape(json.dumps(started.manifest, indent=2, default=str))}</pre>",
-              "</body></html>"]
+    parts += [
+        "<h2>Per question</h2>",
+        rounds_table(events).to_html(index=False, escape=True),
+        "<h2>Manifest</h2>",
+        f"<pre>{html.escape(json.dumps(started.manifest, indent=2, default=str))}</pre>",
+        "</body></html>",
+    ]
     return "\n".join(parts)
 
 
 def _html_head(title: str) -> list[str]:
-    return [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-            "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-            "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;"
-            "vertical-align:top}pre{white-space:pre-wrap}</style></head><body>", f"<h1>{html.escape(title)}</h1>"]
+    return [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;"
+        "vertical-align:top}pre{white-space:pre-wrap}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
 
 
 def extraction_report_html(events: Sequence[Event], title: str | None = None) -> str:
@@ -132,10 +159,16 @@ def extraction_report_html(events: Sequence[Event], title: str | None = None) ->
     table = pd.DataFrame(list(rounds.values()))
     parts = _html_head(title) + [
         f"<p>Status: {html.escape(ended[-1].status if ended else 'in progress (partial)')}</p>",
-        "<h2>Headline metrics</h2>", extraction_summary_table({started.run_id: events}).to_html(escape=True),
-        "<h2>Leakage as rounds go by</h2>", fig.to_html(full_html=False, include_plotlyjs="inline"),
-        "<h2>Configuration</h2>", f"<pre>{html.escape(json.dumps(started.config, indent=2, default=str))}</pre>",
-        "<h2>Rounds</h2>", table.to_html(index=False, escape=True),
-        "<h2>Manifest</h2>", f"<pre>{html.escape(json.dumps(started.manifest, indent=2, default=str))}</pre>",
-        "</body></html>"]
+        "<h2>Headline metrics</h2>",
+        extraction_summary_table({started.run_id: events}).to_html(escape=True),
+        "<h2>Leakage as rounds go by</h2>",
+        fig.to_html(full_html=False, include_plotlyjs="inline"),
+        "<h2>Configuration</h2>",
+        f"<pre>{html.escape(json.dumps(started.config, indent=2, default=str))}</pre>",
+        "<h2>Rounds</h2>",
+        table.to_html(index=False, escape=True),
+        "<h2>Manifest</h2>",
+        f"<pre>{html.escape(json.dumps(started.manifest, indent=2, default=str))}</pre>",
+        "</body></html>",
+    ]
     return "\n".join(parts)

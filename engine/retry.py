@@ -3,6 +3,7 @@
 Shared by every remote client of the engine (litellm generators, audit targets), so a rate-limited provider is
 waited for as it asks — up to a cap the caller sets — instead of on a fixed backoff that gives up too early.
 """
+
 from __future__ import annotations
 
 import email.utils

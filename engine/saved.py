@@ -4,6 +4,7 @@ One place reads the folders the labs, the comparison page, the CLI and long expe
 lists the same things the same way. Reading is cheap: a run's first line (or its ``manifest.json``), a
 comparison's ``comparison.json``; a folder that cannot be read is skipped, never an error.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,9 +49,17 @@ def list_audits(root: Path | None = None) -> list[dict[str, Any]]:
         if not isinstance(r, dict) or "findings" not in r:
             continue
         t = r.get("target") or {}
-        out.append({"id": p.parent.name, "folder": str(p.parent), "path": str(p), "kind": t.get("kind", ""),
-                    "endpoint": t.get("endpoint", ""), "status": r.get("status", ""),
-                    "severity_counts": r.get("severity_counts") or {}})
+        out.append(
+            {
+                "id": p.parent.name,
+                "folder": str(p.parent),
+                "path": str(p),
+                "kind": t.get("kind", ""),
+                "endpoint": t.get("endpoint", ""),
+                "status": r.get("status", ""),
+                "severity_counts": r.get("severity_counts") or {},
+            }
+        )
     return out
 
 
@@ -76,23 +85,35 @@ def list_runs(root: Path | None = None, kind: str | None = None) -> list[dict[st
         k = (first.get("manifest") or {}).get("kind", "poison")
         if kind and k != kind:
             continue
-        row = {"run_id": d.parent.name, "kind": k, "path": str(d), "folder": str(d.parent),
-               "finished": (d.parent / "summary.json").is_file(), "retriever": cfg.get("retriever"),
-               "attack": cfg.get("attack")}
+        row = {
+            "run_id": d.parent.name,
+            "kind": k,
+            "path": str(d),
+            "folder": str(d.parent),
+            "finished": (d.parent / "summary.json").is_file(),
+            "retriever": cfg.get("retriever"),
+            "attack": cfg.get("attack"),
+        }
         if k == "extract":
-            row.update(corpus=cfg.get("kb"), defenses=", ".join(cfg.get("defenses") or ()) or "none",
-                       rounds=cfg.get("rounds"))
+            row.update(
+                corpus=cfg.get("kb"), defenses=", ".join(cfg.get("defenses") or ()) or "none", rounds=cfg.get("rounds")
+            )
         else:
-            row.update(corpus=cfg.get("corpus"), queries=cfg.get("queries"), target=cfg.get("target"),
-                       injection=cfg.get("injection"))
+            row.update(
+                corpus=cfg.get("corpus"),
+                queries=cfg.get("queries"),
+                target=cfg.get("target"),
+                injection=cfg.get("injection"),
+            )
         out.append(row)
     return out
 
 
 def describe_run(row: dict[str, Any]) -> str:
     """One line naming a listed extraction run: id, attack, KB, defenses, rounds, unfinished or not."""
-    return (f"{row['run_id']} · {row['attack']} on {row['corpus']} · {row['defenses']} · {row['rounds']} rounds"
-            + ("" if row["finished"] else " · unfinished"))
+    return f"{row['run_id']} · {row['attack']} on {row['corpus']} · {row['defenses']} · {row['rounds']} rounds" + (
+        "" if row["finished"] else " · unfinished"
+    )
 
 
 def list_comparisons(root: Path | None = None) -> list[dict[str, Any]]:
@@ -106,7 +127,14 @@ def list_comparisons(root: Path | None = None) -> list[dict[str, Any]]:
             continue
         cfg = data.get("config", {})
         base = cfg.get("base") or {}
-        out.append({"id": p.parent.name, "path": str(p), "kb": ", ".join(cfg.get("kbs") or []) or base.get("kb"),
-                    "attacks": ", ".join(cfg.get("attacks", [])),
-                    "configurations": ", ".join(cfg.get("configurations", [])), "rows": len(data.get("rows", []))})
+        out.append(
+            {
+                "id": p.parent.name,
+                "path": str(p),
+                "kb": ", ".join(cfg.get("kbs") or []) or base.get("kb"),
+                "attacks": ", ".join(cfg.get("attacks", [])),
+                "configurations": ", ".join(cfg.get("configurations", [])),
+                "rows": len(data.get("rows", [])),
+            }
+        )
     return out

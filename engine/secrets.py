@@ -7,6 +7,7 @@ such text goes through :func:`scrub`: the key values the engine was given (regis
 credential — ``Bearer <token>``, ``Basic <token>``, ``sk-…`` / ``sk_…`` keys, ``api_key=…`` / ``x-api-key: …``
 pairs. Over-scrubbing an innocent ``sk-…`` word in an error message is the accepted cost.
 """
+
 from __future__ import annotations
 
 import re

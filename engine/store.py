@@ -13,6 +13,7 @@
 Chroma always receives explicit embeddings; no embedding function is ever attached. The
 sparse BM25 retriever has no vectors: its runs score exactly in-process.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -39,7 +40,7 @@ from .progress import Progress
 from .types import Document, Hit
 
 _TIE_TOL = 1e-5
-SCORE_BLOCK_BYTES = 256 * 2**20   # exact scoring holds at most this much of a queries × documents score matrix
+SCORE_BLOCK_BYTES = 256 * 2**20  # exact scoring holds at most this much of a queries × documents score matrix
 
 
 class StoreSettings(Params):
@@ -72,9 +73,11 @@ def chroma_client(settings: StoreSettings | None = None) -> Any:
                     _clients[key].heartbeat()
                 except Exception as e:
                     _clients.pop(key, None)
-                    raise EngineError(f"cannot reach the Chroma server at {settings.host}:{settings.port} "
-                                      f"({type(e).__name__}); start it with 'chroma run --host {settings.host} "
-                                      f"--port {settings.port}'") from None
+                    raise EngineError(
+                        f"cannot reach the Chroma server at {settings.host}:{settings.port} "
+                        f"({type(e).__name__}); start it with 'chroma run --host {settings.host} "
+                        f"--port {settings.port}'"
+                    ) from None
             else:
                 path = settings.path or str(cache_dir("chroma"))
                 _clients[key] = chromadb.PersistentClient(path=path, settings=cs)
@@ -89,8 +92,12 @@ def _vector_segment_dirs(settings: StoreSettings | None, collection_id: str) -> 
     root = Path(settings.path or str(cache_dir("chroma")))
     try:
         with contextlib.closing(sqlite3.connect(f"file:{root / 'chroma.sqlite3'}?mode=ro", uri=True)) as db:
-            ids = [r[0] for r in db.execute("SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'",
-                                            (collection_id,))]
+            ids = [
+                r[0]
+                for r in db.execute(
+                    "SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'", (collection_id,)
+                )
+            ]
     except sqlite3.Error:
         return []
     return [root / i for i in ids if (root / i).is_dir()]
@@ -111,10 +118,10 @@ class BaseIndex:
 
     corpus: Corpus
     retriever: Retriever
-    vectors: np.ndarray | None          # native embeddings (None for sparse retrievers)
-    collection: Any = None              # Chroma collection (dense only)
+    vectors: np.ndarray | None  # native embeddings (None for sparse retrievers)
+    collection: Any = None  # Chroma collection (dense only)
     bm25: BM25Index | None = None
-    n_encoded: int = 0                  # how many texts had to be embedded for this build
+    n_encoded: int = 0  # how many texts had to be embedded for this build
     id_to_row: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -132,8 +139,14 @@ class BaseIndex:
         return self._search
 
     @classmethod
-    def build(cls, corpus: Corpus, retriever: Retriever, *, settings: StoreSettings | None = None,
-              progress: Progress | None = None) -> "BaseIndex":
+    def build(
+        cls,
+        corpus: Corpus,
+        retriever: Retriever,
+        *,
+        settings: StoreSettings | None = None,
+        progress: Progress | None = None,
+    ) -> "BaseIndex":
         """Embed (cached) and load into Chroma once; later builds reuse both."""
         if len(corpus) == 0:
             raise EngineError("cannot index an empty corpus")
@@ -145,18 +158,31 @@ class BaseIndex:
             if progress:
                 progress("tokenizing", len(corpus), len(corpus))
             return cls(corpus, retriever, None, bm25=bm25, id_to_row={d: i for i, d in enumerate(ids)})
-        vecs, n_new = retriever.encode_documents(corpus.texts, progress=(lambda d, t: progress("embedding", d, t))
-                                                 if progress else None)
-        name = "base-" + hashlib.sha256(f"{retriever.model_id}|{_space(retriever.similarity)}|"
-                                        f"{corpus.fingerprint}".encode()).hexdigest()[:40]
+        vecs, n_new = retriever.encode_documents(
+            corpus.texts, progress=(lambda d, t: progress("embedding", d, t)) if progress else None
+        )
+        name = (
+            "base-"
+            + hashlib.sha256(
+                f"{retriever.model_id}|{_space(retriever.similarity)}|{corpus.fingerprint}".encode()
+            ).hexdigest()[:40]
+        )
         col = _filled_collection(name, corpus, vecs, retriever, settings, progress)
-        return cls(corpus, retriever, vecs, collection=col, n_encoded=n_new,
-                   id_to_row={d: i for i, d in enumerate(ids)})
-
+        return cls(
+            corpus, retriever, vecs, collection=col, n_encoded=n_new, id_to_row={d: i for i, d in enumerate(ids)}
+        )
 
     @classmethod
-    def from_vectors(cls, corpus: Corpus, retriever: Retriever, vectors: np.ndarray, key: str, *,
-                     settings: StoreSettings | None = None, progress: Progress | None = None) -> "BaseIndex":
+    def from_vectors(
+        cls,
+        corpus: Corpus,
+        retriever: Retriever,
+        vectors: np.ndarray,
+        key: str,
+        *,
+        settings: StoreSettings | None = None,
+        progress: Progress | None = None,
+    ) -> "BaseIndex":
         """An index whose document vectors come from elsewhere (e.g. a re-trained document encoder,
         RAGFort's reindexing) while queries are still encoded by ``retriever``; ``key`` names them."""
         if len(corpus) == 0:
@@ -164,14 +190,16 @@ class BaseIndex:
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.shape[0] != len(corpus):
             raise EngineError(f"{vectors.shape[0]} vectors for {len(corpus)} documents")
-        name = "base-" + hashlib.sha256(f"{key}|{_space(retriever.similarity)}|"
-                                        f"{corpus.fingerprint}".encode()).hexdigest()[:40]
+        name = (
+            "base-"
+            + hashlib.sha256(f"{key}|{_space(retriever.similarity)}|{corpus.fingerprint}".encode()).hexdigest()[:40]
+        )
         col = _filled_collection(name, corpus, vectors, retriever, settings, progress)
         return cls(corpus, retriever, vectors, collection=col, id_to_row={d: i for i, d in enumerate(corpus.ids)})
 
 
-BUILD_LOCK_STALE_S = 1800.0     # a server build lock older than this is taken to be left by a dead builder
-fills = 0                       # base collections this process filled (tests read it)
+BUILD_LOCK_STALE_S = 1800.0  # a server build lock older than this is taken to be left by a dead builder
+fills = 0  # base collections this process filled (tests read it)
 
 
 def _complete(col: Any, n: int) -> bool:
@@ -191,8 +219,7 @@ def _server_build_lock(client: Any, name: str, ready: Callable[[], bool], poll: 
             yield False
             return
         try:
-            client.create_collection(lock, embedding_function=None, metadata={"since": time.time(),
-                                                                              "pid": os.getpid()})
+            client.create_collection(lock, embedding_function=None, metadata={"since": time.time(), "pid": os.getpid()})
         except Exception:  # noqa: BLE001 - it exists: someone else is building (chromadb's error types vary)
             try:
                 since = float((client.get_collection(lock).metadata or {}).get("since", time.time()))
@@ -212,8 +239,14 @@ def _server_build_lock(client: Any, name: str, ready: Callable[[], bool], poll: 
         return
 
 
-def _filled_collection(name: str, corpus: Corpus, vecs: np.ndarray, retriever: Retriever,
-                       settings: StoreSettings | None, progress: Progress | None) -> Any:
+def _filled_collection(
+    name: str,
+    corpus: Corpus,
+    vecs: np.ndarray,
+    retriever: Retriever,
+    settings: StoreSettings | None,
+    progress: Progress | None,
+) -> Any:
     """The Chroma collection ``name`` holding ``vecs`` for the corpus ids; filled once, then reused. On a
     Chroma server many processes may ask at once: one fills it (under a lock held on the server), the others
     wait and reuse it."""
@@ -230,15 +263,14 @@ def _filled_collection(name: str, corpus: Corpus, vecs: np.ndarray, retriever: R
             return _complete(client.get_collection(name), len(corpus))
         except Exception:  # noqa: BLE001 - no such collection yet
             return False
-    with lock, (_server_build_lock(client, name, ready) if remote else contextlib.nullcontext(True)) as mine:
-        col = client.get_or_create_collection(name, embedding_function=None,
-                                              configuration={"hnsw": {"space": space}})
+
+    with lock, _server_build_lock(client, name, ready) if remote else contextlib.nullcontext(True) as mine:
+        col = client.get_or_create_collection(name, embedding_function=None, configuration={"hnsw": {"space": space}})
         if mine and not _complete(col, len(corpus)):
             fills += 1
             if col.count():  # an interrupted build: start over
                 client.delete_collection(name)
-                col = client.create_collection(name, embedding_function=None,
-                                               configuration={"hnsw": {"space": space}})
+                col = client.create_collection(name, embedding_function=None, configuration={"hnsw": {"space": space}})
             step = min(client.get_max_batch_size(), 4096)
             for a, b in _batches(len(corpus), step):
                 # texts stay in the corpus (memory); storing them in Chroma would build its
@@ -246,8 +278,9 @@ def _filled_collection(name: str, corpus: Corpus, vecs: np.ndarray, retriever: R
                 col.add(ids=ids[a:b], embeddings=vecs[a:b], metadatas=[{"poison": False}] * (b - a))
                 if progress:
                     progress("indexing", b, len(corpus))
-            col.modify(metadata={"complete": True, "corpus": corpus.name, "model": retriever.model_id[:200],
-                                 "n": len(corpus)})
+            col.modify(
+                metadata={"complete": True, "corpus": corpus.name, "model": retriever.model_id[:200], "n": len(corpus)}
+            )
     return col
 
 
@@ -269,8 +302,14 @@ class RunStore:
     filter, and the same mask in exact scoring) — equivalent to injecting it alone.
     """
 
-    def __init__(self, base: BaseIndex, *, settings: StoreSettings | None = None, run_id: str | None = None,
-                 use_chroma: bool = True) -> None:
+    def __init__(
+        self,
+        base: BaseIndex,
+        *,
+        settings: StoreSettings | None = None,
+        run_id: str | None = None,
+        use_chroma: bool = True,
+    ) -> None:
         self.base = base
         self.run_id = run_id or uuid.uuid4().hex
         self.settings = settings
@@ -289,8 +328,10 @@ class RunStore:
         if self._overlay is None:
             client = chroma_client(self.settings)
             self._overlay = client.create_collection(
-                f"run-{self.run_id}", embedding_function=None,
-                configuration={"hnsw": {"space": _space(self.base.retriever.similarity)}})
+                f"run-{self.run_id}",
+                embedding_function=None,
+                configuration={"hnsw": {"space": _space(self.base.retriever.similarity)}},
+            )
         return self._overlay
 
     def close(self) -> None:
@@ -313,8 +354,9 @@ class RunStore:
         self.close()
 
     # ---------------------------------------------------------------- mutation
-    def inject(self, docs: Sequence[Document], vectors: np.ndarray | None = None,
-               groups: Sequence[str] | None = None) -> np.ndarray | None:
+    def inject(
+        self, docs: Sequence[Document], vectors: np.ndarray | None = None, groups: Sequence[str] | None = None
+    ) -> np.ndarray | None:
         """Add documents to this run only; returns their native embeddings (dense)."""
         docs = list(docs)
         if not docs:
@@ -343,8 +385,12 @@ class RunStore:
             col = self._overlay_collection()
             step = 4096
             for a, b in _batches(len(docs), step):
-                col.add(ids=[d.id for d in docs[a:b]], embeddings=vectors[a:b], documents=[d.text for d in docs[a:b]],
-                        metadatas=[{"poison": True, "group": g} for g in groups[a:b]])
+                col.add(
+                    ids=[d.id for d in docs[a:b]],
+                    embeddings=vectors[a:b],
+                    documents=[d.text for d in docs[a:b]],
+                    metadatas=[{"poison": True, "group": g} for g in groups[a:b]],
+                )
         return vectors
 
     def remove(self, ids: Sequence[str]) -> None:
@@ -391,9 +437,15 @@ class RunStore:
         return self._over_cache
 
     # ---------------------------------------------------------------- search
-    def search(self, queries: Sequence[str], k: int, query_vecs: np.ndarray | None = None, *,
-               groups: Sequence[str] | None = None, rank_ids: Sequence[Sequence[str]] | None = None
-               ) -> list[SearchResult]:
+    def search(
+        self,
+        queries: Sequence[str],
+        k: int,
+        query_vecs: np.ndarray | None = None,
+        *,
+        groups: Sequence[str] | None = None,
+        rank_ids: Sequence[Sequence[str]] | None = None,
+    ) -> list[SearchResult]:
         """Exact top-``k`` per query, and Chroma's answer checked against it.
 
         ``groups``: per query, the only group of injected documents it can see (None: all).
@@ -401,17 +453,21 @@ class RunStore:
         """
         queries = list(queries)
         block = max(1, SCORE_BLOCK_BYTES // (4 * max(1, len(self.base.corpus) + len(self.injected))))
-        if len(queries) > block:   # a large corpus: score the queries in blocks, memory stays bounded
+        if len(queries) > block:  # a large corpus: score the queries in blocks, memory stays bounded
             out: list[SearchResult] = []
             for a in range(0, len(queries), block):
-                out += self.search(queries[a:a + block], k,
-                                   None if query_vecs is None else query_vecs[a:a + block],
-                                   groups=None if groups is None else groups[a:a + block],
-                                   rank_ids=None if rank_ids is None else rank_ids[a:a + block])
+                out += self.search(
+                    queries[a : a + block],
+                    k,
+                    None if query_vecs is None else query_vecs[a : a + block],
+                    groups=None if groups is None else groups[a : a + block],
+                    rank_ids=None if rank_ids is None else rank_ids[a : a + block],
+                )
             return out
         inj_ids, V, inj_groups, col_of, group_size = self._overlay_arrays()
-        n_docs = len(self.base.corpus) + (len(self.injected) if groups is None else
-                                          min((group_size.get(g, 0) for g in groups), default=0))
+        n_docs = len(self.base.corpus) + (
+            len(self.injected) if groups is None else min((group_size.get(g, 0) for g in groups), default=0)
+        )
         if k < 1:
             raise ConfigError(f"top-k must be at least 1, got {k}")
         if k > n_docs:
@@ -426,8 +482,11 @@ class RunStore:
             if query_vecs is None:
                 query_vecs = self.base.retriever.encode_queries(queries)
             Q = np.asarray(query_vecs, dtype=np.float32)
-            Qs = Q / np.maximum(np.linalg.norm(Q, axis=1, keepdims=True), 1e-12) \
-                if self.base.retriever.similarity == "cosine" else Q
+            Qs = (
+                Q / np.maximum(np.linalg.norm(Q, axis=1, keepdims=True), 1e-12)
+                if self.base.retriever.similarity == "cosine"
+                else Q
+            )
             S_base = Qs @ self.base.search_matrix().T
             S_over = Qs @ V.T if len(inj_ids) else np.zeros((len(queries), 0), dtype=np.float32)
         else:
@@ -440,8 +499,11 @@ class RunStore:
                 S_over[i, np.flatnonzero(visible[i])] = o
         S_over = np.where(visible, S_over, -np.inf).astype(np.float32)
         kb = min(k, S_base.shape[1])
-        top_base = np.argpartition(-S_base, kb - 1, axis=1)[:, :kb] if kb < S_base.shape[1] else \
-            np.tile(np.arange(S_base.shape[1]), (len(queries), 1))
+        top_base = (
+            np.argpartition(-S_base, kb - 1, axis=1)[:, :kb]
+            if kb < S_base.shape[1]
+            else np.tile(np.arange(S_base.shape[1]), (len(queries), 1))
+        )
         chroma = self._chroma_topk(Q, k, groups, group_size) if self.use_chroma else None
         ids_of = self.base.corpus.ids
         out = []
@@ -454,22 +516,31 @@ class RunStore:
             agreed = True
             if chroma is not None:
                 ch = chroma[i]
-                agreed = len(ch) == len(exact) and {d for d, _ in ch} == {d for d, _, _ in exact} and \
-                    all(abs(a[1] - b[1]) <= 1e-3 for a, b in zip(ch, exact))
+                agreed = (
+                    len(ch) == len(exact)
+                    and {d for d, _ in ch} == {d for d, _, _ in exact}
+                    and all(abs(a[1] - b[1]) <= 1e-3 for a, b in zip(ch, exact))
+                )
                 if not agreed:  # tied scores may legitimately order differently: accept equal score multisets
                     kth = exact[-1][1]
                     agreed = len(ch) == len(exact) and all(
                         abs(sc - self._exact_score(i, d, S_base, S_over, col_of)) <= 1e-3 and sc >= kth - _TIE_TOL
-                        for d, sc in ch)
+                        for d, sc in ch
+                    )
                 if not agreed:
                     self.fallbacks += 1
             hits = tuple(Hit(d, sc, r, p) for r, (d, sc, p) in enumerate(exact, 1))
             ranks = {}
-            for did in (rank_ids[i] if rank_ids is not None else ()):
+            for did in rank_ids[i] if rank_ids is not None else ():
                 sc = S_over[i, col_of[did]]
                 above = int(np.count_nonzero(S_base[i] > sc + _TIE_TOL) + np.count_nonzero(S_over[i] > sc + _TIE_TOL))
-                tied = int(np.count_nonzero(np.abs(S_base[i] - sc) <= _TIE_TOL) +
-                           np.count_nonzero(np.abs(S_over[i] - sc) <= _TIE_TOL)) - 1
+                tied = (
+                    int(
+                        np.count_nonzero(np.abs(S_base[i] - sc) <= _TIE_TOL)
+                        + np.count_nonzero(np.abs(S_over[i] - sc) <= _TIE_TOL)
+                    )
+                    - 1
+                )
                 # ties count against the injected document (a conservative attack success) unless
                 # it is already listed in the exact top-k at a better position
                 pos = next((h.rank for h in hits if h.doc_id == did), None)
@@ -484,13 +555,17 @@ class RunStore:
         row = self.base.id_to_row.get(did)
         return float(S_base[i, row]) if row is not None else float("nan")
 
-    def _chroma_topk(self, Q: np.ndarray, k: int, groups: Sequence[str] | None,
-                     group_size: Counter | None = None) -> list[list[tuple[str, float]]]:
+    def _chroma_topk(
+        self, Q: np.ndarray, k: int, groups: Sequence[str] | None, group_size: Counter | None = None
+    ) -> list[list[tuple[str, float]]]:
         """Chroma's answer: the base collection and this run's overlay, merged by score."""
-        res = self.base.collection.query(query_embeddings=Q, n_results=min(k, len(self.base.corpus)),
-                                         include=["distances"])
-        merged = [list(zip(ids, (1.0 - np.asarray(d, dtype=np.float64)).tolist()))
-                  for ids, d in zip(res["ids"], res["distances"])]
+        res = self.base.collection.query(
+            query_embeddings=Q, n_results=min(k, len(self.base.corpus)), include=["distances"]
+        )
+        merged = [
+            list(zip(ids, (1.0 - np.asarray(d, dtype=np.float64)).tolist()))
+            for ids, d in zip(res["ids"], res["distances"])
+        ]
         if self.injected and self._overlay is not None:
             if groups is None:
                 r = self._overlay.query(query_embeddings=Q, n_results=min(k, len(self.injected)), include=["distances"])
@@ -502,8 +577,9 @@ class RunStore:
                     n_g = sizes.get(g, 0)
                     if not n_g:
                         continue
-                    r = self._overlay.query(query_embeddings=Q[i:i + 1], n_results=min(k, n_g),
-                                            where={"group": g}, include=["distances"])
+                    r = self._overlay.query(
+                        query_embeddings=Q[i : i + 1], n_results=min(k, n_g), where={"group": g}, include=["distances"]
+                    )
                     merged[i].extend(zip(r["ids"][0], (1.0 - np.asarray(r["distances"][0], dtype=np.float64)).tolist()))
         return [sorted(m, key=lambda t: -t[1])[:k] for m in merged]
 
@@ -513,8 +589,9 @@ _index_cache_lock = threading.Lock()
 _INDEX_CACHE_SIZE = 6
 
 
-def shared_base_index(corpus: Corpus, retriever: Retriever, *, settings: StoreSettings | None = None,
-                      progress: Progress | None = None) -> BaseIndex:
+def shared_base_index(
+    corpus: Corpus, retriever: Retriever, *, settings: StoreSettings | None = None, progress: Progress | None = None
+) -> BaseIndex:
     """A process-wide, read-only BaseIndex per (corpus, retriever, store); built on first use."""
     key = (corpus.fingerprint, retriever.model_id, tuple(sorted((settings or StoreSettings()).to_dict().items())))
     with _index_cache_lock:

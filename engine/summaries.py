@@ -8,6 +8,7 @@ All are frozen records with named, typed fields for code that uses the engine as
 CLI's ``--json`` and the pages that read saved files keep one shape, so a summary written by an older
 version reads the same way.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
@@ -19,7 +20,7 @@ from .metrics.catalog import LEAKAGE, STAGE
 class _ReadsAsDict(Mapping):
     """Read access to a record's JSON object: ``r[key]``, ``r.get``, ``in``, ``dict(r)``."""
 
-    def to_dict(self) -> dict[str, Any]:          # pragma: no cover - each record implements it
+    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - each record implements it
         """The record as the flat JSON object it is saved as (``summary.json``, ``comparison.json`` rows)."""
         raise NotImplementedError
 
@@ -76,10 +77,10 @@ class ExtractionSummary(_ReadsAsDict):
     curves: Mapping[str, list[float]] = field(default_factory=dict)
     tokens: Mapping[str, int] = field(default_factory=dict)
     seconds: Mapping[str, float] = field(default_factory=dict)
-    round_seconds: list[float] = field(default_factory=list)   # wall seconds of each round, all stages
+    round_seconds: list[float] = field(default_factory=list)  # wall seconds of each round, all stages
     cascade: Mapping[str, float] | None = None
-    crr_ci: tuple[float, float] | None = None       # 95% Wilson interval of CRR over the KB's chunks
-    pii_ci: tuple[float, float] | None = None       # 95% Wilson interval of the share of PII items leaked
+    crr_ci: tuple[float, float] | None = None  # 95% Wilson interval of CRR over the KB's chunks
+    pii_ci: tuple[float, float] | None = None  # 95% Wilson interval of the share of PII items leaked
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``summary.json`` and ``run_ended.summary`` (``cascade`` only when it ran)."""
@@ -96,8 +97,16 @@ class ExtractionSummary(_ReadsAsDict):
 
 
 # the generation-side numbers of a poisoning run with answers: one typed section, flat keys in its JSON
-POISON_GENERATION_KEYS = ("asr_generation", "asr_generation_ci", "n_generated", "generation_successes",
-                          "poison_in_context", "asr_judge", "generator", "generation_seconds")
+POISON_GENERATION_KEYS = (
+    "asr_generation",
+    "asr_generation_ci",
+    "n_generated",
+    "generation_successes",
+    "poison_in_context",
+    "asr_judge",
+    "generator",
+    "generation_seconds",
+)
 _POISON_SECTIONS = ("poisons_over_window", "poison_tokens", "trigger", "defenses", "poisonedrag")
 
 
@@ -154,8 +163,23 @@ class PoisoningSummary(_ReadsAsDict):
         return cls(**{k: v for k, v in d.items() if k in names}, generation=gen or None)
 
 
-_ROW_IDENTITY = ("kb", "attack", "configuration", "defenses", "run_id", "run_ids", "seed", "seeds", "n_runs",
-                 "rounds", "kb_size", "blocked", "curves", "seconds", "cascade")
+_ROW_IDENTITY = (
+    "kb",
+    "attack",
+    "configuration",
+    "defenses",
+    "run_id",
+    "run_ids",
+    "seed",
+    "seeds",
+    "n_runs",
+    "rounds",
+    "kb_size",
+    "blocked",
+    "curves",
+    "seconds",
+    "cascade",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,14 +229,24 @@ class ComparisonRow(_ReadsAsDict):
         stages = {k: d.pop(k) for k in STAGE if k in d}
         ci = {k: d.pop(f"{k}_ci") for k in LEAKAGE if f"{k}_ci" in d}
         vs_none = {k: d.pop(f"{k}_vs_none") for k in LEAKAGE if f"{k}_vs_none" in d}
-        utility = {k[len("utility_"):]: d.pop(k) for k in [k for k in d if k.startswith("utility_")]}
-        return cls(**take, metrics=metrics, std=std, ratio=ratio, stages=stages, ci=ci, vs_none=vs_none,
-                   utility=utility, extra=d)
+        utility = {k[len("utility_") :]: d.pop(k) for k in [k for k in d if k.startswith("utility_")]}
+        return cls(
+            **take,
+            metrics=metrics,
+            std=std,
+            ratio=ratio,
+            stages=stages,
+            ci=ci,
+            vs_none=vs_none,
+            utility=utility,
+            extra=d,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON object of ``comparison.json`` (the inverse of :meth:`from_dict`)."""
-        out: dict[str, Any] = {k: getattr(self, k) for k in _ROW_IDENTITY
-                               if k != "cascade" and not (k == "seed" and self.seed is None)}
+        out: dict[str, Any] = {
+            k: getattr(self, k) for k in _ROW_IDENTITY if k != "cascade" and not (k == "seed" and self.seed is None)
+        }
         out.update(self.metrics)
         out.update({f"{k}_std": v for k, v in self.std.items()})
         out.update({f"{k}_ratio": v for k, v in self.ratio.items()})

@@ -4,6 +4,7 @@ With an output folder a sweep writes every finished cell as it completes (``swee
 ``sweep.json`` holding the configuration), so a fault or a kill loses at most the cell in flight, and
 running the same sweep again into the same folder resumes: finished cells are read back and skipped.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -31,22 +32,25 @@ class SweepResult:
     """A sweep's finished cells, one row per corpus × retriever × query set × target; ``complete`` is False when
     it was stopped before every cell ran."""
 
-    cells: pd.DataFrame          # one row per (corpus, retriever, query set, target): ASR@1/2/5, n
+    cells: pd.DataFrame  # one row per (corpus, retriever, query set, target): ASR@1/2/5, n
     complete: bool
-    failed: list = field(default_factory=list)   # cells that failed on Ray: the cell and its error
+    failed: list = field(default_factory=list)  # cells that failed on Ray: the cell and its error
 
     def table1(self, k: int) -> pd.DataFrame:
         """Rows (corpus, retriever, query set), columns target, cells ASR@k — the paper's Table 1 layout."""
         if self.cells.empty:
             return pd.DataFrame()
-        return self.cells.pivot_table(index=["corpus", "retriever", "query_set"], columns="target",
-                                      values=f"asr@{k}", aggfunc="mean", sort=False)
+        return self.cells.pivot_table(
+            index=["corpus", "retriever", "query_set"], columns="target", values=f"asr@{k}", aggfunc="mean", sort=False
+        )
 
 
 def grid(cfg: SweepConfig) -> list[dict]:
     """Every cell of the sweep in run order, as dicts of ``corpus``, ``retriever``, ``query_set`` and ``target``."""
-    return [dict(corpus=c, retriever=r, query_set=q, target=t) for c, r, q, t in
-            itertools.product(cfg.corpora, cfg.retrievers, cfg.query_sets, cfg.targets)]
+    return [
+        dict(corpus=c, retriever=r, query_set=q, target=t)
+        for c, r, q, t in itertools.product(cfg.corpora, cfg.retrievers, cfg.query_sets, cfg.targets)
+    ]
 
 
 CELL_KEYS = ("corpus", "retriever", "query_set", "target")
@@ -66,6 +70,7 @@ def sweep_key(cfg: SweepConfig) -> str:
     """16 hex digits naming what a sweep measures: the same grid gets the same key (and folder, so running it
     again resumes), wherever its data and store are."""
     import hashlib
+
     return hashlib.sha256(_measured(cfg.to_dict()).encode()).hexdigest()[:16]
 
 
@@ -73,6 +78,7 @@ def _refuse_another_sweep(cfg: SweepConfig, out: Path) -> None:
     """One ConfigError when ``out`` holds finished cells of a sweep with other settings (never dropped silently)."""
     from .config import differences
     from .errors import ConfigError
+
     meta, cells = out / "sweep.json", out / "sweep_cells.csv"
     if not meta.is_file() or not cells.is_file():
         return
@@ -83,9 +89,11 @@ def _refuse_another_sweep(cfg: SweepConfig, out: Path) -> None:
         return
     if n and not _same_sweep(saved, cfg.to_dict()):
         diff = differences(saved, cfg.to_dict(), skip=("data_dir", "store", "chroma_host", "chroma_port"))
-        raise ConfigError(f"{out} holds a sweep with other settings ({diff}); "
-                          f"choose another --out, or pass --overwrite to replace it (its {n} finished cell(s) are "
-                          f"then dropped)")
+        raise ConfigError(
+            f"{out} holds a sweep with other settings ({diff}); "
+            f"choose another --out, or pass --overwrite to replace it (its {n} finished cell(s) are "
+            f"then dropped)"
+        )
 
 
 def finished_cells(cfg: SweepConfig, out_dir: str | Path | None) -> list[dict]:
@@ -106,7 +114,7 @@ def finished_cells(cfg: SweepConfig, out_dir: str | Path | None) -> list[dict]:
         return []
 
 
-_WORKER_CORPORA: dict[tuple, object] = {}   # a Ray worker's corpora, kept for its next cells (at most 2)
+_WORKER_CORPORA: dict[tuple, object] = {}  # a Ray worker's corpora, kept for its next cells (at most 2)
 
 
 def sweep_cell(item: tuple[dict, dict], reporter=None, corpora: dict | None = None) -> dict | None:
@@ -120,12 +128,16 @@ def sweep_cell(item: tuple[dict, dict], reporter=None, corpora: dict | None = No
     if corpora is None:
         corpora = _WORKER_CORPORA
     key = (cell["corpus"], cell["retriever"], cfg.chunk_size, cfg.chunk_overlap, cfg.data_dir)
-    if key not in corpora:   # chunks are measured in each retriever's own tokens
+    if key not in corpora:  # chunks are measured in each retriever's own tokens
         while corpora is _WORKER_CORPORA and len(corpora) >= 2:
             corpora.pop(next(iter(corpora)))
-        corpora[key] = load_corpus(cell["corpus"], data_dir=cfg.data_dir or None, chunk_size=cfg.chunk_size,
-                                   chunk_overlap=cfg.chunk_overlap,
-                                   window=retriever_window(make_retriever(cell["retriever"])))
+        corpora[key] = load_corpus(
+            cell["corpus"],
+            data_dir=cfg.data_dir or None,
+            chunk_size=cfg.chunk_size,
+            chunk_overlap=cfg.chunk_overlap,
+            window=retriever_window(make_retriever(cell["retriever"])),
+        )
     accum: dict[int, list[float]] = {1: [], 2: [], 5: [], cfg.k: []}
     det: dict[str, list] = {}
     n = over = 0
@@ -136,13 +148,25 @@ def sweep_cell(item: tuple[dict, dict], reporter=None, corpora: dict | None = No
             if reporter.should_stop():
                 return None
             reporter.progress("target documents", v, cfg.variants)
-        pc = PoisonConfig(corpus=cell["corpus"], queries=cell["query_set"], retriever=cell["retriever"],
-                          attack=cfg.attack, target=cell["target"], attack_params={"variant": v}
-                          if cfg.attack != "poisonedrag" else None,
-                          injection=cfg.injection, limit=cfg.limit, top_k=max(5, cfg.k), detectors=cfg.detectors,
-                          chunk_size=cfg.chunk_size, chunk_overlap=cfg.chunk_overlap, seed=cfg.seed,
-                          data_dir=cfg.data_dir, store=cfg.store, chroma_host=cfg.chroma_host,
-                          chroma_port=cfg.chroma_port)
+        pc = PoisonConfig(
+            corpus=cell["corpus"],
+            queries=cell["query_set"],
+            retriever=cell["retriever"],
+            attack=cfg.attack,
+            target=cell["target"],
+            attack_params={"variant": v} if cfg.attack != "poisonedrag" else None,
+            injection=cfg.injection,
+            limit=cfg.limit,
+            top_k=max(5, cfg.k),
+            detectors=cfg.detectors,
+            chunk_size=cfg.chunk_size,
+            chunk_overlap=cfg.chunk_overlap,
+            seed=cfg.seed,
+            data_dir=cfg.data_dir,
+            store=cfg.store,
+            chroma_host=cfg.chroma_host,
+            chroma_port=cfg.chroma_port,
+        )
         run = PoisoningRun(pc, corpus=corpora[key])
         run.run()
         s = run.summary()
@@ -158,12 +182,17 @@ def sweep_cell(item: tuple[dict, dict], reporter=None, corpora: dict | None = No
         for name, d in s["detectors"].items():
             if "tpr" in d:
                 det.setdefault(name, []).append((d["tpr"], d["fpr"], d["auroc"]))
-    row = {**cell, **{f"asr@{k}": sum(v) / len(v) for k, v in accum.items()}, "n_queries": n,
-           "variants": cfg.variants, "poisons_over_window": over}
-    if cfg.variants > 1:      # which target document carries the mean (space-separated, in variant order)
+    row = {
+        **cell,
+        **{f"asr@{k}": sum(v) / len(v) for k, v in accum.items()},
+        "n_queries": n,
+        "variants": cfg.variants,
+        "poisons_over_window": over,
+    }
+    if cfg.variants > 1:  # which target document carries the mean (space-separated, in variant order)
         for k in sorted({1, cfg.k}):
             row[f"asr@{k}_by_variant"] = " ".join(f"{x:.3f}" for x in accum[k])
-    if qtok:      # dense retrievers: the questions' length and how much of the target the embedding reads
+    if qtok:  # dense retrievers: the questions' length and how much of the target the embedding reads
         row["question_tokens"] = sum(qtok) / len(qtok)
     if embedded:
         row["target_embedded"] = round(sum(embedded) / len(embedded), 4)
@@ -178,11 +207,16 @@ def _cell_key(cell: Mapping) -> tuple[str, ...]:
     return tuple(str(cell[k]) for k in CELL_KEYS)
 
 
-def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
-              stop: Optional[StopToken] = None, out_dir: str | Path | None = None,
-              executor: ExecutorConfig | None = None,
-              cell_progress: Callable[[dict, str, int, int], None] | None = None,
-              overwrite: bool = False) -> SweepResult:
+def run_sweep(
+    cfg: SweepConfig,
+    *,
+    progress: Optional[CellProgress] = None,
+    stop: Optional[StopToken] = None,
+    out_dir: str | Path | None = None,
+    executor: ExecutorConfig | None = None,
+    cell_progress: Callable[[dict, str, int, int], None] | None = None,
+    overwrite: bool = False,
+) -> SweepResult:
     """Run every cell (averaging ``variants`` target documents); stops early when ``stop`` (a stop token) is
     set. With ``out_dir`` each finished cell is written at once (rows in grid order, whatever order they
     finished in) and the cells a previous run finished are skipped. ``executor`` says where cells run (here, or
@@ -192,14 +226,21 @@ def run_sweep(cfg: SweepConfig, *, progress: Optional[CellProgress] = None,
     from contextlib import nullcontext
 
     from .folder_lock import exclusive_folder
+
     # one writer per folder: a second sweep into it would overwrite this one's cells
     with exclusive_folder(out_dir, "this sweep") if out_dir else nullcontext():
         return _run_sweep(cfg, progress, stop, out_dir, executor, cell_progress, overwrite)
 
 
-def _run_sweep(cfg: SweepConfig, progress: Optional[CellProgress], stop: Optional[StopToken],
-               out_dir: str | Path | None, executor: ExecutorConfig | None,
-               cell_progress: Callable[[dict, str, int, int], None] | None, overwrite: bool = False) -> SweepResult:
+def _run_sweep(
+    cfg: SweepConfig,
+    progress: Optional[CellProgress],
+    stop: Optional[StopToken],
+    out_dir: str | Path | None,
+    executor: ExecutorConfig | None,
+    cell_progress: Callable[[dict, str, int, int], None] | None,
+    overwrite: bool = False,
+) -> SweepResult:
     """:func:`run_sweep`'s body, with its output folder held (a folder holding another sweep's finished cells is
     refused unless ``overwrite``)."""
     from .executors import run_cells
@@ -207,6 +248,7 @@ def _run_sweep(cfg: SweepConfig, progress: Optional[CellProgress], stop: Optiona
     cells = grid(cfg)
     if not cells:
         from .errors import ConfigError
+
         raise ConfigError("the sweep has no cells: give at least one corpus, retriever, query set and target")
     order = {_cell_key(c): i for i, c in enumerate(cells)}
     if out_dir and not overwrite:
@@ -216,10 +258,11 @@ def _run_sweep(cfg: SweepConfig, progress: Optional[CellProgress], stop: Optiona
     out = Path(out_dir) if out_dir else None
     if out:
         out.mkdir(parents=True, exist_ok=True)
-        atomic_write(out / "sweep.json", json.dumps({"config": cfg.to_dict(), "cells": len(cells)}, indent=2,
-                                                    default=str))
+        atomic_write(
+            out / "sweep.json", json.dumps({"config": cfg.to_dict(), "cells": len(cells)}, indent=2, default=str)
+        )
     failed: list[dict] = []
-    placement: list[dict] = _earlier_placement(out, done)     # a resumed sweep keeps where its earlier cells ran
+    placement: list[dict] = _earlier_placement(out, done)  # a resumed sweep keeps where its earlier cells ran
     corpora: dict[tuple, object] = {}
     cfg_dict = cfg.to_dict()
     todo = [(i, (cfg_dict, c)) for i, c in enumerate(cells) if _cell_key(c) not in done]
@@ -232,7 +275,7 @@ def _run_sweep(cfg: SweepConfig, progress: Optional[CellProgress], stop: Optiona
         elif o.result is not None:
             rows.append(o.result)
             rows.sort(key=lambda r: order.get(_cell_key(r), len(order)))
-            if out:   # now, so a later fault or a kill loses at most the cells in flight
+            if out:  # now, so a later fault or a kill loses at most the cells in flight
                 atomic_write(out / "sweep_cells.csv", pd.DataFrame(rows).to_csv(index=False))
             if progress:
                 progress(len(rows), len(cells), o.result)

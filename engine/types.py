@@ -1,4 +1,5 @@
 """Plain data contracts (BEIR-style): documents, queries and hits are frozen records."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -17,6 +17,7 @@ LlamaIndex ``Response`` it returns carries ``source_nodes``, which the audit rea
 ``ingest`` / ``remove`` / ``exists`` give the audit the write surface poisoning needs (nodes inserted into and
 deleted from the same index).
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,11 +29,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from llama_index.core import VectorStoreIndex                                       # noqa: E402
-from llama_index.core.embeddings import BaseEmbedding                               # noqa: E402
+from llama_index.core import VectorStoreIndex  # noqa: E402
+from llama_index.core.embeddings import BaseEmbedding  # noqa: E402
 from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata  # noqa: E402
-from llama_index.core.llms.callbacks import llm_completion_callback                 # noqa: E402
-from llama_index.core.schema import TextNode                                        # noqa: E402
+from llama_index.core.llms.callbacks import llm_completion_callback  # noqa: E402
+from llama_index.core.schema import TextNode  # noqa: E402
 
 KB = "clinic_records"
 TOP_K = 2
@@ -46,6 +47,7 @@ class OfflineMiniLM(BaseEmbedding):
 
     def _retriever(self) -> Any:
         from engine.embedders import make_retriever
+
         if not hasattr(self, "_r"):
             object.__setattr__(self, "_r", make_retriever("minilm"))
         return self._r
@@ -70,9 +72,11 @@ class OfflineQwen(CustomLLM):
 
     def _generator(self) -> Any:
         from engine.generators import GENERATORS
+
         if not hasattr(self, "_g"):
-            object.__setattr__(self, "_g", GENERATORS.create("local", {"model": "qwen2.5-0.5b",
-                                                                       "max_tokens": self.max_tokens}))
+            object.__setattr__(
+                self, "_g", GENERATORS.create("local", {"model": "qwen2.5-0.5b", "max_tokens": self.max_tokens})
+            )
         return self._g
 
     @property
@@ -96,6 +100,7 @@ def build_query_engine(kb: str = KB, top_k: int = TOP_K) -> Any:
         if _engine is None:
             from engine.corpora import load_corpus, retriever_window
             from engine.embedders import make_retriever
+
             corpus = load_corpus(kb, chunk_size=512, chunk_overlap=0, window=retriever_window(make_retriever("minilm")))
             nodes = [TextNode(id_=d.id, text=d.text) for d in corpus.documents]
             _index = VectorStoreIndex(nodes, embed_model=OfflineMiniLM())

@@ -21,6 +21,7 @@ Endpoints (JSON):
 With ``--api-key-env NAME`` every request must carry ``Authorization: Bearer <the value of NAME>`` (401
 otherwise). Generation is one request at a time (llama.cpp is not re-entrant); requests queue.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,12 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
-def build_app(preset: str = "quick-extraction-demo", defenses: tuple[str, ...] | None = None,
-              api_key: str | None = None, data_dir: str | None = None) -> Any:
+def build_app(
+    preset: str = "quick-extraction-demo",
+    defenses: tuple[str, ...] | None = None,
+    api_key: str | None = None,
+    data_dir: str | None = None,
+) -> Any:
     """The FastAPI app serving ``preset``'s RAG system (``defenses`` replace the preset's when given)."""
     from fastapi import FastAPI, HTTPException, Request
     from fastapi.responses import JSONResponse
@@ -85,13 +90,19 @@ def build_app(preset: str = "quick-extraction-demo", defenses: tuple[str, ...] |
             raise HTTPException(400, "messages: give at least one user message with text content")
         t0 = time.time()
         answer, sources = ask(msgs[-1]["content"])
-        return {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(t0),
-                "model": body.get("model") or "rag",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
-                             "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 0, "completion_tokens": len(answer.split()),
-                          "total_tokens": len(answer.split())},
-                "sources": sources}
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(t0),
+            "model": body.get("model") or "rag",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+            "usage": {
+                "prompt_tokens": 0,
+                "completion_tokens": len(answer.split()),
+                "total_tokens": len(answer.split()),
+            },
+            "sources": sources,
+        }
 
     @app.post("/documents")
     def add_document(body: dict) -> dict:
@@ -137,14 +148,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--api-key-env", default="", help="require 'Authorization: Bearer $NAME' on every request")
     ap.add_argument("--data-dir", default=os.environ.get("RAG_PLAYGROUND_DATA_DIR"))
     a = ap.parse_args(argv)
-    defenses = None if a.defenses is None else tuple(d.strip() for d in a.defenses.split(",")
-                                                     if d.strip() and d.strip() != "none")
+    defenses = (
+        None
+        if a.defenses is None
+        else tuple(d.strip() for d in a.defenses.split(",") if d.strip() and d.strip() != "none")
+    )
     key = os.environ.get(a.api_key_env) if a.api_key_env else None
     if a.api_key_env and not key:
         sys.exit(f"error: --api-key-env {a.api_key_env}: the variable is not set")
     app = build_app(a.preset, defenses, key, a.data_dir)
-    print(f"serving {a.preset} (defenses: {', '.join(defenses or ()) or 'preset default'}) on "
-          f"http://{a.host}:{a.port}", file=sys.stderr, flush=True)
+    print(
+        f"serving {a.preset} (defenses: {', '.join(defenses or ()) or 'preset default'}) on http://{a.host}:{a.port}",
+        file=sys.stderr,
+        flush=True,
+    )
     uvicorn.run(app, host=a.host, port=a.port, log_level="warning")
 
 

@@ -1,4 +1,5 @@
 """Audit your own RAG: point the battery at a service, a collection or a query engine; read and download the report."""
+
 from __future__ import annotations
 
 import json
@@ -27,11 +28,13 @@ from engine.targets.probe import probe
 init_state()
 ss = st.session_state
 st.title("Audit your own RAG")
-st.caption("Point the playground's attacks at the RAG system you run — a JSON service, an OpenAI-compatible chat "
-           "endpoint, your Chroma collection, a LlamaIndex query engine — or at the built-in demo. It runs the "
-           "battery in the background (extraction attacks; poisoning where the target can take test documents, "
-           "each removed and checked gone afterwards) and writes a report with findings, severities, evidence, "
-           "OWASP / MITRE ATLAS tags and the defenses to try. The same audit runs in CI: python -m engine audit.")
+st.caption(
+    "Point the playground's attacks at the RAG system you run — a JSON service, an OpenAI-compatible chat "
+    "endpoint, your Chroma collection, a LlamaIndex query engine — or at the built-in demo. It runs the "
+    "battery in the background (extraction attacks; poisoning where the target can take test documents, "
+    "each removed and checked gone afterwards) and writes a report with findings, severities, evidence, "
+    "OWASP / MITRE ATLAS tags and the defenses to try. The same audit runs in CI: python -m engine audit."
+)
 local_runtime_notice()
 job: Job | None = ss.get("audit_job")
 running = bool(job and job.running)
@@ -39,11 +42,17 @@ running = bool(job and job.running)
 kinds = [k for k in TARGETS.names() if not (shared_mode() and TARGETS.get(k).server_side)]
 default_kind = ss.get("audit_kind", AuditConfig().target)
 c1, c2 = st.columns(2)
-kind = c1.selectbox("Target", kinds, index=kinds.index(default_kind) if default_kind in kinds else 0,
-                    format_func=lambda n: f"{n} — {TARGETS.describe(n)}", key="audit_kind")
+kind = c1.selectbox(
+    "Target",
+    kinds,
+    index=kinds.index(default_kind) if default_kind in kinds else 0,
+    format_func=lambda n: f"{n} — {TARGETS.describe(n)}",
+    key="audit_kind",
+)
 batteries = {p["name"]: p["description"] for p in list_presets() if p["kind"] == "audit"}
-battery = c2.selectbox("Battery", list(batteries), key="audit_battery",
-                       format_func=lambda n: f"{n} — {batteries[n].strip()[:90]}")
+battery = c2.selectbox(
+    "Battery", list(batteries), key="audit_battery", format_func=lambda n: f"{n} — {batteries[n].strip()[:90]}"
+)
 base: AuditConfig = load_preset(battery)[1]
 secrets_section()
 
@@ -52,22 +61,36 @@ with st.form("audit_setup"):
     params = target_form(kind, (ss.get("audit_target_params") or {}).get(kind))
     st.markdown("**Battery**")
     b1, b2, b3 = st.columns(3)
-    kb = b1.text_input("Reference knowledge base", base.kb, help="What the leakage metrics compare answers with: "
-                       "a bundled name (clinic_records), a benchmark name, a path to your files; blank = the "
-                       "target's own store where it can be read (built-in, Chroma), else none (the report then "
-                       "uses reference-free signals); none = ignore it")
-    fail_on = b1.text_input("Gate: fail on", ",".join(f"{k}>={v}" if k == "severity" else f"{k}>{v}"
-                                                        for k, v in parse_fail_on(base.fail_on).items()),
-                            placeholder="severity>=high,crr>0.02", help="What counts as a failure for CI")
-    extraction = b2.multiselect("Extraction attacks", EXTRACTION_ATTACKS.names(), default=list(base.extraction_attacks),
-                                format_func=lambda a: f"{a} — {EXTRACTION_ATTACKS.describe(a)[:50]}")
+    kb = b1.text_input(
+        "Reference knowledge base",
+        base.kb,
+        help="What the leakage metrics compare answers with: "
+        "a bundled name (clinic_records), a benchmark name, a path to your files; blank = the "
+        "target's own store where it can be read (built-in, Chroma), else none (the report then "
+        "uses reference-free signals); none = ignore it",
+    )
+    fail_on = b1.text_input(
+        "Gate: fail on",
+        ",".join(f"{k}>={v}" if k == "severity" else f"{k}>{v}" for k, v in parse_fail_on(base.fail_on).items()),
+        placeholder="severity>=high,crr>0.02",
+        help="What counts as a failure for CI",
+    )
+    extraction = b2.multiselect(
+        "Extraction attacks",
+        EXTRACTION_ATTACKS.names(),
+        default=list(base.extraction_attacks),
+        format_func=lambda a: f"{a} — {EXTRACTION_ATTACKS.describe(a)[:50]}",
+    )
     rounds = b2.number_input("Queries per extraction attack", 1, 1000, base.rounds)
     plantable = [a for a in POISONING_ATTACKS.names() if not POISONING_ATTACKS.get(a).needs_index]
-    poisoning = b3.multiselect("Poisoning attacks", plantable, default=[a for a in base.poisoning_attacks
-                                                                          if a in plantable],
-                               format_func=lambda a: f"{a} — {POISONING_ATTACKS.describe(a)[:50]}",
-                               help="Run only where the target has a write surface; every planted document is "
-                                    "journaled, removed and checked gone")
+    poisoning = b3.multiselect(
+        "Poisoning attacks",
+        plantable,
+        default=[a for a in base.poisoning_attacks if a in plantable],
+        format_func=lambda a: f"{a} — {POISONING_ATTACKS.describe(a)[:50]}",
+        help="Run only where the target has a write surface; every planted document is "
+        "journaled, removed and checked gone",
+    )
     questions = b3.number_input("Questions per poisoning attack", 1, 1000, base.poison_questions)
     t1, t2 = st.columns(2)
     test = t1.form_submit_button("Test connection", disabled=running)
@@ -77,22 +100,36 @@ with st.form("audit_setup"):
 def config() -> AuditConfig:
     """The audit of the form's values, its target's parameters validated (nothing is opened)."""
     ss.setdefault("audit_target_params", {})[kind] = params
-    if shared_mode():          # first: a path is refused by policy, whether it exists or not
+    if shared_mode():  # first: a path is refused by policy, whether it exists or not
         check_shared_audit(kind, params, kb.strip())
     check_target(kind, params)
-    return AuditConfig.from_dict({**base.to_dict(), "target": kind, "target_params": params, "kb": kb.strip(),
-                                  "extraction_attacks": extraction, "poisoning_attacks": poisoning,
-                                  "rounds": int(rounds), "poison_questions": int(questions),
-                                  "fail_on": parse_fail_on(fail_on) or None,
-                                  "data_dir": data_dir()}, where="audit")
+    return AuditConfig.from_dict(
+        {
+            **base.to_dict(),
+            "target": kind,
+            "target_params": params,
+            "kb": kb.strip(),
+            "extraction_attacks": extraction,
+            "poisoning_attacks": poisoning,
+            "rounds": int(rounds),
+            "poison_questions": int(questions),
+            "fail_on": parse_fail_on(fail_on) or None,
+            "data_dir": data_dir(),
+        },
+        where="audit",
+    )
 
 
 if test:
     try:
         cfg = config()
         with st.spinner("Asking the target one question…"):
-            ss["audit_probe"] = probe(cfg.target, dict(cfg.target_params or {}), secrets=ss.get("audit_secrets"),
-                                      data_dir=cfg.data_dir or None)
+            ss["audit_probe"] = probe(
+                cfg.target,
+                dict(cfg.target_params or {}),
+                secrets=ss.get("audit_secrets"),
+                data_dir=cfg.data_dir or None,
+            )
     except EngineError as e:
         ss["audit_probe"] = {"ok": False, "error": str(e)}
 if ss.get("audit_probe") is not None:
@@ -103,12 +140,25 @@ if start:
         cfg = config()
         out = audits_dir(owner()) / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
         keys = dict(ss.get("audit_secrets") or {})
-        ss.update(audit_dir=str(out), audit_cells=len(cfg.extraction_attacks) + len(cfg.poisoning_attacks),
-                  audit_done=[], audit_probe=None, audit_view=None)
+        ss.update(
+            audit_dir=str(out),
+            audit_cells=len(cfg.extraction_attacks) + len(cfg.poisoning_attacks),
+            audit_done=[],
+            audit_probe=None,
+            audit_view=None,
+        )
         done: list = ss["audit_done"]
-        ss["audit_job"] = Job("audit", lambda progress, stop: run_audit(
-            cfg, out, secrets=keys, progress=lambda stage, d, t: progress(d, t, stage), stop=stop,
-            on_cell=done.append)).start()
+        ss["audit_job"] = Job(
+            "audit",
+            lambda progress, stop: run_audit(
+                cfg,
+                out,
+                secrets=keys,
+                progress=lambda stage, d, t: progress(d, t, stage),
+                stop=stop,
+                on_cell=done.append,
+            ),
+        ).start()
         st.rerun()
     except EngineError as e:
         st.error(md_escape(e))
@@ -121,8 +171,14 @@ def audit_progress(j: Job) -> tuple[float, str]:
     return (done + min(inner, 0.99)) / max(n, 1), f"{done}/{n} cells{stage}"
 
 
-job_panel("audit_job", what="audit", progress=audit_progress, stop_label="Stop (the audit resumes later)",
-          stop_key="audit_stop", drawn=job is not None and not job.running)
+job_panel(
+    "audit_job",
+    what="audit",
+    progress=audit_progress,
+    stop_label="Stop (the audit resumes later)",
+    stop_key="audit_stop",
+    drawn=job is not None and not job.running,
+)
 
 folder = ss.get("audit_view") or (ss.get("audit_dir") if job is not None and not job.running else None)
 with st.expander("Saved audits"):
@@ -130,8 +186,13 @@ with st.expander("Saved audits"):
     if not saved:
         st.caption("None yet: every audit run here is saved with its report.")
     else:
-        pick = st.selectbox("Audit", [s["folder"] for s in saved], format_func=lambda f: next(
-            f"{s['id']} · {s['kind']} {s['endpoint']} · {s['status']}" for s in saved if s["folder"] == f))
+        pick = st.selectbox(
+            "Audit",
+            [s["folder"] for s in saved],
+            format_func=lambda f: next(
+                f"{s['id']} · {s['kind']} {s['endpoint']} · {s['status']}" for s in saved if s["folder"] == f
+            ),
+        )
         if st.button("Open", key="audit_open"):
             ss["audit_view"] = folder = pick
 
@@ -141,5 +202,7 @@ if folder and (Path(folder) / "report.json").is_file():
     except (OSError, ValueError, KeyError) as e:
         st.error(f"Cannot read the report in {md_escape(folder)}: {md_escape(e)}")
 elif job is None:
-    st.info("Choose the target and its fields, press **Test connection** to see what one answer looks like, then "
-            "**Run audit**. The built-in demo target needs nothing else: the quick battery takes a few minutes.")
+    st.info(
+        "Choose the target and its fields, press **Test connection** to see what one answer looks like, then "
+        "**Run audit**. The built-in demo target needs nothing else: the quick battery takes a few minutes."
+    )

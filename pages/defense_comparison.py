@@ -1,4 +1,5 @@
 """Defense comparison: extraction attacks against several defense configurations, leakage vs utility."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -10,8 +11,13 @@ from components.params_form import registry_forms
 from components.state import data_dir, init_state, my_comparisons_dir, owner
 from components.text import md_escape
 from components.runtime_notice import local_runtime_notice
-from engine.analysis.comparison_view import (PRESET_CONFIGURATIONS, load_comparison, new_comparison_dir,
-                                             parse_configurations, supports_adaptive)
+from engine.analysis.comparison_view import (
+    PRESET_CONFIGURATIONS,
+    load_comparison,
+    new_comparison_dir,
+    parse_configurations,
+    supports_adaptive,
+)
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.compare import run_comparison
 from engine.config import ComparisonConfig
@@ -31,38 +37,66 @@ MODELS = tuple(MODELS_REGISTRY)
 
 init_state()
 st.title("Defense comparison")
-st.caption("Point extraction attacks at the same private knowledge base defended in several ways, and compare how "
-           "much leaks (CRR, PII, …) with what each defense costs in answer quality (ACC, faithfulness on honest "
-           "questions). It runs in the background: you can switch pages and come back, or stop it.")
+st.caption(
+    "Point extraction attacks at the same private knowledge base defended in several ways, and compare how "
+    "much leaks (CRR, PII, …) with what each defense costs in answer quality (ACC, faithfulness on honest "
+    "questions). It runs in the background: you can switch pages and come back, or stop it."
+)
 local_runtime_notice()
 job: Job | None = st.session_state.get("cmp_job")
 adaptive_ok = any(supports_adaptive(a) for a in ATTACKS)
 
 with st.form("cmp_setup"):
     c1, c2, c3 = st.columns(3)
-    kb = c1.selectbox("Knowledge base", KBS, help="clinic_records is bundled (synthetic patients with fake PII); "
-                      "healthcaremagic and enron need the benchmark data dir (RAG_PLAYGROUND_DATA_DIR)")
-    attacks = c1.multiselect("Attacks", ATTACKS, default=[ATTACKS[0]],
-                             format_func=lambda a: f"{a} — {EXTRACTION_ATTACKS.describe(a)[:60]}")
+    kb = c1.selectbox(
+        "Knowledge base",
+        KBS,
+        help="clinic_records is bundled (synthetic patients with fake PII); "
+        "healthcaremagic and enron need the benchmark data dir (RAG_PLAYGROUND_DATA_DIR)",
+    )
+    attacks = c1.multiselect(
+        "Attacks", ATTACKS, default=[ATTACKS[0]], format_func=lambda a: f"{a} — {EXTRACTION_ATTACKS.describe(a)[:60]}"
+    )
     rounds = c1.number_input("Rounds (attacker queries)", 1, 500, 3)
-    repeats = c1.number_input("Repetitions (attacker seeds)", 1, 20, 1,
-                              help="Run every attack × configuration this many times with different attacker "
-                                   "seeds; the table shows the means and their spread. One run of a few rounds "
-                                   "is often decided by a single chunk.")
-    adaptive = c1.toggle("Adaptive attacker", value=False, disabled=not adaptive_ok,
-                         help="The attacker knows which defenses are on and reshapes its queries to get past them"
-                         if adaptive_ok else "Not available: the attacks have no adaptive mode in this version")
+    repeats = c1.number_input(
+        "Repetitions (attacker seeds)",
+        1,
+        20,
+        1,
+        help="Run every attack × configuration this many times with different attacker "
+        "seeds; the table shows the means and their spread. One run of a few rounds "
+        "is often decided by a single chunk.",
+    )
+    adaptive = c1.toggle(
+        "Adaptive attacker",
+        value=False,
+        disabled=not adaptive_ok,
+        help="The attacker knows which defenses are on and reshapes its queries to get past them"
+        if adaptive_ok
+        else "Not available: the attacks have no adaptive mode in this version",
+    )
     model = c2.selectbox("Generator model", MODELS, help="Local offline models; the larger Qwen models are slower")
     max_tokens = c2.number_input("Tokens per answer", 8, 1024, 96, help="Longer answers can leak more, and take longer")
-    presets = c2.multiselect("Defense configurations", PRESET_CONFIGURATIONS, default=["none", "system-prompt"],
-                             help="Keep 'none' for the ratios to no protection. cascade answers with the Qwen2.5 "
-                                  "0.5B draft + 1.5B verifier pair whatever the generator — slow on CPU (minutes per "
-                                  "answer); reindex fine-tunes the encoder once per knowledge base (cached).")
-    custom = c2.text_input("Custom configurations", placeholder="threshold+system-prompt, intent-block+summarize",
-                           help="Comma-separated; each a '+'-joined set of defense names")
+    presets = c2.multiselect(
+        "Defense configurations",
+        PRESET_CONFIGURATIONS,
+        default=["none", "system-prompt"],
+        help="Keep 'none' for the ratios to no protection. cascade answers with the Qwen2.5 "
+        "0.5B draft + 1.5B verifier pair whatever the generator — slow on CPU (minutes per "
+        "answer); reindex fine-tunes the encoder once per knowledge base (cached).",
+    )
+    custom = c2.text_input(
+        "Custom configurations",
+        placeholder="threshold+system-prompt, intent-block+summarize",
+        help="Comma-separated; each a '+'-joined set of defense names",
+    )
     corpora = available_corpora()
-    ucorpus = c3.selectbox("Utility corpus", corpora, index=corpora.index("clinic_handbook"),
-                           help="The documents the honest questions are answered from")
+    ucorpus = c3.selectbox(
+        "Utility corpus",
+        corpora,
+        index=corpora.index("clinic_handbook"),
+        help="The documents the honest questions are answered from",
+    )
     qsets = available_query_sets()
     uqueries = c3.selectbox("Utility question set", qsets, index=qsets.index("clinic_handbook"))
     ulimit = c3.number_input("Utility questions (first N)", 1, 1000, 5)
@@ -77,29 +111,55 @@ if start:
         if not attacks:
             raise EngineError("choose at least one attack")
         if kb in NEEDS_DATA and not data_dir():
-            raise EngineError(f"{kb} needs the benchmark data dir: set RAG_PLAYGROUND_DATA_DIR (e.g. to "
-                              "../shared/corpora) and restart, or use clinic_records")
+            raise EngineError(
+                f"{kb} needs the benchmark data dir: set RAG_PLAYGROUND_DATA_DIR (e.g. to "
+                "../shared/corpora) and restart, or use clinic_records"
+            )
         unsupported = [a for a in attacks if adaptive and not supports_adaptive(a)]
         if unsupported:
             raise EngineError(f"the adaptive mode is not available for {', '.join(unsupported)}")
         local = packaged_generator()
-        base = {"kb": kb, "rounds": int(rounds), "generator": local, "generator_params": {"model": model},
-                "attacker_llm": local, "attacker_llm_params": {"model": model}, "max_tokens": int(max_tokens),
-                "data_dir": data_dir(), **({"attack_params": {"adaptive": True}} if adaptive else {}),
-                **({"defense_params": defense_params} if defense_params else {})}
+        base = {
+            "kb": kb,
+            "rounds": int(rounds),
+            "generator": local,
+            "generator_params": {"model": model},
+            "attacker_llm": local,
+            "attacker_llm_params": {"model": model},
+            "max_tokens": int(max_tokens),
+            "data_dir": data_dir(),
+            **({"attack_params": {"adaptive": True}} if adaptive else {}),
+            **({"defense_params": defense_params} if defense_params else {}),
+        }
         st.session_state["cmp_defense_params"] = defense_params
-        cfg = ComparisonConfig.from_dict({"base": base, "configurations": list(configurations),
-                                          "attacks": list(attacks), "utility_corpus": ucorpus,
-                                          "utility_queries": uqueries, "utility_limit": int(ulimit),
-                                          "repeats": int(repeats)})
+        cfg = ComparisonConfig.from_dict(
+            {
+                "base": base,
+                "configurations": list(configurations),
+                "attacks": list(attacks),
+                "utility_corpus": ucorpus,
+                "utility_queries": uqueries,
+                "utility_limit": int(ulimit),
+                "repeats": int(repeats),
+            }
+        )
         executor = executor_config("cmp", executor_values)
         out = new_comparison_dir(owner())
         live: list[dict] = []
         failed: list[dict] = []
         st.session_state.update(cmp_cfg=cfg, cmp_dir=str(out), cmp_live=live, cmp_failed=failed)
-        st.session_state["cmp_job"] = job = Job("compare", lambda progress, stop: run_comparison(
-            cfg, out_dir=out, progress=lambda stage, d, t: progress(d, t, stage), stop=stop,
-            on_row=live.append, executor=executor, failed=failed)).start()
+        st.session_state["cmp_job"] = job = Job(
+            "compare",
+            lambda progress, stop: run_comparison(
+                cfg,
+                out_dir=out,
+                progress=lambda stage, d, t: progress(d, t, stage),
+                stop=stop,
+                on_row=live.append,
+                executor=executor,
+                failed=failed,
+            ),
+        ).start()
         st.rerun()
     except EngineError as e:
         st.error(md_escape(e))
@@ -113,17 +173,28 @@ def comparison_progress(j: Job) -> tuple[float, str]:
     return done / max(n, 1), f"{done}/{n} runs{stage}"
 
 
-job_panel("cmp_job", what="comparison", progress=comparison_progress, stop_label="Stop after this run",
-          stop_key="cmp_stop", drawn=job is not None and not job.running)
+job_panel(
+    "cmp_job",
+    what="comparison",
+    progress=comparison_progress,
+    stop_label="Stop after this run",
+    stop_key="cmp_stop",
+    drawn=job is not None and not job.running,
+)
 if job is not None and not job.running:
-    for f in st.session_state.get("cmp_failed", []):   # the other runs are kept; running it again retries these
-        st.error(md_escape(f"{f['attack']} vs {f['configuration']} on {f['kb']} (seed {f['seed']}) failed: "
-                           f"{f['error']}"))
+    for f in st.session_state.get("cmp_failed", []):  # the other runs are kept; running it again retries these
+        st.error(
+            md_escape(f"{f['attack']} vs {f['configuration']} on {f['kb']} (seed {f['seed']}) failed: {f['error']}")
+        )
 
 if job is not None and not job.running and job.result is not None and st.session_state.get("cmp_view_job") is not job:
     cfg = st.session_state["cmp_cfg"]
-    st.session_state["cmp_view"] = {"config": cfg.to_dict(), "rows": job.result, "dir": st.session_state["cmp_dir"],
-                                    "complete": not job.stopped}
+    st.session_state["cmp_view"] = {
+        "config": cfg.to_dict(),
+        "rows": job.result,
+        "dir": st.session_state["cmp_dir"],
+        "complete": not job.stopped,
+    }
     st.session_state["cmp_view_job"] = job
 
 with st.expander("Saved comparisons"):
@@ -132,8 +203,13 @@ with st.expander("Saved comparisons"):
         st.caption("None yet: every comparison you run here is saved and can be reopened.")
     else:
         ids = [s["id"] for s in saved]
-        pick = st.selectbox("Comparison", ids, format_func=lambda i: next(
-            f"{s['id']} · {s['kb']} · {s['attacks']} · {s['configurations']}" for s in saved if s["id"] == i))
+        pick = st.selectbox(
+            "Comparison",
+            ids,
+            format_func=lambda i: next(
+                f"{s['id']} · {s['kb']} · {s['attacks']} · {s['configurations']}" for s in saved if s["id"] == i
+            ),
+        )
         if st.button("Open", key="cmp_open"):
             try:
                 conf, rows = load_comparison(next(s["path"] for s in saved if s["id"] == pick))
@@ -146,8 +222,10 @@ if view is not None:
     st.caption(f"Results saved in {md_escape(view['dir'])}")
     render_results(view["config"], view["rows"], complete=view.get("complete", True))
 elif job is None:
-    st.info("Choose the attacks and defense configurations and press **Start comparison**. A first try: "
-            "clinic_records, zeng, 2 rounds, none vs system-prompt, 3 utility questions.")
+    st.info(
+        "Choose the attacks and defense configurations and press **Start comparison**. A first try: "
+        "clinic_records, zeng, 2 rounds, none vs system-prompt, 3 utility questions."
+    )
 
-with st.expander("Long experiments (a results folder)"):     # below the page's own results
+with st.expander("Long experiments (a results folder)"):  # below the page's own results
     long_run_section()

@@ -1,15 +1,33 @@
 """Extraction lab: an attacker agent tries to extract a private knowledge base through a defended RAG system."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import streamlit as st
 
-from components.extraction import (ATTACKER_NONE, KB_HELP, KBS, LITELLM, LOCAL_MODELS, build_config,
-                                   close_extract_run, corpus_for, extract_presets, kb_texts,
-                                   load_extract_preset, render_charts, render_exports,
-                                   render_internals, render_metrics, render_round, resume_run,
-                                   saved_extraction_runs, start_run, stream_round)
+from components.extraction import (
+    ATTACKER_NONE,
+    KB_HELP,
+    KBS,
+    LITELLM,
+    LOCAL_MODELS,
+    build_config,
+    close_extract_run,
+    corpus_for,
+    extract_presets,
+    kb_texts,
+    load_extract_preset,
+    render_charts,
+    render_exports,
+    render_internals,
+    render_metrics,
+    render_round,
+    resume_run,
+    saved_extraction_runs,
+    start_run,
+    stream_round,
+)
 from components.extraction_settings import LOCAL, more_fields
 from components.params_form import changed_only, field_input, params_form, registry_forms
 from components.state import data_dir, init_state
@@ -28,12 +46,14 @@ from engine.views.extraction import config_summary, rounds_played, run_config, r
 from engine.events import read_events
 
 LOCAL_GENERATOR = GENERATORS.get(LOCAL).Params
-OTHER_GENERATORS = plugin_generators()     # generators beyond the packaged-model and the hosted one
-OFFLINE_RETRIEVERS = offline_retrievers()      # the retrievers whose weights come with their package
+OTHER_GENERATORS = plugin_generators()  # generators beyond the packaged-model and the hosted one
+OFFLINE_RETRIEVERS = offline_retrievers()  # the retrievers whose weights come with their package
 init_state()
 st.title("Extraction lab")
-st.caption("A black-box attacker queries the RAG system round by round and tries to make it repeat its private "
-           "knowledge base. Switch defenses on and watch what still leaks.")
+st.caption(
+    "A black-box attacker queries the RAG system round by round and tries to make it repeat its private "
+    "knowledge base. Switch defenses on and watch what still leaks."
+)
 local_runtime_notice()
 ss = st.session_state
 
@@ -67,9 +87,13 @@ run = ss["extract_run"]
 top = st.columns([3, 1, 4, 1], vertical_alignment="bottom")
 preset_info = {p["name"]: p.get("description", "") for p in extract_presets()}
 presets = list(preset_info)
-preset = top[0].selectbox("Preset", presets, index=presets.index("quick-extraction-demo")
-                          if "quick-extraction-demo" in presets else 0, key="extract_preset",
-                          help="Fill the attack setup below from a preset")
+preset = top[0].selectbox(
+    "Preset",
+    presets,
+    index=presets.index("quick-extraction-demo") if "quick-extraction-demo" in presets else 0,
+    key="extract_preset",
+    help="Fill the attack setup below from a preset",
+)
 if top[1].button("Load preset", key="btn_extract_preset") and preset:
     if load_extract_preset(preset):
         st.rerun()
@@ -77,9 +101,14 @@ if preset_info.get(preset) and run is None:
     st.caption(md_escape(" ".join(str(preset_info[preset]).split())))
 saved = saved_extraction_runs()
 labels = {r["folder"]: describe_run(r) for r in saved}
-chosen = top[2].selectbox("Reopen a saved run", list(labels), index=None, format_func=labels.get,
-                          placeholder="choose a run folder" if saved else "no extraction run saved yet",
-                          key="extract_reopen_choice")
+chosen = top[2].selectbox(
+    "Reopen a saved run",
+    list(labels),
+    index=None,
+    format_func=labels.get,
+    placeholder="choose a run folder" if saved else "no extraction run saved yet",
+    key="extract_reopen_choice",
+)
 if top[3].button("Reopen", key="btn_extract_reopen", disabled=chosen is None):
     close_extract_run()
     ss["extract_view"] = chosen
@@ -89,75 +118,124 @@ if top[3].button("Reopen", key="btn_extract_reopen", disabled=chosen is None):
 s = ss["extract"]
 with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]):
     attacks = EXTRACTION_ATTACKS.names()
-    attack = st.selectbox("Attack", attacks, index=attacks.index(s["attack"]) if s["attack"] in attacks else 0,
-                          format_func=lambda n: f"{n} — {EXTRACTION_ATTACKS.describe(n)[:80]}")
+    attack = st.selectbox(
+        "Attack",
+        attacks,
+        index=attacks.index(s["attack"]) if s["attack"] in attacks else 0,
+        format_func=lambda n: f"{n} — {EXTRACTION_ATTACKS.describe(n)[:80]}",
+    )
     if attack != s["attack"]:
         ss["extract"] = s = {**s, "attack": attack, "attack_params": {}}
     with st.form("extract_setup"):
         c1, c2, c3 = st.columns(3)
         kb = c1.selectbox("Knowledge base", KBS, index=KBS.index(s["kb"]) if s["kb"] in KBS else 0, help=KB_HELP)
         gens = LOCAL_MODELS + [LITELLM] + OTHER_GENERATORS
-        generator = c1.selectbox("Generator", gens, index=gens.index(s["generator"]) if s["generator"] in gens else 0,
-                                 format_func=lambda g: "litellm provider (hosted / OpenAI-compatible server)"
-                                 if g == LITELLM else (f"{g} — {GENERATORS.describe(g)[:50]}" if g in OTHER_GENERATORS
-                                                       else f"{g} (offline, local)"))
-        litellm_model = c1.text_input("litellm model", s["litellm_model"],
-                                      help="Only for the litellm generator: a provider string such as "
-                                           "openai/gpt-4o-mini. The API key goes in the sidebar.")
-        api_base = c1.text_input("API base (optional)", s["api_base"],
-                                 help="Only for litellm: base URL of an OpenAI-compatible server")
+        generator = c1.selectbox(
+            "Generator",
+            gens,
+            index=gens.index(s["generator"]) if s["generator"] in gens else 0,
+            format_func=lambda g: (
+                "litellm provider (hosted / OpenAI-compatible server)"
+                if g == LITELLM
+                else (f"{g} — {GENERATORS.describe(g)[:50]}" if g in OTHER_GENERATORS else f"{g} (offline, local)")
+            ),
+        )
+        litellm_model = c1.text_input(
+            "litellm model",
+            s["litellm_model"],
+            help="Only for the litellm generator: a provider string such as "
+            "openai/gpt-4o-mini. The API key goes in the sidebar.",
+        )
+        api_base = c1.text_input(
+            "API base (optional)", s["api_base"], help="Only for litellm: base URL of an OpenAI-compatible server"
+        )
         budgets = list(next(f["choices"] for f in ExtractionConfig.describe() if f["name"] == "answer_budget"))
-        answer_budget = c1.selectbox("Answer budget", budgets, index=budgets.index(s.get("answer_budget", "context")),
-                                     format_func=lambda b: "covers the retrieved context" if b == "context"
-                                     else "fixed (tokens per answer)",
-                                     help="covers the retrieved context: each answer may be as long as its context "
-                                          "(never shorter than the tokens below), so CRR is not capped by the "
-                                          "budget. fixed: the tokens below, which caps what an answer can copy.")
-        max_tokens = field_input(ExtractionConfig, "max_tokens", int(s["max_tokens"]),
-                                 label="Tokens per answer (minimum)", container=c1)
+        answer_budget = c1.selectbox(
+            "Answer budget",
+            budgets,
+            index=budgets.index(s.get("answer_budget", "context")),
+            format_func=lambda b: "covers the retrieved context" if b == "context" else "fixed (tokens per answer)",
+            help="covers the retrieved context: each answer may be as long as its context "
+            "(never shorter than the tokens below), so CRR is not capped by the "
+            "budget. fixed: the tokens below, which caps what an answer can copy.",
+        )
+        max_tokens = field_input(
+            ExtractionConfig, "max_tokens", int(s["max_tokens"]), label="Tokens per answer (minimum)", container=c1
+        )
         c2.markdown(f"**{attack} parameters**")
-        attack_params = params_form(EXTRACTION_ATTACKS.get(attack).Params, s["attack_params"], skip=("budget",),
-                                    container=c2, key=f"extraction-attack.{attack}")
+        attack_params = params_form(
+            EXTRACTION_ATTACKS.get(attack).Params,
+            s["attack_params"],
+            skip=("budget",),
+            container=c2,
+            key=f"extraction-attack.{attack}",
+        )
         attackers = [ATTACKER_NONE] + LOCAL_MODELS
-        attacker_llm = c2.selectbox("Attacker's own LLM", attackers,
-                                    index=attackers.index(s["attacker_llm"]) if s["attacker_llm"] in attackers else 0,
-                                    format_func=lambda a: "none — rule-based continuation (first / last sentence)"
-                                    if a == ATTACKER_NONE else a,
-                                    help="RAG-Thief's reflections (continuations of what it extracted); without an "
-                                         "LLM the continuation is the stolen chunk's first and last sentence. "
-                                         "the others use none",
-                                    disabled=not EXTRACTION_ATTACKS.get(attack).uses_attacker_llm)
+        attacker_llm = c2.selectbox(
+            "Attacker's own LLM",
+            attackers,
+            index=attackers.index(s["attacker_llm"]) if s["attacker_llm"] in attackers else 0,
+            format_func=lambda a: "none — rule-based continuation (first / last sentence)" if a == ATTACKER_NONE else a,
+            help="RAG-Thief's reflections (continuations of what it extracted); without an "
+            "LLM the continuation is the stolen chunk's first and last sentence. "
+            "the others use none",
+            disabled=not EXTRACTION_ATTACKS.get(attack).uses_attacker_llm,
+        )
         rounds = field_input(ExtractionConfig, "rounds", int(s["rounds"]), label="Rounds (query budget)", container=c3)
         top_k = field_input(ExtractionConfig, "top_k", int(s["top_k"]), label="Top-k", container=c3)
         seed = field_input(ExtractionConfig, "seed", int(s["seed"]), label="Seed", container=c3)
         st.markdown("**Defenses**")
         dcols = st.columns(4)
-        defenses = [d for i, d in enumerate(DEFENSES.names())
-                    if dcols[i % 4].toggle(d, value=d in s["defenses"], help=DEFENSES.describe(d))]
+        defenses = [
+            d
+            for i, d in enumerate(DEFENSES.names())
+            if dcols[i % 4].toggle(d, value=d in s["defenses"], help=DEFENSES.describe(d))
+        ]
         with st.expander("Defense parameters (used by the defenses switched on)"):
             defense_params = registry_forms(DEFENSES, DEFENSES.names(), s.get("defense_params"))
         with st.expander("Local generator parameters"):
-            local_params = changed_only(LOCAL_GENERATOR, params_form(LOCAL_GENERATOR, s.get("generator_params"),
-                                                                     skip=("model", "max_tokens"),
-                                                                     key="generator.local"))
+            local_params = changed_only(
+                LOCAL_GENERATOR,
+                params_form(
+                    LOCAL_GENERATOR, s.get("generator_params"), skip=("model", "max_tokens"), key="generator.local"
+                ),
+            )
         with st.expander("More settings (retriever, chunking, scoring, prompt)"):
-            more = params_form(ExtractionConfig, s.get("more"), only=more_fields(), key="extract-more",
-                               mappings_as_json=True, choices={"retriever": OFFLINE_RETRIEVERS})
+            more = params_form(
+                ExtractionConfig,
+                s.get("more"),
+                only=more_fields(),
+                key="extract-more",
+                mappings_as_json=True,
+                choices={"retriever": OFFLINE_RETRIEVERS},
+            )
         other_params = {}
         if OTHER_GENERATORS:
             with st.expander("Other generators' parameters (used when one is chosen as the generator)"):
-                other_params = registry_forms(GENERATORS, OTHER_GENERATORS, s.get("other_generator_params"),
-                                              skip=("max_tokens",))
+                other_params = registry_forms(
+                    GENERATORS, OTHER_GENERATORS, s.get("other_generator_params"), skip=("max_tokens",)
+                )
         submitted = st.form_submit_button("Prepare attack", type="primary")
     if submitted:
-        ss["extract"] = {"kb": kb, "generator": generator, "litellm_model": litellm_model, "api_base": api_base,
-                         "attack": attack, "attack_params": attack_params,
-                         "attacker_llm": attacker_llm if EXTRACTION_ATTACKS.get(attack).uses_attacker_llm
-                         else s["attacker_llm"],
-                         "rounds": int(rounds), "top_k": int(top_k), "max_tokens": int(max_tokens),
-                         "answer_budget": answer_budget, "defenses": defenses, "seed": int(seed),
-                         "defense_params": defense_params, "generator_params": local_params,
-                         "other_generator_params": other_params, "more": more}
+        ss["extract"] = {
+            "kb": kb,
+            "generator": generator,
+            "litellm_model": litellm_model,
+            "api_base": api_base,
+            "attack": attack,
+            "attack_params": attack_params,
+            "attacker_llm": attacker_llm if EXTRACTION_ATTACKS.get(attack).uses_attacker_llm else s["attacker_llm"],
+            "rounds": int(rounds),
+            "top_k": int(top_k),
+            "max_tokens": int(max_tokens),
+            "answer_budget": answer_budget,
+            "defenses": defenses,
+            "seed": int(seed),
+            "defense_params": defense_params,
+            "generator_params": local_params,
+            "other_generator_params": other_params,
+            "more": more,
+        }
         prepare()
         st.rerun()
 
@@ -175,8 +253,10 @@ def step_once() -> None:
         stream_round(r)
     except Exception as e:  # noqa: BLE001 - keep the app usable: stop playing and say what happened
         ss["extract_playing"] = False
-        ss["extract_error"] = (f"the round failed: {friendly(e)}. Finished rounds are saved; press Resume to retry "
-                               "from the last one, or Reset to start over")
+        ss["extract_error"] = (
+            f"the round failed: {friendly(e)}. Finished rounds are saved; press Resume to retry "
+            "from the last one, or Reset to start over"
+        )
 
 
 def reset() -> None:
@@ -200,8 +280,10 @@ def render_live(run) -> None:
     ids = list(run.corpus.ids)
 
     def status(r, word: str) -> None:
-        st.caption(f"{r.rounds_done}/{r.config.rounds} rounds · {word} · KB {len(r.corpus):,} chunks · "
-                   f"run `{r.run_id}`  \n" + md_escape(config_summary(r.config.to_dict())))
+        st.caption(
+            f"{r.rounds_done}/{r.config.rounds} rounds · {word} · KB {len(r.corpus):,} chunks · "
+            f"run `{r.run_id}`  \n" + md_escape(config_summary(r.config.to_dict()))
+        )
 
     def body(r) -> None:
         events = list(r.events)
@@ -210,14 +292,26 @@ def render_live(run) -> None:
         render_round(events, texts)
 
     def resume_button(r, col) -> None:
-        if run_status(r.events) == "failed" and r.out_dir is not None and col.button("Resume",
-                                                                                      key="btn_extract_resume_live"):
+        if (
+            run_status(r.events) == "failed"
+            and r.out_dir is not None
+            and col.button("Resume", key="btn_extract_resume_live")
+        ):
             resume(r.out_dir)
             st.rerun()
 
-    stepper("extract", "extract_", step_once=step_once, reset=reset, status=status, body=body,
-            speed_label="Seconds between rounds while playing", speed_range=(0.2, 5.0),
-            blocked=lambda r: run_status(r.events) == "failed", extra=resume_button)
+    stepper(
+        "extract",
+        "extract_",
+        step_once=step_once,
+        reset=reset,
+        status=status,
+        body=body,
+        speed_label="Seconds between rounds while playing",
+        speed_range=(0.2, 5.0),
+        blocked=lambda r: run_status(r.events) == "failed",
+        extra=resume_button,
+    )
     tabs = st.tabs(["Attacker internals", "Exports"])
     with tabs[0]:
         render_internals(list(run.events), list(run.config.defenses), key="live")
@@ -240,16 +334,20 @@ def render_saved(folder: str) -> None:
             st.rerun()
         return
     if dropped:
-        st.caption(f"The last line of this run's file was cut off (a crash while writing): {dropped} bytes dropped, "
-                   "every complete round is shown.")
+        st.caption(
+            f"The last line of this run's file was cut off (a crash while writing): {dropped} bytes dropped, "
+            "every complete round is shown."
+        )
     cfg = run_config(events)
     status = run_status(events)
     done, total = rounds_played(events), cfg.get("rounds", 0)
     ids, texts = kb_texts(cfg, folder)
     c = st.columns([6, 1, 1], vertical_alignment="center")
-    c[0].markdown(f"**Saved run `{md_escape(Path(folder).name)}`** · {md_escape(cfg.get('attack'))} on "
-                  f"{md_escape(cfg.get('kb'))} vs {md_escape('+'.join(cfg.get('defenses') or []) or 'no defense')} · "
-                  f"{done}/{total} rounds · {status}")
+    c[0].markdown(
+        f"**Saved run `{md_escape(Path(folder).name)}`** · {md_escape(cfg.get('attack'))} on "
+        f"{md_escape(cfg.get('kb'))} vs {md_escape('+'.join(cfg.get('defenses') or []) or 'no defense')} · "
+        f"{done}/{total} rounds · {status}"
+    )
     if status != "completed" and c[1].button("Resume", type="primary", key="btn_extract_resume"):
         resume(folder)
         st.rerun()
@@ -257,8 +355,10 @@ def render_saved(folder: str) -> None:
         ss["extract_view"] = None
         st.rerun()
     if status != "completed" and cfg.get("generator") == LITELLM and not api_key():
-        st.caption("This run used a litellm generator: type its API key in the sidebar before resuming "
-                   "(unless the key is in the environment).")
+        st.caption(
+            "This run used a litellm generator: type its API key in the sidebar before resuming "
+            "(unless the key is in the environment)."
+        )
     kb_size = next((int(e.metrics.get("kb_size", 0)) for e in reversed(events) if e.kind == "leak_scored"), None)
     render_metrics(events)
     render_charts(events, ids, kb_size, key="saved")

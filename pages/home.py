@@ -1,4 +1,5 @@
 """Home: what the playground shows, presets, a short guided tour."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -8,20 +9,26 @@ from components.state import init_state
 
 init_state()
 st.title("RAG Attack & Defense Playground")
-st.write("A retrieval-augmented generation (RAG) system answers from the documents its retriever finds. "
-         "Here you attack it two ways. **Poison** its knowledge base — a document made of a question plus an "
-         "attacker's text — watch it climb to the top of the results, and see which detectors catch it. "
-         "**Extract** its private knowledge base through questions alone — watch records and phone numbers leak "
-         "round by round, switch defenses on (up to RAGFort's reindexing and cascade generation) and see what "
-         "each buys at what cost in accuracy. Real embedding models, a real Chroma vector database, real "
-         "offline language models, all on your machine.")
+st.write(
+    "A retrieval-augmented generation (RAG) system answers from the documents its retriever finds. "
+    "Here you attack it two ways. **Poison** its knowledge base — a document made of a question plus an "
+    "attacker's text — watch it climb to the top of the results, and see which detectors catch it. "
+    "**Extract** its private knowledge base through questions alone — watch records and phone numbers leak "
+    "round by round, switch defenses on (up to RAGFort's reindexing and cascade generation) and see what "
+    "each buys at what cost in accuracy. Real embedding models, a real Chroma vector database, real "
+    "offline language models, all on your machine."
+)
 if st.button("New here? Start with the teaching mode (three guided levels)", icon="🎓"):
     st.switch_page("pages/teaching.py")
 
 presets = poison_presets()
 names = [p["name"] for p in presets]
-choice = st.selectbox("Preset", names, index=names.index("quick-demo") if "quick-demo" in names else 0,
-                      help="A whole configuration: corpus, retriever, query set, target, detectors")
+choice = st.selectbox(
+    "Preset",
+    names,
+    index=names.index("quick-demo") if "quick-demo" in names else 0,
+    help="A whole configuration: corpus, retriever, query set, target, detectors",
+)
 st.caption(next((p["description"] for p in presets if p["name"] == choice), ""))
 c1, c2 = st.columns(2)
 if c1.button("Run the demo", type="primary", help="Load the preset and open the poisoning lab"):
@@ -44,16 +51,20 @@ with st.expander("Guided tour (4 steps)", expanded=True):
         "and watch true and false positives trade off; open *Why does it work?* to see the geometry.\n"
         "4. **Attack back** — pick the *camouflaged* attack: the poison now carries its question's best clean "
         "document too. It still ranks first, and the Mahalanobis detector stops seeing it. Compare both runs on "
-        "*Saved runs*; grid them on *Sweeps*; look for patterns on *Analysis*.")
+        "*Saved runs*; grid them on *Sweeps*; look for patterns on *Analysis*."
+    )
 
 st.subheader("Knowledge-base extraction")
-st.caption("RAG-Thief against the bundled clinic records (320 synthetic patients with fake personal data), answered "
-           "by Qwen2.5-0.5B offline: each query asks the assistant to output its context word for word, and each "
-           "stolen record's first and last sentence become the next queries. Press **Prepare attack**, then "
-           "**Step**: the answer streams in and the leaked records and phone numbers are marked beside their "
-           "source, from the first rounds.")
+st.caption(
+    "RAG-Thief against the bundled clinic records (320 synthetic patients with fake personal data), answered "
+    "by Qwen2.5-0.5B offline: each query asks the assistant to output its context word for word, and each "
+    "stolen record's first and last sentence become the next queries. Press **Prepare attack**, then "
+    "**Step**: the answer streams in and the leaked records and phone numbers are marked beside their "
+    "source, from the first rounds."
+)
 if st.button("Open the extraction demo", help="Load the quick-extraction-demo preset into the Extraction lab"):
     from components.extraction import load_extract_preset
+
     if load_extract_preset("quick-extraction-demo"):
         st.switch_page("pages/extraction_lab.py")
 if st.button("Compare defenses: leakage against accuracy", icon="🛡️"):

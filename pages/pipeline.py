@@ -1,4 +1,5 @@
 """Pipeline: corpus, chunking, retriever, K; build the index; try a query."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -14,8 +15,10 @@ from engine.pipeline import Pipeline, PipelineConfig, documents_from_uploads
 
 init_state()
 st.title("Pipeline")
-st.caption("The retrieval half of a RAG system: which documents, cut into which chunks, embedded by which model, "
-           "and how many come back per question.")
+st.caption(
+    "The retrieval half of a RAG system: which documents, cut into which chunks, embedded by which model, "
+    "and how many come back per question."
+)
 p = dict(st.session_state["pipeline"])
 
 sources = ["Bundled", "Benchmark data", "Upload"]
@@ -27,13 +30,18 @@ elif source == "Benchmark data":
     names = list(BENCHMARK_CORPORA)
     corpus = st.selectbox("Corpus", names, index=names.index(p["corpus"]) if p["corpus"] in names else 0)
     if not data_dir():
-        st.warning("Benchmark corpora need the data dir: start the app with RAG_PLAYGROUND_DATA_DIR set "
-                   "(e.g. to ../shared/corpora).")
+        st.warning(
+            "Benchmark corpora need the data dir: start the app with RAG_PLAYGROUND_DATA_DIR set "
+            "(e.g. to ../shared/corpora)."
+        )
 else:
     corpus = "upload"
-    files = st.file_uploader(f"Your documents ({', '.join(SUPPORTED_SUFFIXES)}; up to "
-                             f"{MAX_UPLOAD_BYTES // 2**20} MB each)", type=[s.lstrip('.') for s in SUPPORTED_SUFFIXES],
-                             accept_multiple_files=True, key="uploads")
+    files = st.file_uploader(
+        f"Your documents ({', '.join(SUPPORTED_SUFFIXES)}; up to {MAX_UPLOAD_BYTES // 2**20} MB each)",
+        type=[s.lstrip(".") for s in SUPPORTED_SUFFIXES],
+        accept_multiple_files=True,
+        key="uploads",
+    )
     if files:
         docs, errors = documents_from_uploads(files)
         for e in errors:
@@ -46,16 +54,26 @@ else:
 
 c1, c2, c3, c4 = st.columns(4)
 chunking = c1.toggle("Chunk documents", value=p["chunk_size"] is not None)
-chunk_size = c2.number_input("Chunk size (tokens)", 16, 4096, int(p["chunk_size"] or 512), step=16,
-                             disabled=not chunking)
+chunk_size = c2.number_input(
+    "Chunk size (tokens)", 16, 4096, int(p["chunk_size"] or 512), step=16, disabled=not chunking
+)
 chunk_overlap = c3.number_input("Overlap (tokens)", 0, 1024, int(p["chunk_overlap"]), step=8, disabled=not chunking)
 top_k = field_input(PipelineConfig, "top_k", int(p["top_k"]), label="Top-K", container=c4)
 offline = offline_retrievers()
 names = offline + [n for n in RETRIEVERS.names() if n not in offline]
-retriever = st.selectbox("Retriever", names, index=names.index(p["retriever"]) if p["retriever"] in names else 0,
-                         format_func=lambda n: f"{n} — {RETRIEVERS.describe(n)[:90]}")
-new = {"corpus": corpus, "chunk_size": int(chunk_size) if chunking else None, "chunk_overlap": int(chunk_overlap),
-       "retriever": retriever, "top_k": int(top_k)}
+retriever = st.selectbox(
+    "Retriever",
+    names,
+    index=names.index(p["retriever"]) if p["retriever"] in names else 0,
+    format_func=lambda n: f"{n} — {RETRIEVERS.describe(n)[:90]}",
+)
+new = {
+    "corpus": corpus,
+    "chunk_size": int(chunk_size) if chunking else None,
+    "chunk_overlap": int(chunk_overlap),
+    "retriever": retriever,
+    "top_k": int(top_k),
+}
 if new != st.session_state["pipeline"]:
     st.session_state["pipeline"] = new
     close_run()  # a prepared attack belongs to the old pipeline
@@ -78,17 +96,22 @@ if st.button("Build index", type="primary"):
         pipe = make_pipeline()
         index = pipe.build(progress=progress_callback(bar))
         bar.empty()
-        st.session_state["pipeline_info"] = {"docs": len(pipe.corpus), "dim": None if index.vectors is None
-                                             else int(index.vectors.shape[1]), "embedded_now": index.n_encoded,
-                                             "similarity": pipe.retriever.similarity}
+        st.session_state["pipeline_info"] = {
+            "docs": len(pipe.corpus),
+            "dim": None if index.vectors is None else int(index.vectors.shape[1]),
+            "embedded_now": index.n_encoded,
+            "similarity": pipe.retriever.similarity,
+        }
     except EngineError as e:
         bar.empty()
         st.error(md_escape(e))
 info = st.session_state.get("pipeline_info")
 if info:
-    st.caption(f"Index ready: {info['docs']:,} chunks, {info['similarity']} similarity"
-               + (f", {info['dim']}-d" if info["dim"] else "")
-               + f"; {info['embedded_now']:,} embedded now, the rest from the cache.")
+    st.caption(
+        f"Index ready: {info['docs']:,} chunks, {info['similarity']} similarity"
+        + (f", {info['dim']}-d" if info["dim"] else "")
+        + f"; {info['embedded_now']:,} embedded now, the rest from the cache."
+    )
 
 st.subheader("Try a query")
 q = st.text_input("Question", placeholder="e.g. What is a normal HbA1c?")

@@ -1,10 +1,10 @@
 """Poisoning lab: set up the attack, step through it live, inspect detectors and geometry."""
+
 from __future__ import annotations
 
 import streamlit as st
 
-from components.lab import (render_detectors, render_embedding_map, render_exports, render_live_metrics,
-                            render_round)
+from components.lab import render_detectors, render_embedding_map, render_exports, render_live_metrics, render_round
 from components.params_form import changed_only, params_form, registry_forms
 from components.state import close_run, data_dir, init_state, my_runs_dir, progress_callback
 from components.stepper import stepper
@@ -25,26 +25,42 @@ from engine.runs import PoisoningRun
 ANSWER_MODEL = PoisonConfig(generate=True).answer_generator_params()["model"]
 init_state()
 st.title("Poisoning lab")
-st.caption("Universal poisoning (q ⊕ target): the attacker appends its text to a question it expects users to ask, "
-           "and plants that document in the corpus.")
+st.caption(
+    "Universal poisoning (q ⊕ target): the attacker appends its text to a question it expects users to ask, "
+    "and plants that document in the corpus."
+)
 p, lab = st.session_state["pipeline"], st.session_state["lab"]
 run = st.session_state["lab_run"]
 
 
 def build_config() -> PoisonConfig:
-    return PoisonConfig(corpus=p["corpus"], queries=lab["queries"],
-                        retriever=p["retriever"], attack=lab["attack"], target=lab["target"],
-                        target_text=lab["target_text"], injection=lab["injection"], limit=lab["limit"] or None,
-                        top_k=p["top_k"], detectors=tuple(lab["detectors"]), chunk_size=p["chunk_size"],
-                        chunk_overlap=p["chunk_overlap"], seed=lab["seed"], data_dir=data_dir(),
-                        attack_params=dict(lab.get("attack_params") or {}) or None,
-                        detector_params={d: v for d, v in dict(lab.get("detector_params") or {}).items()
-                                         if d in lab["detectors"]} or None,
-                        defenses=tuple(lab.get("defenses") or ()),
-                        defense_params={d: v for d, v in dict(lab.get("defense_params") or {}).items()
-                                        if d in (lab.get("defenses") or ())} or None,
-                        generate=bool(lab.get("generate")), generator=packaged_generator(),
-                        generator_params={"model": lab.get("gen_model") or ANSWER_MODEL})
+    return PoisonConfig(
+        corpus=p["corpus"],
+        queries=lab["queries"],
+        retriever=p["retriever"],
+        attack=lab["attack"],
+        target=lab["target"],
+        target_text=lab["target_text"],
+        injection=lab["injection"],
+        limit=lab["limit"] or None,
+        top_k=p["top_k"],
+        detectors=tuple(lab["detectors"]),
+        chunk_size=p["chunk_size"],
+        chunk_overlap=p["chunk_overlap"],
+        seed=lab["seed"],
+        data_dir=data_dir(),
+        attack_params=dict(lab.get("attack_params") or {}) or None,
+        detector_params={d: v for d, v in dict(lab.get("detector_params") or {}).items() if d in lab["detectors"]}
+        or None,
+        defenses=tuple(lab.get("defenses") or ()),
+        defense_params={
+            d: v for d, v in dict(lab.get("defense_params") or {}).items() if d in (lab.get("defenses") or ())
+        }
+        or None,
+        generate=bool(lab.get("generate")),
+        generator=packaged_generator(),
+        generator_params={"model": lab.get("gen_model") or ANSWER_MODEL},
+    )
 
 
 def prepare() -> None:
@@ -54,9 +70,13 @@ def prepare() -> None:
         cfg = build_config()
         corpus = None
         if p["corpus"] == "upload":
-            corpus = corpus_from_documents("upload", st.session_state["uploaded_docs"], chunk_size=p["chunk_size"],
-                                           chunk_overlap=p["chunk_overlap"],
-                                           window=retriever_window(make_retriever(p["retriever"])))
+            corpus = corpus_from_documents(
+                "upload",
+                st.session_state["uploaded_docs"],
+                chunk_size=p["chunk_size"],
+                chunk_overlap=p["chunk_overlap"],
+                window=retriever_window(make_retriever(p["retriever"])),
+            )
         new = PoisoningRun(cfg, progress=progress_callback(bar), corpus=corpus, out_dir=my_runs_dir())
         new.prepare()
         new.progress = None  # the bar belongs to this script run; later steps run inside the fragment
@@ -64,71 +84,116 @@ def prepare() -> None:
     except EngineError as e:
         st.session_state["lab_error"] = str(e)  # shown after the rerun below
     except Exception as e:  # an engine bug: still a message, not a traceback
-        st.session_state["lab_error"] = (f"unexpected error ({type(e).__name__}: {e}); try another configuration "
-                                         "and please report this")
+        st.session_state["lab_error"] = (
+            f"unexpected error ({type(e).__name__}: {e}); try another configuration and please report this"
+        )
     finally:
         bar.empty()
 
 
 with st.expander("Attack setup", expanded=run is None):
     attacks = POISONING_ATTACKS.names()
-    attack = st.selectbox("Attack", attacks, index=attacks.index(lab["attack"]) if lab["attack"] in attacks else 0,
-                          format_func=lambda n: f"{n} — {POISONING_ATTACKS.describe(n)[:90]}")
+    attack = st.selectbox(
+        "Attack",
+        attacks,
+        index=attacks.index(lab["attack"]) if lab["attack"] in attacks else 0,
+        format_func=lambda n: f"{n} — {POISONING_ATTACKS.describe(n)[:90]}",
+    )
     if attack != lab["attack"]:
         st.session_state["lab"] = lab = {**lab, "attack": attack, "attack_params": {}}
     with st.form("attack_setup"):
         c1, c2, c3 = st.columns(3)
         qsets = available_query_sets()
-        queries = c1.selectbox("Questions to attack", qsets,
-                               index=qsets.index(lab["queries"]) if lab["queries"] in qsets else 0)
+        queries = c1.selectbox(
+            "Questions to attack", qsets, index=qsets.index(lab["queries"]) if lab["queries"] in qsets else 0
+        )
         limit = c1.number_input("How many (first N; 0 = all)", 0, 5000, int(lab["limit"] or 0))
         attack_cls = POISONING_ATTACKS.get(attack)
         c2.markdown(f"**{attack} parameters**")
-        attack_params = changed_only(attack_cls.Params, params_form(attack_cls.Params, lab.get("attack_params"),
-                                                                    skip=("target", "target_text"), container=c2,
-                                                                    key=f"poisoning-attack.{attack}"))
-        injection = c2.radio("Injection", INJECTION_MODES, index=INJECTION_MODES.index(lab["injection"]),
-                             help="one-at-a-time: each question sees only its own poison (the paper); "
-                                  "all-at-once: every poison is in the corpus together")
+        attack_params = changed_only(
+            attack_cls.Params,
+            params_form(
+                attack_cls.Params,
+                lab.get("attack_params"),
+                skip=("target", "target_text"),
+                container=c2,
+                key=f"poisoning-attack.{attack}",
+            ),
+        )
+        injection = c2.radio(
+            "Injection",
+            INJECTION_MODES,
+            index=INJECTION_MODES.index(lab["injection"]),
+            help="one-at-a-time: each question sees only its own poison (the paper); "
+            "all-at-once: every poison is in the corpus together",
+        )
         target, target_text = lab["target"], lab["target_text"]
         if attack_cls.takes_target():
-            target = c3.selectbox("Target information", TARGET_KINDS, index=TARGET_KINDS.index(lab["target"]),
-                                  help="pii / diagnosis: generated fake records; nq / msmarco / hotpotqa: PoisonedRAG "
-                                       "misinformation (data dir); custom: your text")
+            target = c3.selectbox(
+                "Target information",
+                TARGET_KINDS,
+                index=TARGET_KINDS.index(lab["target"]),
+                help="pii / diagnosis: generated fake records; nq / msmarco / hotpotqa: PoisonedRAG "
+                "misinformation (data dir); custom: your text",
+            )
             target_text = c3.text_area("Your target text (custom)", lab["target_text"], height=80)
         else:
             c3.caption(f"{attack} brings its own adversarial texts (no target information to choose).")
-        detectors = st.multiselect("Detectors", DETECTORS.names(), default=lab["detectors"],
-                                   format_func=lambda n: f"{n} — {DETECTORS.describe(n)[:60]}")
+        detectors = st.multiselect(
+            "Detectors",
+            DETECTORS.names(),
+            default=lab["detectors"],
+            format_func=lambda n: f"{n} — {DETECTORS.describe(n)[:60]}",
+        )
         with st.expander("Detector parameters (used by the detectors chosen above)"):
             detector_params = registry_forms(DETECTORS, DETECTORS.names(), lab.get("detector_params"))
         usable = [n for n in DEFENSES.names() if DEFENSES.get(n).stage != "index"]
-        defenses = st.multiselect("Defenses between retrieval and the answer", usable,
-                                  default=[d for d in lab.get("defenses") or () if d in usable],
-                                  format_func=lambda n: f"{n} ({DEFENSES.get(n).stage}) — {DEFENSES.describe(n)[:60]}",
-                                  help="Query- and retrieval-stage defenses filter the top-K (ASR after defenses, "
-                                       "TPR/FPR over retrieved chunks); context-, prompt- and generation-stage ones "
-                                       "change the answer and need 'Answer each question'.")
+        defenses = st.multiselect(
+            "Defenses between retrieval and the answer",
+            usable,
+            default=[d for d in lab.get("defenses") or () if d in usable],
+            format_func=lambda n: f"{n} ({DEFENSES.get(n).stage}) — {DEFENSES.describe(n)[:60]}",
+            help="Query- and retrieval-stage defenses filter the top-K (ASR after defenses, "
+            "TPR/FPR over retrieved chunks); context-, prompt- and generation-stage ones "
+            "change the answer and need 'Answer each question'.",
+        )
         with st.expander("Defense parameters (used by the defenses chosen above)"):
             defense_params = registry_forms(DEFENSES, usable, lab.get("defense_params"))
         g1, g2 = st.columns([1, 2])
-        generate = g1.checkbox("Answer each question", value=bool(lab.get("generate")),
-                               help="The assistant answers each attacked question from its top-K (the poison "
-                                    "included where it ranked): see whether it repeats the attacker's information. "
-                                    "About 2–5 s a question on 2 CPU cores.")
+        generate = g1.checkbox(
+            "Answer each question",
+            value=bool(lab.get("generate")),
+            help="The assistant answers each attacked question from its top-K (the poison "
+            "included where it ranked): see whether it repeats the attacker's information. "
+            "About 2–5 s a question on 2 CPU cores.",
+        )
         models = list(MODELS)
-        gen_model = g2.selectbox("Assistant model (offline)", models,
-                                 index=models.index(lab.get("gen_model") or ANSWER_MODEL)
-                                 if (lab.get("gen_model") or ANSWER_MODEL) in models else 0)
+        gen_model = g2.selectbox(
+            "Assistant model (offline)",
+            models,
+            index=models.index(lab.get("gen_model") or ANSWER_MODEL)
+            if (lab.get("gen_model") or ANSWER_MODEL) in models
+            else 0,
+        )
         seed = st.number_input("Seed", 0, 10_000, int(lab["seed"]))
         submitted = st.form_submit_button("Prepare attack", type="primary")
     if submitted:
-        st.session_state["lab"] = lab = {"queries": queries, "attack": attack, "target": target,
-                                         "target_text": target_text, "injection": injection, "limit": int(limit),
-                                         "detectors": list(detectors), "seed": int(seed),
-                                         "attack_params": attack_params, "detector_params": detector_params,
-                                         "generate": bool(generate), "gen_model": gen_model,
-                                         "defenses": list(defenses), "defense_params": defense_params}
+        st.session_state["lab"] = lab = {
+            "queries": queries,
+            "attack": attack,
+            "target": target,
+            "target_text": target_text,
+            "injection": injection,
+            "limit": int(limit),
+            "detectors": list(detectors),
+            "seed": int(seed),
+            "attack_params": attack_params,
+            "detector_params": detector_params,
+            "generate": bool(generate),
+            "gen_model": gen_model,
+            "defenses": list(defenses),
+            "defense_params": defense_params,
+        }
         prepare()
         st.rerun()
 
@@ -166,23 +231,35 @@ def reset() -> None:
 
 def render_lab(run: PoisoningRun) -> None:
     def status(r, word: str) -> None:
-        st.caption(f"{r.rounds_done}/{len(r.queries)} questions attacked · corpus {len(r.store.base.corpus):,} "
-                   f"documents · {word}")
+        st.caption(
+            f"{r.rounds_done}/{len(r.queries)} questions attacked · corpus {len(r.store.base.corpus):,} "
+            f"documents · {word}"
+        )
 
     def body(r) -> None:
         render_round(r)
         render_live_metrics(r)
 
-    stepper("lab", "", step_once=step_once, reset=reset, status=status, body=body,
-            speed_label="Seconds per step while playing", speed_range=(0.2, 3.0))
+    stepper(
+        "lab",
+        "",
+        step_once=step_once,
+        reset=reset,
+        status=status,
+        body=body,
+        speed_label="Seconds per step while playing",
+        speed_range=(0.2, 3.0),
+    )
 
     tabs = st.tabs(["Detectors", "Why does it work?", "Embedding map", "Exports"])
     with tabs[0]:
         render_detectors(run)
     with tabs[1]:
-        st.caption("Paper §4. Table 3: appending an unrelated text p to q moves f(q) mostly *perpendicular* "
-                   "to f(q), so the poison keeps the question's similarity. "
-                   "Table 4: clean documents are far from their questions.")
+        st.caption(
+            "Paper §4. Table 3: appending an unrelated text p to q moves f(q) mostly *perpendicular* "
+            "to f(q), so the poison keeps the question's similarity. "
+            "Table 4: clean documents are far from their questions."
+        )
         key = f"why-{run.config.config_hash()}"
         if st.button("Compute for this configuration", key="why_btn"):
             try:

@@ -1,4 +1,5 @@
 """Saved runs: reopen any run from disk, compare two side by side, export a self-contained HTML report."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -13,19 +14,23 @@ from engine.saved import list_runs
 
 init_state()
 st.title("Saved runs")
-st.caption("Every attack prepared in the poisoning or extraction lab is written to disk as it happens "
-           "(events.jsonl), so it survives a browser refresh or an app restart. Reopen runs here, compare them, "
-           "export a report.")
+st.caption(
+    "Every attack prepared in the poisoning or extraction lab is written to disk as it happens "
+    "(events.jsonl), so it survives a browser refresh or an app restart. Reopen runs here, compare them, "
+    "export a report."
+)
 runs = list_runs(my_runs_dir())
 if not runs:
     st.info("No saved runs yet: prepare and step an attack in the Poisoning lab.")
 else:
     kinds = sorted({r["kind"] for r in runs})
-    kind = st.radio("Kind", kinds, horizontal=True, format_func={"poison": "poisoning", "extract": "extraction"}.get) \
-        if len(kinds) > 1 else kinds[0]
+    kind = (
+        st.radio("Kind", kinds, horizontal=True, format_func={"poison": "poisoning", "extract": "extraction"}.get)
+        if len(kinds) > 1
+        else kinds[0]
+    )
     runs = [r for r in runs if r["kind"] == kind]
-    st.dataframe(pd.DataFrame(runs).drop(columns=["path"]).dropna(axis=1, how="all"), hide_index=True,
-                 width="stretch")
+    st.dataframe(pd.DataFrame(runs).drop(columns=["path"]).dropna(axis=1, how="all"), hide_index=True, width="stretch")
     ids = [r["run_id"] for r in runs]
     chosen = st.multiselect("Open (one to inspect, two or more to compare)", ids, default=ids[:1], max_selections=4)
     if chosen:
@@ -33,8 +38,11 @@ else:
             loaded = {rid: load_run(next(r["path"] for r in runs if r["run_id"] == rid)) for rid in chosen}
             st.dataframe(summary_table(loaded), width="stretch")
             if all(run_kind(ev) == "extract" for ev in loaded.values()):
-                metric = st.radio("Metric", ["crr", "retrieved_coverage", "semantic_leak", "pii_leaked",
-                                             "repeat_contexts", "rouge_contexts"], horizontal=True)
+                metric = st.radio(
+                    "Metric",
+                    ["crr", "retrieved_coverage", "semantic_leak", "pii_leaked", "repeat_contexts", "rouge_contexts"],
+                    horizontal=True,
+                )
                 st.plotly_chart(leakage_compare(loaded, metric), width="stretch", key="cmp_x")
                 st.caption("Leakage of each run round by round: where the curves part, the defenses differ.")
             else:
@@ -42,8 +50,13 @@ else:
                 st.plotly_chart(asr_compare(loaded, k), width="stretch", key="cmp")
                 st.caption("Running attack success of each run: where the curves part, the configurations differ.")
             for rid, events in loaded.items():
-                st.download_button(f"HTML report of {rid}", lambda ev=events, r=rid: run_report_html(ev, f"Run {r}"),
-                                   file_name=f"{rid}-report.html", mime="text/html", on_click="ignore",
-                                   key=f"rep_{rid}")
+                st.download_button(
+                    f"HTML report of {rid}",
+                    lambda ev=events, r=rid: run_report_html(ev, f"Run {r}"),
+                    file_name=f"{rid}-report.html",
+                    mime="text/html",
+                    on_click="ignore",
+                    key=f"rep_{rid}",
+                )
         except Exception as e:  # a damaged file on disk must not break the page
             st.error(f"Could not read a saved run: {md_escape(type(e).__name__)}: {md_escape(e)}")

@@ -1,4 +1,5 @@
 """Sweeps: the paper's Table 1 as a grid you launch here — ASR@K per corpus × retriever × query set × target."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -30,15 +31,17 @@ def chunk_size(choice: str, corpora: list[str]) -> int | None:
 
 init_state()
 st.title("Sweeps")
-st.caption("Universal poisoning over a grid of configurations (paper Table 1). Each cell attacks the first N "
-           "questions of a set with each target kind and reports the top-K attack success rate. It runs in the "
-           "background: you can switch pages and come back, or stop it.")
+st.caption(
+    "Universal poisoning over a grid of configurations (paper Table 1). Each cell attacks the first N "
+    "questions of a set with each target kind and reports the top-K attack success rate. It runs in the "
+    "background: you can switch pages and come back, or stop it."
+)
 job: Job | None = st.session_state.get("sweep_job")
 
 with st.form("sweep_setup"):
     c1, c2 = st.columns(2)
     corpora = c1.multiselect("Corpora", available_corpora(), default=["clinic_handbook"])
-    offline = offline_retrievers()           # a sweep runs many cells: only retrievers that need no download
+    offline = offline_retrievers()  # a sweep runs many cells: only retrievers that need no download
     sweep_default = SweepConfig().retrievers
     # the config's default retriever beside the sparse one, for the contrast Table 1 draws
     default = [r for r in offline if r in sweep_default or not RETRIEVERS.get(r).dense]
@@ -49,26 +52,40 @@ with st.form("sweep_setup"):
     limit = c3.number_input("Questions per set (first N)", 1, 5000, 20)
     variants = c4.number_input("Target documents per kind (averaged)", 1, 5, 1)
     k = c5.number_input("K of ASR@K", 1, 20, 2)
-    chunking = c6.selectbox("Chunking", list(CHUNKING), format_func=CHUNKING.get,
-                            help="How the corpora are cut into the retriever's documents, in the retriever's own "
-                                 "tokens (never past what it reads). Auto keeps BioASQ's snippets whole, as the "
-                                 "Table-1 preset does, and cuts other corpora at 512 tokens.")
+    chunking = c6.selectbox(
+        "Chunking",
+        list(CHUNKING),
+        format_func=CHUNKING.get,
+        help="How the corpora are cut into the retriever's documents, in the retriever's own "
+        "tokens (never past what it reads). Auto keeps BioASQ's snippets whole, as the "
+        "Table-1 preset does, and cuts other corpora at 512 tokens.",
+    )
     executor_values = executor_section("sweep")
     start = st.form_submit_button("Start sweep", type="primary", disabled=bool(job and job.running))
 if start:
     try:
-        cfg = SweepConfig(corpora=tuple(corpora), retrievers=tuple(retrievers), query_sets=tuple(query_sets),
-                          targets=tuple(targets), limit=int(limit), variants=int(variants), k=int(k),
-                          chunk_size=chunk_size(chunking, corpora), data_dir=data_dir())
+        cfg = SweepConfig(
+            corpora=tuple(corpora),
+            retrievers=tuple(retrievers),
+            query_sets=tuple(query_sets),
+            targets=tuple(targets),
+            limit=int(limit),
+            variants=int(variants),
+            k=int(k),
+            chunk_size=chunk_size(chunking, corpora),
+            data_dir=data_dir(),
+        )
         if not grid(cfg):
             raise EngineError("choose at least one corpus, retriever, query set and target")
         executor = executor_config("sweep", executor_values)
-        folder = my_sweeps_dir() / sweep_key(cfg)      # every finished cell lands here; the same grid resumes
+        folder = my_sweeps_dir() / sweep_key(cfg)  # every finished cell lands here; the same grid resumes
         st.session_state["sweep_cfg"] = cfg
         st.session_state["sweep_folder"] = str(folder)
         st.session_state["sweep_already"] = len(finished_cells(cfg, folder))
-        st.session_state["sweep_job"] = job = Job("sweep", lambda progress, stop: run_sweep(
-            cfg, progress=progress, stop=stop, executor=executor, out_dir=folder)).start()
+        st.session_state["sweep_job"] = job = Job(
+            "sweep",
+            lambda progress, stop: run_sweep(cfg, progress=progress, stop=stop, executor=executor, out_dir=folder),
+        ).start()
         st.rerun()
     except EngineError as e:
         st.error(md_escape(e))
@@ -76,39 +93,59 @@ if start:
 
 def sweep_progress(j: Job) -> tuple[float, str]:
     n = len(grid(st.session_state["sweep_cfg"]))
-    done = j.done_count + st.session_state.get("sweep_already", 0)     # cells a previous run of this grid saved
+    done = j.done_count + st.session_state.get("sweep_already", 0)  # cells a previous run of this grid saved
     return done / max(n, 1), f"{done}/{n} cells · running"
 
 
-job_panel("sweep_job", what="sweep", progress=sweep_progress, stop_label="Stop after this cell", stop_key="sweep_stop",
-          drawn=job is not None and not job.running,
-          idle=lambda: st.info("Choose a grid and press **Start sweep**."))
+job_panel(
+    "sweep_job",
+    what="sweep",
+    progress=sweep_progress,
+    stop_label="Stop after this cell",
+    stop_key="sweep_stop",
+    drawn=job is not None and not job.running,
+    idle=lambda: st.info("Choose a grid and press **Start sweep**."),
+)
 if job is not None and not job.running and job.result is not None:
     cfg = st.session_state["sweep_cfg"]
     res = job.result
     for f in res.failed:
-        st.error(md_escape(f"Cell {f['corpus']} / {f['retriever']} / {f['query_set']} / {f['target']} failed: "
-                           f"{f['error']}"))
+        st.error(
+            md_escape(f"Cell {f['corpus']} / {f['retriever']} / {f['query_set']} / {f['target']} failed: {f['error']}")
+        )
     if not res.complete and not res.failed:
         st.warning("Stopped early: the table shows the cells that finished.")
     table = res.table1(cfg.k)
     fig = table1_heatmap(table, cfg.k)
     st.plotly_chart(fig, width="stretch", key="sweep_heatmap")
-    st.caption("Darker = the poison reaches the top K for more of the attacked questions. Chunking: "
-               + (f"{cfg.chunk_size} retriever tokens." if cfg.chunk_size else "whole documents."))
+    st.caption(
+        "Darker = the poison reaches the top K for more of the attacked questions. Chunking: "
+        + (f"{cfg.chunk_size} retriever tokens." if cfg.chunk_size else "whole documents.")
+    )
     st.dataframe(res.cells.round(3), hide_index=True, width="stretch")
     c = st.columns(2)
-    c[0].download_button("Cells (CSV)", res.cells.to_csv(index=False), file_name="sweep_cells.csv", mime="text/csv",
-                         on_click="ignore")
-    c[1].download_button("Heat map (HTML)", lambda: fig.to_html(include_plotlyjs=True), file_name="sweep_heatmap.html",
-                         mime="text/html", on_click="ignore")
+    c[0].download_button(
+        "Cells (CSV)", res.cells.to_csv(index=False), file_name="sweep_cells.csv", mime="text/csv", on_click="ignore"
+    )
+    c[1].download_button(
+        "Heat map (HTML)",
+        lambda: fig.to_html(include_plotlyjs=True),
+        file_name="sweep_heatmap.html",
+        mime="text/html",
+        on_click="ignore",
+    )
     folder = st.session_state.get("sweep_folder")
     if folder:
-        st.caption("Every finished cell is saved in this folder; starting the same grid again (after a refresh or "
-                   "a restart) resumes from there:")
+        st.caption(
+            "Every finished cell is saved in this folder; starting the same grid again (after a refresh or "
+            "a restart) resumes from there:"
+        )
         st.code(folder, language=None)
-        st.button("Show beside the paper's tables (below)", key="sweep_to_reproduce",
-                  on_click=lambda: st.session_state.update(t1_folder=folder))
+        st.button(
+            "Show beside the paper's tables (below)",
+            key="sweep_to_reproduce",
+            on_click=lambda: st.session_state.update(t1_folder=folder),
+        )
 
 st.divider()
 reproduce_section()

@@ -1,4 +1,5 @@
 """Teaching mode: three small guided experiments — poison, extract, defend — each with a goal checked by the engine."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -20,9 +21,11 @@ ss = st.session_state
 ss.setdefault("teach", {"met": [], "results": {}})
 progress_state = ss["teach"]
 st.title("Teaching mode")
-st.caption("Three short levels: plant a poison, steal patient data, then defend the system without breaking it. "
-           "Each level runs a tiny real experiment (clinic data, a few rounds, small offline models) and the engine "
-           "checks whether you reached the goal.")
+st.caption(
+    "Three short levels: plant a poison, steal patient data, then defend the system without breaking it. "
+    "Each level runs a tiny real experiment (clinic data, a few rounds, small offline models) and the engine "
+    "checks whether you reached the goal."
+)
 job: Job | None = ss.get("teach_job")
 
 # a finished level's job: record its result once
@@ -42,33 +45,42 @@ st.progress(n_met / len(LEVELS), text=f"{n_met}/{len(LEVELS)} levels completed")
 
 def start(level: int, **kwargs) -> None:
     ss["teach_job_level"] = level
-    ss["teach_job"] = Job(f"teach-{level}", lambda progress, stop: RUNNERS[level](
-        progress=lambda stage, d, t: progress(d, t, stage), stop=stop, **kwargs)).start()
+    ss["teach_job"] = Job(
+        f"teach-{level}",
+        lambda progress, stop: RUNNERS[level](progress=lambda stage, d, t: progress(d, t, stage), stop=stop, **kwargs),
+    ).start()
 
 
 def controls(level: int, busy: bool) -> None:
     k = f"teach{level}"
     if level == 1:
         c1, c2, c3 = st.columns(3)
-        attack = c1.selectbox("Attack",
-                              [a for a in POISONING_ATTACKS.names() if POISONING_ATTACKS.get(a).takes_target()],
-                              key=f"{k}_attack")
+        attack = c1.selectbox(
+            "Attack",
+            [a for a in POISONING_ATTACKS.names() if POISONING_ATTACKS.get(a).takes_target()],
+            key=f"{k}_attack",
+        )
         target = c2.selectbox("Target", [t for t in TARGET_KINDS if t != "custom"], key=f"{k}_target")
         limit = c3.number_input("Questions attacked", 1, 10, 3, key=f"{k}_limit")
         args = {"attack": attack, "target": target, "limit": int(limit)}
     elif level == 2:
         c1, c2 = st.columns(2)
         names = EXTRACTION_ATTACKS.names()
-        attack = c1.selectbox("Attack", names, index=names.index(LEVEL2_ATTACK) if LEVEL2_ATTACK in names else 0,
-                              key=f"{k}_attack")
+        attack = c1.selectbox(
+            "Attack", names, index=names.index(LEVEL2_ATTACK) if LEVEL2_ATTACK in names else 0, key=f"{k}_attack"
+        )
         rounds = c2.number_input("Rounds", 1, 5, 3, key=f"{k}_rounds")
         args = {"attack": attack, "rounds": int(rounds)}
     else:
         c1, c2 = st.columns(2)
-        defenses = c1.multiselect("Defenses", [d for d in DEFENSES.names()], default=["system-prompt"],
-                                  key=f"{k}_defenses",
-                                  help="All selected defenses are switched on together. reindex fine-tunes the "
-                                       "encoder and cascade runs the Qwen pair: both are slow on CPU.")
+        defenses = c1.multiselect(
+            "Defenses",
+            [d for d in DEFENSES.names()],
+            default=["system-prompt"],
+            key=f"{k}_defenses",
+            help="All selected defenses are switched on together. reindex fine-tunes the "
+            "encoder and cascade runs the Qwen pair: both are slow on CPU.",
+        )
         tol = c2.slider("ACC drop tolerated", 0.0, 1.0, 0.34, 0.01, key=f"{k}_tol")
         args = {"defenses": list(defenses), "tolerance": float(tol)}
     if st.button(f"Run level {level}", key=f"{k}_run", type="primary", disabled=busy):
@@ -86,8 +98,9 @@ def show_result(level: int) -> None:
     if res.get("met"):
         st.success(f"Goal met — level {level} completed.")
     else:
-        st.warning("Not yet. " + md_escape(res.get("reason") or "The goal was not reached: change the settings and "
-                                                                  "try again."))
+        st.warning(
+            "Not yet. " + md_escape(res.get("reason") or "The goal was not reached: change the settings and try again.")
+        )
     metrics = {k: v for k, v in res.get("metrics", {}).items() if v is not None}
     if metrics:
         cols = st.columns(len(metrics))
@@ -99,9 +112,11 @@ def show_result(level: int) -> None:
     for leak in res.get("leaks", [])[:3]:
         with st.container(border=True):
             rec = leak.get("recall")
-            st.markdown(f"Round {leak['round']} leaked `{md_escape(leak['chunk'])}`"
-                        + (f" · ROUGE-L recall {rec:.2f}" if rec is not None else "")
-                        + " · copied spans highlighted")
+            st.markdown(
+                f"Round {leak['round']} leaked `{md_escape(leak['chunk'])}`"
+                + (f" · ROUGE-L recall {rec:.2f}" if rec is not None else "")
+                + " · copied spans highlighted"
+            )
             a, b = st.columns(2)
             a.caption("Private record (source)")
             a.markdown(marked_markdown(marked_segments(leak["source"], leak["answer"])))
@@ -116,8 +131,10 @@ def show_result(level: int) -> None:
 busy = bool(job and job.running)
 for lv in LEVELS:
     done = lv.number in progress_state["met"]
-    with st.expander(f"{'✅' if done else '⬜'} Level {lv.number}: {lv.title}",
-                     expanded=not done and all(n in progress_state["met"] for n in range(1, lv.number))):
+    with st.expander(
+        f"{'✅' if done else '⬜'} Level {lv.number}: {lv.title}",
+        expanded=not done and all(n in progress_state["met"] for n in range(1, lv.number)),
+    ):
         st.markdown(f"**Goal.** {lv.goal}")
         st.markdown(f"**Settings.** {lv.settings}")
         controls(lv.number, busy)
@@ -131,8 +148,15 @@ def level_progress(j: Job) -> tuple[float, str]:
     return j.done_count / max(j.total, 1), f"Level {ss['teach_job_level']} running · {stage}"
 
 
-job_panel("teach_job", what="level", progress=level_progress, stop_label="Stop", stop_key="teach_stop",
-          drawn=ss.get("teach_recorded") is job, show_error=False)
+job_panel(
+    "teach_job",
+    what="level",
+    progress=level_progress,
+    stop_label="Stop",
+    stop_key="teach_stop",
+    drawn=ss.get("teach_recorded") is job,
+    show_error=False,
+)
 if st.button("Start over", key="teach_reset", disabled=busy):
     ss["teach"] = {"met": [], "results": {}}
     st.rerun()

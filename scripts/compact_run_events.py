@@ -8,6 +8,7 @@ events grew with the square of the rounds (a 200-round Worm run: 287 MB, 4.3 MB 
 delta, after checking that every round's folded state is unchanged. Only for a run no process is writing: a run being
 played appends to its file, and those appends would be lost.
 """
+
 from __future__ import annotations
 
 import argparse

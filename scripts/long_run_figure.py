@@ -7,6 +7,7 @@ writes ``<folder>/crr_vs_rounds.png`` from the runs under ``<folder>/runs`` (fin
 the Defense comparison page draws for a results folder (``engine.plots.defenses.crr_with_intervals``), rendered by
 plotly.js in headless Chromium and screenshotted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     fig.update_layout(width=args.width, template="plotly_white")
     out = Path(args.png or Path(args.folder) / "crr_vs_rounds.png")
     from playwright.sync_api import sync_playwright
+
     chromium = shutil.which("chromium")
     with sync_playwright() as p:
         browser = p.chromium.launch(headless=True, args=ARGS, **({"executable_path": chromium} if chromium else {}))

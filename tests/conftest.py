@@ -1,4 +1,5 @@
 """Test setup: offline Hugging Face, the benchmark data dir beside the repo, a shared cache."""
+
 from __future__ import annotations
 
 import os
@@ -32,12 +33,14 @@ def data_dir() -> str:
 @pytest.fixture(scope="session")
 def minilm():
     from engine.embedders import make_retriever
+
     return make_retriever("minilm")
 
 
 @pytest.fixture(scope="session")
 def handbook():
     from engine.corpora import load_corpus
+
     return load_corpus("clinic_handbook")
 
 
@@ -48,10 +51,29 @@ def llama_server():
     from helpers import free_port, wait_for_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model("smollm2-135m")),
-                             "--model_alias", "smol", "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2",
-                             "--n_ctx", "2048", "--logits_all", "true"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(resolve_model("smollm2-135m")),
+            "--model_alias",
+            "smol",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_threads",
+            "2",
+            "--n_ctx",
+            "2048",
+            "--logits_all",
+            "true",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     if not wait_for_port(port, proc, 120):
         proc.kill()
         pytest.fail("llama_cpp.server did not start")
@@ -88,6 +110,7 @@ def rag_service(audit_preset):
     """The example RAG service (FastAPI + uvicorn over the engine's pipeline, Chroma, Qwen2.5-0.5B) serving the
     audit test preset on loopback; yields its base URL."""
     from helpers import free_port, start_rag_service, stop
+
     port = free_port()
     try:
         proc = start_rag_service(port, "--preset", audit_preset)

@@ -1,4 +1,5 @@
 """Shared test helpers: loopback ports, waiting for a server to listen, the CLI as a subprocess."""
+
 from __future__ import annotations
 
 import os
@@ -44,6 +45,7 @@ class LoopbackServer:
     def _serve(self, handler) -> None:
         import http.server
         import threading
+
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -82,8 +84,12 @@ class FlakyProxy(LoopbackServer):
                     proxy.refused += 1
                     reply_json(self, 429, b'{"error": {"message": "rate limited", "type": "rate_limit_error"}}')
                     return
-                req = urllib.request.Request(proxy.upstream + self.path.replace("/v1", "", 1), data=body,
-                                             headers={"Content-Type": "application/json"}, method="POST")
+                req = urllib.request.Request(
+                    proxy.upstream + self.path.replace("/v1", "", 1),
+                    data=body,
+                    headers={"Content-Type": "application/json"},
+                    method="POST",
+                )
                 with urllib.request.urlopen(req, timeout=300) as r:
                     reply_json(self, r.status, r.read())
 
@@ -91,12 +97,20 @@ class FlakyProxy(LoopbackServer):
 
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _healthy(url: str) -> bool:
     import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=2) as r:
             return r.status == 200
@@ -114,15 +128,32 @@ def streamlit_server(repo, log_path, env=None, timeout: float = 90):
     @contextlib.contextmanager
     def run():
         port = free_port()
-        full_env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-                        **(env or {}))
+        full_env = dict(
+            os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **(env or {})
+        )
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "w") as log:
-            proc = subprocess.Popen([str(Path(sys.executable).with_name("streamlit")), "run", "app.py",
-                                     "--server.port", str(port), "--server.address", "127.0.0.1",
-                                     "--server.headless", "true", "--browser.gatherUsageStats", "false",
-                                     "--server.fileWatcherType", "none"],
-                                    cwd=repo, env=full_env, stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                [
+                    str(Path(sys.executable).with_name("streamlit")),
+                    "run",
+                    "app.py",
+                    "--server.port",
+                    str(port),
+                    "--server.address",
+                    "127.0.0.1",
+                    "--server.headless",
+                    "true",
+                    "--browser.gatherUsageStats",
+                    "false",
+                    "--server.fileWatcherType",
+                    "none",
+                ],
+                cwd=repo,
+                env=full_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
             try:
                 until = time.monotonic() + timeout
                 while not _healthy(f"http://127.0.0.1:{port}/_stcore/health"):
@@ -137,6 +168,7 @@ def streamlit_server(repo, log_path, env=None, timeout: float = 90):
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+
     return run()
 
 
@@ -156,10 +188,12 @@ class RefusingServer(LoopbackServer):
 
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                text = message + (f" (upstream rejected header {self.headers.get('Authorization', '')})"
-                                  if echo_auth else "")
-                body = json.dumps({"error": {"message": text, "type": "invalid_request_error"
-                                             if status == 400 else "server_error"}}).encode()
+                text = message + (
+                    f" (upstream rejected header {self.headers.get('Authorization', '')})" if echo_auth else ""
+                )
+                body = json.dumps(
+                    {"error": {"message": text, "type": "invalid_request_error" if status == 400 else "server_error"}}
+                ).encode()
                 server.calls += 1
                 reply_json(self, status, body)
 
@@ -170,8 +204,14 @@ class RefusingServer(LoopbackServer):
 def run_cli(*args, env_extra=None, timeout=1800):
     """``python -m engine ARGS`` from the repository root as a subprocess (text output, never raises on exit codes)."""
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=Path(__file__).resolve().parents[1],
-                          capture_output=True, text=True, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *args],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
 
 
 class ScriptedServer(LoopbackServer):
@@ -220,10 +260,16 @@ def start_rag_service(port: int, *args: str, env: dict | None = None, timeout: f
     """``examples/rag_service.py`` on 127.0.0.1:port in a subprocess; returns the process once /health answers
     (raises RuntimeError with the log's tail if it does not come up)."""
     import tempfile
+
     repo = Path(__file__).resolve().parents[1]
     log = tempfile.NamedTemporaryFile(prefix="rag-service-", suffix=".log", delete=False)
-    proc = subprocess.Popen([sys.executable, str(repo / "examples" / "rag_service.py"), "--port", str(port), *args],
-                            cwd=repo, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, str(repo / "examples" / "rag_service.py"), "--port", str(port), *args],
+        cwd=repo,
+        env={**os.environ, **(env or {})},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     until = time.monotonic() + timeout
     while not _healthy(f"http://127.0.0.1:{port}/health"):
         if proc.poll() is not None or time.monotonic() > until:
@@ -246,5 +292,11 @@ def stop(proc) -> None:
 
 def http_target_params(base: str, **extra) -> dict:
     """The ``http`` target's parameters for the example RAG service at ``base`` (query, sources, documents API)."""
-    return {"url": f"{base}/query", "contexts_path": "sources", "ingest_url": f"{base}/documents",
-            "delete_url": base + "/documents/{id}", "exists_url": base + "/documents/{id}", **extra}
+    return {
+        "url": f"{base}/query",
+        "contexts_path": "sources",
+        "ingest_url": f"{base}/documents",
+        "delete_url": base + "/documents/{id}",
+        "exists_url": base + "/documents/{id}",
+        **extra,
+    }

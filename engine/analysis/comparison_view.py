@@ -3,6 +3,7 @@
 UI-agnostic (no Streamlit): the app's comparison page and teaching mode call these; the
 numbers themselves come from :func:`engine.compare.run_comparison`.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,16 @@ from ..errors import ConfigError
 from ..metrics.catalog import LEAKAGE, STAGE, UTILITY, labels
 from ..saved import comparisons_dir
 
-PRESET_CONFIGURATIONS = ("none", "threshold", "system-prompt", "intent-block", "summarize", "reindex", "cascade",
-                         "reindex+cascade")
+PRESET_CONFIGURATIONS = (
+    "none",
+    "threshold",
+    "system-prompt",
+    "intent-block",
+    "summarize",
+    "reindex",
+    "cascade",
+    "reindex+cascade",
+)
 LEAK_METRICS = labels(LEAKAGE)
 UTILITY_METRICS = labels(UTILITY)
 STAGE_METRICS = labels(STAGE)
@@ -48,8 +57,10 @@ def parse_configurations(selected: Iterable[str], custom: str = "") -> tuple[str
         conf = normalise_configuration(raw)
         for d in defense_set(conf):
             if d not in DEFENSES:
-                raise ConfigError(f"unknown defense {d!r} in configuration {raw.strip()!r} "
-                                  f"(known: none, {', '.join(DEFENSES.names())})")
+                raise ConfigError(
+                    f"unknown defense {d!r} in configuration {raw.strip()!r} "
+                    f"(known: none, {', '.join(DEFENSES.names())})"
+                )
         if conf not in out:
             out.append(conf)
     if not out:
@@ -62,14 +73,26 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     ACC drop; with repeated runs (seeds) the means, their standard deviations and the number of runs."""
     repeated = any(r.get("n_runs", 1) > 1 for r in rows)
     several_kbs = len({r.get("kb") for r in rows}) > 1
-    cols = [*(("kb",) if several_kbs else ()), "attack", "configuration", *LEAK_METRICS, *STAGE_METRICS,
-            *(f"{k}_ratio" for k in LEAK_METRICS),
-            *((f"{k}_std" for k in LEAK_METRICS) if repeated else ()), *(("n_runs",) if repeated else ()),
-            "utility_acc", "utility_faithfulness", "utility_acc_drop", "blocked", "rounds", "kb_size"]
+    cols = [
+        *(("kb",) if several_kbs else ()),
+        "attack",
+        "configuration",
+        *LEAK_METRICS,
+        *STAGE_METRICS,
+        *(f"{k}_ratio" for k in LEAK_METRICS),
+        *((f"{k}_std" for k in LEAK_METRICS) if repeated else ()),
+        *(("n_runs",) if repeated else ()),
+        "utility_acc",
+        "utility_faithfulness",
+        "utility_acc_drop",
+        "blocked",
+        "rounds",
+        "kb_size",
+    ]
     if not rows:
         return pd.DataFrame(columns=cols)
     df = pd.DataFrame([{c: r.get(c) for c in cols} for r in rows])
-    if any(r.get("crr_ci") for r in rows):     # after CRR: its 95% interval and whether it differs from none
+    if any(r.get("crr_ci") for r in rows):  # after CRR: its 95% interval and whether it differs from none
         at = list(df.columns).index("crr") + 1 if "crr" in df.columns else len(df.columns)
         df.insert(at, "crr_ci", [fmt_interval(r.get("crr_ci"), 4) for r in rows])
         df.insert(at + 1, "crr_vs_none", [r.get("crr_vs_none") or "" for r in rows])

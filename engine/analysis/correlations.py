@@ -1,4 +1,5 @@
 """Correlations across the queries of a run: what makes a poison rank high? (scipy statistics)"""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -43,27 +44,38 @@ def query_features(run: "PoisoningRun") -> pd.DataFrame:
     S = base.retriever.score(Q, base.vectors)
     top5 = np.argsort(-S, axis=1)[:, :5]
     best = base.vectors[top5[:, 0]].astype(np.float64)
-    return pd.DataFrame({
-        "query_id": [e.query_id for e in rets],
-        "query_words": [len(run.queries[i].text.split()) for i in qi],
-        "angle_q_poison": _angle(Q, P),
-        "angle_q_top1_clean": _angle(Q, best),
-        "clean_top5_similarity": np.take_along_axis(S, top5, axis=1).mean(axis=1),
-        "poison_rank": [min(e.target_ranks) for e in rets],
-        "success@2": [int(min(e.target_ranks) <= 2) for e in rets],
-    })
+    return pd.DataFrame(
+        {
+            "query_id": [e.query_id for e in rets],
+            "query_words": [len(run.queries[i].text.split()) for i in qi],
+            "angle_q_poison": _angle(Q, P),
+            "angle_q_top1_clean": _angle(Q, best),
+            "clean_top5_similarity": np.take_along_axis(S, top5, axis=1).mean(axis=1),
+            "poison_rank": [min(e.target_ranks) for e in rets],
+            "success@2": [int(min(e.target_ranks) <= 2) for e in rets],
+        }
+    )
 
 
 def correlate(df: pd.DataFrame, x: str, y: str) -> dict[str, float]:
     """Pearson r and Spearman ρ with their two-sided p-values (scipy.stats); NaN when undefined."""
     d = df[[x, y]].dropna()
-    out = {"n": int(len(d)), "pearson_r": float("nan"), "pearson_p": float("nan"),
-           "spearman_rho": float("nan"), "spearman_p": float("nan")}
+    out = {
+        "n": int(len(d)),
+        "pearson_r": float("nan"),
+        "pearson_p": float("nan"),
+        "spearman_rho": float("nan"),
+        "spearman_p": float("nan"),
+    }
     if len(d) >= 3 and d[x].nunique() > 1 and d[y].nunique() > 1:
         r = stats.pearsonr(d[x], d[y])
         s = stats.spearmanr(d[x], d[y])
-        out.update(pearson_r=float(r.statistic), pearson_p=float(r.pvalue),
-                   spearman_rho=float(s.statistic), spearman_p=float(s.pvalue))
+        out.update(
+            pearson_r=float(r.statistic),
+            pearson_p=float(r.pvalue),
+            spearman_rho=float(s.statistic),
+            spearman_p=float(s.pvalue),
+        )
     return out
 
 

@@ -1,5 +1,6 @@
 """Why poisons win (paper §4): orthogonal augmentation (Table 3) and the low similarity of
 clean retrieved documents (Table 4), as data frames."""
+
 from __future__ import annotations
 
 from typing import Mapping, Sequence
@@ -18,8 +19,9 @@ def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
 
 
-def orthogonal_augmentation_pairs(retriever: Retriever, queries: Sequence[str], docs: Sequence[str],
-                                  separator: str = " ") -> pd.DataFrame:
+def orthogonal_augmentation_pairs(
+    retriever: Retriever, queries: Sequence[str], docs: Sequence[str], separator: str = " "
+) -> pd.DataFrame:
     """Per pair (q_i, p_i): the four measurements of Table 3.
 
     f(q)ᵀf(p); f(q)ᵀ(f(q⊕p) − f(q)); ∠(f(q⊕p) − f(q), f(q)) in degrees; f(q)ᵀf(q). All are
@@ -34,14 +36,16 @@ def orthogonal_augmentation_pairs(retriever: Retriever, queries: Sequence[str], 
     fp = retriever.encode_documents(list(docs))[0].astype(np.float64)
     fqp = retriever.encode_documents([f"{q}{separator}{p}" for q, p in zip(queries, docs)])[0].astype(np.float64)
     delta = fqp - fq
-    return pd.DataFrame({
-        "q_dot_p": np.einsum("ij,ij->i", fq, fp),
-        "q_dot_delta": np.einsum("ij,ij->i", fq, delta),
-        "angle_delta_q": _angle_deg(delta, fq),
-        "q_dot_q": np.einsum("ij,ij->i", fq, fq),
-        "q_dot_qp": np.einsum("ij,ij->i", fq, fqp),
-        "angle_q_p": _angle_deg(fq, fp),
-    })
+    return pd.DataFrame(
+        {
+            "q_dot_p": np.einsum("ij,ij->i", fq, fp),
+            "q_dot_delta": np.einsum("ij,ij->i", fq, delta),
+            "angle_delta_q": _angle_deg(delta, fq),
+            "q_dot_q": np.einsum("ij,ij->i", fq, fq),
+            "q_dot_qp": np.einsum("ij,ij->i", fq, fqp),
+            "angle_q_p": _angle_deg(fq, fp),
+        }
+    )
 
 
 TABLE3_ROWS = {
@@ -52,8 +56,9 @@ TABLE3_ROWS = {
 }
 
 
-def orthogonal_augmentation_table(retriever: Retriever, queries: Sequence[str],
-                                  doc_sets: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+def orthogonal_augmentation_table(
+    retriever: Retriever, queries: Sequence[str], doc_sets: Mapping[str, Sequence[str]]
+) -> pd.DataFrame:
     """Table 3: mean ± std of each measurement (rows) for each document set P_j (columns).
 
     ``doc_sets`` maps a set name to documents paired with ``queries`` (one per query; a single
@@ -69,8 +74,9 @@ def orthogonal_augmentation_table(retriever: Retriever, queries: Sequence[str],
     return pd.DataFrame(cols)
 
 
-def clean_retrieval_similarity(retriever: Retriever, query_vecs: np.ndarray, doc_vecs: np.ndarray,
-                               k: int = 5) -> pd.DataFrame:
+def clean_retrieval_similarity(
+    retriever: Retriever, query_vecs: np.ndarray, doc_vecs: np.ndarray, k: int = 5
+) -> pd.DataFrame:
     """Table 4 per query: angle and inner product between q and its K nearest clean documents
     (under the retriever's native similarity), and f(q)ᵀf(q).
 
@@ -85,7 +91,7 @@ def clean_retrieval_similarity(retriever: Retriever, query_vecs: np.ndarray, doc
     for i in range(len(q)):
         R = d[top[i]]
         ip = R @ q[i]
-        ang = _angle_deg(R, np.repeat(q[i:i + 1], len(R), axis=0))
+        ang = _angle_deg(R, np.repeat(q[i : i + 1], len(R), axis=0))
         rows.append({"angle_q_R": ang.mean(), "q_dot_R": ip.mean(), "q_dot_q": float(q[i] @ q[i])})
     return pd.DataFrame(rows)
 
@@ -93,5 +99,9 @@ def clean_retrieval_similarity(retriever: Retriever, query_vecs: np.ndarray, doc
 def clean_similarity_table(per_query: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Table 4 layout: rows = measurements, columns = query sets, cells = mean ± std."""
     labels = {"angle_q_R": "∠(f(q), f(R)) [°]", "q_dot_R": "f(q)ᵀf(R)", "q_dot_q": "f(q)ᵀf(q)"}
-    return pd.DataFrame({name: {lab: f"{df[c].mean():.3g} ± {df[c].std(ddof=0):.2g}" for c, lab in labels.items()}
-                         for name, df in per_query.items()})
+    return pd.DataFrame(
+        {
+            name: {lab: f"{df[c].mean():.3g} ± {df[c].std(ddof=0):.2g}" for c, lab in labels.items()}
+            for name, df in per_query.items()
+        }
+    )

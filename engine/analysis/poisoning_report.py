@@ -7,6 +7,7 @@ with detectors under ``<results>`` (Figures 3–9) and ``<results>/tables34`` (`
 Markdown table per reproduction, skipping (with a line saying so) any that has no saved runs yet. The README's
 tables are this output.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,18 @@ from typing import Sequence
 import pandas as pd
 
 from ..errors import ConfigError
-from .paper_tables import (PAPER_TABLE1_PUBMED, QUERY_LABELS, QUERY_SETS, RETRIEVER_ORDER, TARGET_LABELS, TARGETS,
-                           paper_table1, paper_table8, read_sweep, summary)
+from .paper_tables import (
+    PAPER_TABLE1_PUBMED,
+    QUERY_LABELS,
+    QUERY_SETS,
+    RETRIEVER_ORDER,
+    TARGET_LABELS,
+    TARGETS,
+    paper_table1,
+    paper_table8,
+    read_sweep,
+    summary,
+)
 from .reproduce import detection_table, read_beta_sweeps, read_detection, read_tables34, table8
 
 RETRIEVER_LABELS = {"minilm": "MiniLM", "mpnet": "MPNet", "e5-small": "E5-small", "bm25": "BM25"}
@@ -45,8 +56,11 @@ def table1_markdown(cells: pd.DataFrame, k: int = 2) -> str:
     cells = cells[cells["query_set"].isin(QUERY_SETS) & cells["target"].isin(TARGETS)]
     ours = _retrievers(cells)
     paper = paper_table1(k)
-    header = ["query set"] + [f"ours · {RETRIEVER_LABELS.get(r, r)}" for r in ours] + \
-        ([f"paper · {r}" for r in PAPER_TABLE1_PUBMED] if not paper.empty else [])
+    header = (
+        ["query set"]
+        + [f"ours · {RETRIEVER_LABELS.get(r, r)}" for r in ours]
+        + ([f"paper · {r}" for r in PAPER_TABLE1_PUBMED] if not paper.empty else [])
+    )
 
     def five(values: Sequence[float]) -> str:
         vals = [f"{v:.2f}" for v in values]
@@ -86,15 +100,25 @@ def _section(title: str, body) -> str:
 def report(results: str | Path, k: int = 2) -> str:
     """Every reproduction found under ``results`` as Markdown sections."""
     root = Path(results)
-    out = [_section(f"Table {1 if k == 2 else 7}: top-{k} success (targets: "
-                    f"{' / '.join(TARGET_LABELS[t] for t in TARGETS)})",
-                    lambda: table1_markdown(read_sweep(root / "table1-bioasq"), k))]
-    out.append(_section("Table 8: detection rate / FPR vs β",
-                        lambda: markdown(table8(read_beta_sweeps(root / "table8"))) + "\n\n"
-                        + markdown(paper_table8(), index=True)))
+    out = [
+        _section(
+            f"Table {1 if k == 2 else 7}: top-{k} success (targets: {' / '.join(TARGET_LABELS[t] for t in TARGETS)})",
+            lambda: table1_markdown(read_sweep(root / "table1-bioasq"), k),
+        )
+    ]
+    out.append(
+        _section(
+            "Table 8: detection rate / FPR vs β",
+            lambda: markdown(table8(read_beta_sweeps(root / "table8"))) + "\n\n" + markdown(paper_table8(), index=True),
+        )
+    )
     for det in ("mahalanobis", "l2"):
-        out.append(_section(f"Figures 3–9: {det} TPR (ASR@2) per setup",
-                            lambda det=det: markdown(detection_table(read_detection(root), det))))
+        out.append(
+            _section(
+                f"Figures 3–9: {det} TPR (ASR@2) per setup",
+                lambda det=det: markdown(detection_table(read_detection(root), det)),
+            )
+        )
 
     def t34() -> str:
         parts = []
@@ -102,6 +126,7 @@ def report(results: str | Path, k: int = 2) -> str:
             for name, df in tables.items():
                 parts.append(f"**{ret} — {name}**\n\n{markdown(df, index=True)}")
         return "\n\n".join(parts)
+
     out.append(_section("Tables 3–4", t34))
     return "\n".join(out)
 

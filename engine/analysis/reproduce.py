@@ -11,6 +11,7 @@ functions turn them into the frames the Sweeps page's "Reproduce" section and th
 Every reader raises :class:`~engine.errors.ConfigError` with the command to run when a folder holds nothing it
 can read, and skips (never guesses) files of another kind.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,10 @@ def read_beta_sweeps(folder: str | Path) -> pd.DataFrame:
     A summary without its query set (written before summaries carried one) is named by its file's stem."""
     root = Path(folder)
     if not root.is_dir():
-        raise ConfigError(f"{folder}: no such folder (save `python -m engine poison ... --detectors mahalanobis "
-                          f"--beta-sweep paper --json --quiet > {folder}/<set>.json`)")
+        raise ConfigError(
+            f"{folder}: no such folder (save `python -m engine poison ... --detectors mahalanobis "
+            f"--beta-sweep paper --json --quiet > {folder}/<set>.json`)"
+        )
     rows: list[dict[str, Any]] = []
     for path in _json_files(root):
         d = _load(path)
@@ -50,13 +53,25 @@ def read_beta_sweeps(folder: str | Path) -> pd.DataFrame:
         qs = d.get("queries") or f"mirage:{path.stem}"
         cv = ((d.get("detectors") or {}).get("mahalanobis") or {}).get("beta")
         for r in d["beta_sweep"]:
-            rows.append({"retriever": d.get("retriever", "?"), "query_set": qs, "target": d.get("target", "?"),
-                         "beta": float(r["beta"]), "tpr": float(r["tpr"]), "fpr": float(r["fpr"]),
-                         "auroc": float(r.get("auroc", float("nan"))), "n_anchors": int(r.get("n_anchors", 0)),
-                         "cv_beta": cv, "file": str(path.relative_to(root))})
+            rows.append(
+                {
+                    "retriever": d.get("retriever", "?"),
+                    "query_set": qs,
+                    "target": d.get("target", "?"),
+                    "beta": float(r["beta"]),
+                    "tpr": float(r["tpr"]),
+                    "fpr": float(r["fpr"]),
+                    "auroc": float(r.get("auroc", float("nan"))),
+                    "n_anchors": int(r.get("n_anchors", 0)),
+                    "cv_beta": cv,
+                    "file": str(path.relative_to(root)),
+                }
+            )
     if not rows:
-        raise ConfigError(f"{folder}: no poisoning summary with a β sweep (run `python -m engine poison ... "
-                          f"--detectors mahalanobis --beta-sweep paper --json --quiet > {folder}/<set>.json`)")
+        raise ConfigError(
+            f"{folder}: no poisoning summary with a β sweep (run `python -m engine poison ... "
+            f"--detectors mahalanobis --beta-sweep paper --json --quiet > {folder}/<set>.json`)"
+        )
     return pd.DataFrame(rows)
 
 
@@ -66,8 +81,11 @@ def table8(frame: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (ret, qs), g in frame.groupby(["retriever", "query_set"], sort=False):
         g = g.sort_values("beta")
-        row: dict[str, Any] = {"retriever": ret, "query set": QUERY_LABELS.get(qs, qs),
-                               "anchors": int(g["n_anchors"].max())}
+        row: dict[str, Any] = {
+            "retriever": ret,
+            "query set": QUERY_LABELS.get(qs, qs),
+            "anchors": int(g["n_anchors"].max()),
+        }
         for _, r in g.iterrows():
             row[f"β = {r['beta']:g}"] = f"{r['tpr']:.2f} / {r['fpr']:.2f}"
         best = g.loc[g["tpr"].idxmax()]
@@ -96,10 +114,12 @@ def read_detection(folder: str | Path) -> pd.DataFrame:
         if any(c.endswith("_tpr") for c in cells.columns):
             frames.append(cells)
     if not frames:
-        raise ConfigError(f"{folder}: no sweep with detectors there or in its subfolders "
-                          "(run `python -m engine sweep --preset "
-                          "universal-poisoning-table1 --retrievers minilm --variants 1 --limit 200 --detectors "
-                          "l2,mahalanobis --out results/detection-bioasq-minilm`)")
+        raise ConfigError(
+            f"{folder}: no sweep with detectors there or in its subfolders "
+            "(run `python -m engine sweep --preset "
+            "universal-poisoning-table1 --retrievers minilm --variants 1 --limit 200 --detectors "
+            "l2,mahalanobis --out results/detection-bioasq-minilm`)"
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -109,14 +129,20 @@ def detection_table(cells: pd.DataFrame, detector: str = "mahalanobis", k: int =
     the embedding reads), one column per target holding "TPR (ASR@k)"."""
     tpr, fpr, asr = f"{detector}_tpr", f"{detector}_fpr", f"asr@{k}"
     if tpr not in cells.columns:
-        raise ConfigError(f"these sweeps did not run the {detector!r} detector "
-                          f"(detectors run: {sorted(c[:-4] for c in cells.columns if c.endswith('_tpr'))})")
+        raise ConfigError(
+            f"these sweeps did not run the {detector!r} detector "
+            f"(detectors run: {sorted(c[:-4] for c in cells.columns if c.endswith('_tpr'))})"
+        )
     order = {q: i for i, q in enumerate(QUERY_LABELS)}
     rows = []
-    for (ret, qs), g in sorted(cells.groupby(["retriever", "query_set"]),
-                               key=lambda kv: (kv[0][0], order.get(kv[0][1], 99))):
-        row: dict[str, Any] = {"retriever": ret, "query set": QUERY_LABELS.get(qs, qs),
-                               "FPR": round(float(g[fpr].mean()), 3) if fpr in g else None}
+    for (ret, qs), g in sorted(
+        cells.groupby(["retriever", "query_set"]), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99))
+    ):
+        row: dict[str, Any] = {
+            "retriever": ret,
+            "query set": QUERY_LABELS.get(qs, qs),
+            "FPR": round(float(g[fpr].mean()), 3) if fpr in g else None,
+        }
         if "question_tokens" in g and g["question_tokens"].notna().any():
             row["question tokens (median)"] = round(float(g["question_tokens"].mean()))
         if "target_embedded" in g and g["target_embedded"].notna().any():
@@ -140,10 +166,12 @@ def read_tables34(path: str | Path) -> dict[str, dict[str, pd.DataFrame]]:
         if not isinstance(d, dict) or not isinstance(d.get("retrievers"), dict):
             continue
         target = (d.get("setup") or {}).get("target")
-        for ret, tables in d["retrievers"].items():     # one file per target: keep each apart
+        for ret, tables in d["retrievers"].items():  # one file per target: keep each apart
             out[f"{ret} · target {target}" if target else ret] = {name: pd.DataFrame(t) for name, t in tables.items()}
     if not out:
-        raise ConfigError(f"{path}: no Tables 3–4 saved there (run `python -m engine analyze --corpus bioasq "
-                          f"--queries mirage:medqa,mirage:mmlu --retrievers minilm "
-                          f"--save {p if p.suffix else p / 'tables34.json'}`)")
+        raise ConfigError(
+            f"{path}: no Tables 3–4 saved there (run `python -m engine analyze --corpus bioasq "
+            f"--queries mirage:medqa,mirage:mmlu --retrievers minilm "
+            f"--save {p if p.suffix else p / 'tables34.json'}`)"
+        )
     return out

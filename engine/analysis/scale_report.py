@@ -7,6 +7,7 @@ progress, or cut short by the end of a session), so a resumable experiment can b
 The interval is Wilson's 95% score interval of CRR as a proportion of the KB's chunks: the sampling noise of
 *which* chunks a trajectory reaches, not the spread over attacker seeds (that needs ``--repeats``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,7 @@ def read_runs(out_dir: str | Path) -> list[dict[str, Any]]:
     runs = []
     for d in sorted((out / "runs").glob("*")):
         finished = _finished(d)
-        if finished is not None:        # its summary holds the whole curve: no need for (uncommitted) events
+        if finished is not None:  # its summary holds the whole curve: no need for (uncommitted) events
             runs.append(finished)
             continue
         path = _events_path(d)
@@ -44,14 +45,32 @@ def read_runs(out_dir: str | Path) -> list[dict[str, Any]]:
         scored = [e for e in events if isinstance(e, LeakScored)]
         if started is None or not scored:
             continue
-        runs.append(_entry(d, dict(started.config), [int(e.metrics.get("recovered", 0)) for e in scored],
-                           int(scored[-1].metrics.get("kb_size", 0)), dict(scored[-1].metrics),
-                           _round_seconds(events), 0.0))
+        runs.append(
+            _entry(
+                d,
+                dict(started.config),
+                [int(e.metrics.get("recovered", 0)) for e in scored],
+                int(scored[-1].metrics.get("kb_size", 0)),
+                dict(scored[-1].metrics),
+                _round_seconds(events),
+                0.0,
+            )
+        )
     if not runs:
-        raise NoRunsError(f"no extraction runs with a finished round under {out}/runs: a long comparison writes "
-                           f"them there (python -m engine compare --preset ragfort-paper-scale --out {out})")
-    return sorted(runs, key=lambda x: (str(x["kb"]), str(x["attack"]), x["configuration"] != "none",
-                                       x["configuration"], x["seed"] or 0))
+        raise NoRunsError(
+            f"no extraction runs with a finished round under {out}/runs: a long comparison writes "
+            f"them there (python -m engine compare --preset ragfort-paper-scale --out {out})"
+        )
+    return sorted(
+        runs,
+        key=lambda x: (
+            str(x["kb"]),
+            str(x["attack"]),
+            x["configuration"] != "none",
+            x["configuration"],
+            x["seed"] or 0,
+        ),
+    )
 
 
 def _finished(d: Path) -> dict[str, Any] | None:
@@ -85,19 +104,37 @@ def _round_seconds(events: Sequence[Any]) -> list[float]:
     return [float(sum(e.timings.values())) for e in events if isinstance(e, RoundEnded)]
 
 
-def _entry(d: Path, cfg: dict[str, Any], recovered: list[int], kb_size: int, last: dict[str, Any],
-           round_seconds: list[float], total: float) -> dict[str, Any]:
+def _entry(
+    d: Path,
+    cfg: dict[str, Any],
+    recovered: list[int],
+    kb_size: int,
+    last: dict[str, Any],
+    round_seconds: list[float],
+    total: float,
+) -> dict[str, Any]:
     """One run of :func:`read_runs`, from its config, chunks recovered after each round, last metrics and the
     seconds its rounds took (all stages): each round's, else (``round_seconds`` empty) only their ``total``."""
-    return {"run_id": d.name, "kb": cfg.get("kb"), "attack": cfg.get("attack"),
-            "configuration": "+".join(cfg.get("defenses") or ()) or "none", "seed": cfg.get("seed"),
-            "budget": int(cfg.get("rounds") or 0), "rounds": len(recovered),
-            "finished": (d / "summary.json").is_file(), "kb_size": kb_size, "recovered": recovered, "last": last,
-            "seconds": float(sum(round_seconds) if round_seconds else total), "round_seconds": list(round_seconds)}
+    return {
+        "run_id": d.name,
+        "kb": cfg.get("kb"),
+        "attack": cfg.get("attack"),
+        "configuration": "+".join(cfg.get("defenses") or ()) or "none",
+        "seed": cfg.get("seed"),
+        "budget": int(cfg.get("rounds") or 0),
+        "rounds": len(recovered),
+        "finished": (d / "summary.json").is_file(),
+        "kb_size": kb_size,
+        "recovered": recovered,
+        "last": last,
+        "seconds": float(sum(round_seconds) if round_seconds else total),
+        "round_seconds": list(round_seconds),
+    }
 
 
-def report_rows(runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = (25, 50, 100, 150, 200)
-                ) -> list[dict[str, Any]]:
+def report_rows(
+    runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = (25, 50, 100, 150, 200)
+) -> list[dict[str, Any]]:
     """One row per run: CRR at each checkpoint some run reached (None where this one has not), CRR now with its
     Wilson 95% interval over the KB's chunks, the stage shares, exploration, PII and the median and mean seconds a
     round (all stages; other work on the machine counts too; the median None when only the total is known)."""
@@ -106,14 +143,27 @@ def report_rows(runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = (25
     for c in runs:
         n, k, m = c["kb_size"], c["recovered"][-1], c["last"]
         lo, hi = wilson(k, n)
-        rows.append({"kb": c["kb"], "attack": c["attack"], "configuration": c["configuration"], "seed": c["seed"],
-                     "rounds": f"{c['rounds']}/{c['budget']}" + ("" if c["finished"] else " (running)"),
-                     **{f"crr@{cp}": (c["recovered"][cp - 1] / n if c["rounds"] >= cp else None) for cp in cps},
-                     "crr": k / n, "recovered": k, "kb_size": n, "crr_low": lo, "crr_high": hi,
-                     "ee_retrieval": m.get("ee_retrieval", 0.0), "ee_generation": m.get("ee_generation", 0.0),
-                     "exploration": m.get("exploration", 0.0), "pii_leaked": int(m.get("pii_leaked", 0)),
-                     "seconds_per_round": c["seconds"] / c["rounds"] if c["rounds"] else 0.0,
-                     "seconds_median": statistics.median(c["round_seconds"]) if c["round_seconds"] else None})
+        rows.append(
+            {
+                "kb": c["kb"],
+                "attack": c["attack"],
+                "configuration": c["configuration"],
+                "seed": c["seed"],
+                "rounds": f"{c['rounds']}/{c['budget']}" + ("" if c["finished"] else " (running)"),
+                **{f"crr@{cp}": (c["recovered"][cp - 1] / n if c["rounds"] >= cp else None) for cp in cps},
+                "crr": k / n,
+                "recovered": k,
+                "kb_size": n,
+                "crr_low": lo,
+                "crr_high": hi,
+                "ee_retrieval": m.get("ee_retrieval", 0.0),
+                "ee_generation": m.get("ee_generation", 0.0),
+                "exploration": m.get("exploration", 0.0),
+                "pii_leaked": int(m.get("pii_leaked", 0)),
+                "seconds_per_round": c["seconds"] / c["rounds"] if c["rounds"] else 0.0,
+                "seconds_median": statistics.median(c["round_seconds"]) if c["round_seconds"] else None,
+            }
+        )
     return rows
 
 
@@ -127,16 +177,22 @@ def report_markdown(out_dir: str | Path, checkpoints: Sequence[int] = (25, 50, 1
         return f"(no runs under {Path(out_dir)}/runs yet)"
     rows = report_rows(runs, checkpoints)
     cps = [k[4:] for k in rows[0] if k.startswith("crr@")]
-    head = ("| KB | attack | configuration | seed | rounds | " + " | ".join(f"CRR @ {c}" for c in cps)
-            + " | CRR now (95% interval) | reached the context | reproduced of that | rounds finding a new chunk | PII "
-            "| s a round (median / mean) |")
+    head = (
+        "| KB | attack | configuration | seed | rounds | "
+        + " | ".join(f"CRR @ {c}" for c in cps)
+        + " | CRR now (95% interval) | reached the context | reproduced of that | rounds finding a new chunk | PII "
+        "| s a round (median / mean) |"
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         at = ["" if r[f"crr@{cp}"] is None else f"{r[f'crr@{cp}']:.4f}" for cp in cps]
-        lines.append(f"| {r['kb']} | {r['attack']} | {r['configuration']} | {r['seed']} | {r['rounds']} | "
-                     + " | ".join(at) + f" | {r['crr']:.4f} ({r['recovered']} of {r['kb_size']}; "
-                     f"{r['crr_low']:.4f}–{r['crr_high']:.4f}) | {r['ee_retrieval']:.4f} | {r['ee_generation']:.2f} | "
-                     f"{r['exploration']:.0%} | {r['pii_leaked']} | {_secs(r)} |")
+        lines.append(
+            f"| {r['kb']} | {r['attack']} | {r['configuration']} | {r['seed']} | {r['rounds']} | "
+            + " | ".join(at)
+            + f" | {r['crr']:.4f} ({r['recovered']} of {r['kb_size']}; "
+            f"{r['crr_low']:.4f}–{r['crr_high']:.4f}) | {r['ee_retrieval']:.4f} | {r['ee_generation']:.2f} | "
+            f"{r['exploration']:.0%} | {r['pii_leaked']} | {_secs(r)} |"
+        )
     return "\n".join(lines + same_round_lines(runs))
 
 
@@ -153,19 +209,29 @@ def same_round_lines(runs: Sequence[dict[str, Any]]) -> list[str]:
     for r in runs:
         if r["configuration"] == "none":
             continue
-        base = next((b for b in runs if b["configuration"] == "none" and (b["kb"], b["attack"], b["seed"])
-                     == (r["kb"], r["attack"], r["seed"])), None)
+        base = next(
+            (
+                b
+                for b in runs
+                if b["configuration"] == "none"
+                and (b["kb"], b["attack"], b["seed"]) == (r["kb"], r["attack"], r["seed"])
+            ),
+            None,
+        )
         if base is None:
             continue
         at = min(r["rounds"], base["rounds"])
         (k, n), (kb_, nb) = (r["recovered"][at - 1], r["kb_size"]), (base["recovered"][at - 1], base["kb_size"])
         lo, hi = wilson(k, n)
         blo, bhi = wilson(kb_, nb)
-        verdict = ("lower, intervals apart" if hi < blo else "higher, intervals apart" if lo > bhi
-                   else "intervals overlap")
-        out.append(f"\n{r['attack']} on {r['kb']} (seed {r['seed']}) at round {at}: {r['configuration']} CRR "
-                   f"{k / n:.4f} ({lo:.4f}–{hi:.4f}) vs none {kb_ / nb:.4f} ({blo:.4f}–{bhi:.4f}); "
-                   f"ratio {(k / n) / (kb_ / nb) if kb_ else float('nan'):.2f} — {verdict}")
+        verdict = (
+            "lower, intervals apart" if hi < blo else "higher, intervals apart" if lo > bhi else "intervals overlap"
+        )
+        out.append(
+            f"\n{r['attack']} on {r['kb']} (seed {r['seed']}) at round {at}: {r['configuration']} CRR "
+            f"{k / n:.4f} ({lo:.4f}–{hi:.4f}) vs none {kb_ / nb:.4f} ({blo:.4f}–{bhi:.4f}); "
+            f"ratio {(k / n) / (kb_ / nb) if kb_ else float('nan'):.2f} — {verdict}"
+        )
     return out
 
 

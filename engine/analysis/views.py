@@ -1,4 +1,5 @@
 """Per-run views the UI renders: the rounds table and a 2-D embedding map of one round."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
@@ -26,10 +27,14 @@ def rounds_table(events: Sequence[Event]) -> pd.DataFrame:
     for e in events:
         if isinstance(e, Retrieved):
             best = min(e.target_ranks) if e.target_ranks else None
-            row: dict[str, Any] = {"round": e.round + 1, "query_id": e.query_id, "query": texts.get(e.query_id, ""),
-                                   "poison_rank": best,
-                                   **{f"success@{k}": bool(best is not None and best <= k) for k in (1, 2, 5)},
-                                   "chroma_agreed": e.store_agreed}
+            row: dict[str, Any] = {
+                "round": e.round + 1,
+                "query_id": e.query_id,
+                "query": texts.get(e.query_id, ""),
+                "poison_rank": best,
+                **{f"success@{k}": bool(best is not None and best <= k) for k in (1, 2, 5)},
+                "chroma_agreed": e.store_agreed,
+            }
             for t in e.target_ids:
                 for det, f in flags.get(t, {}).items():
                     row[f"{det}_flagged"] = row.get(f"{det}_flagged", False) or f
@@ -61,14 +66,22 @@ def embedding_map(run: "PoisoningRun", round_index: int, n_background: int = 300
         points.append(("poison", t, run.store.embedding_of(t), run.store.text_of(t)))
     for j in pick:
         d = anchor_ids[int(j)]
-        points.append(("anchor sample", d, base.vectors[base.id_to_row[d]],
-                       base.corpus.documents[base.id_to_row[d]].text))
+        points.append(
+            ("anchor sample", d, base.vectors[base.id_to_row[d]], base.corpus.documents[base.id_to_row[d]].text)
+        )
     X = np.vstack([p[2] for p in points]).astype(np.float64)
     Xc = X - X.mean(axis=0)
     _, _, vt = np.linalg.svd(Xc, full_matrices=False)
     xy = Xc @ vt[:2].T
-    df = pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1], "kind": [p[0] for p in points],
-                       "doc_id": [p[1] for p in points], "text": [p[3][:200] for p in points]})
+    df = pd.DataFrame(
+        {
+            "x": xy[:, 0],
+            "y": xy[:, 1],
+            "kind": [p[0] for p in points],
+            "doc_id": [p[1] for p in points],
+            "text": [p[3][:200] for p in points],
+        }
+    )
     for e in run.events:
         if isinstance(e, DetectorScored):
             for d, f in zip(e.doc_ids, e.flagged):
@@ -97,8 +110,13 @@ def fit_detector(run: "PoisoningRun", name: str, params: dict | None = None, cac
     return det
 
 
-def detector_report(run: "PoisoningRun", name: str, params: dict | None = None, threshold: float | None = None,
-                    cache: dict | None = None) -> dict[str, Any]:
+def detector_report(
+    run: "PoisoningRun",
+    name: str,
+    params: dict | None = None,
+    threshold: float | None = None,
+    cache: dict | None = None,
+) -> dict[str, Any]:
     """Score the held-out clean documents and the poisons attacked so far with a detector (see
     :func:`fit_detector`) — without touching the run's events. ``threshold`` overrides the
     calibrated one (the UI slider)."""
@@ -114,6 +132,16 @@ def detector_report(run: "PoisoningRun", name: str, params: dict | None = None, 
     tpr = float(np.mean(sp > thr)) if len(sp) else float("nan")
     fpr = float(np.mean(sh > thr)) if len(sh) else float("nan")
     auroc = float(roc_auc_score([0] * len(sh) + [1] * len(sp), np.r_[sh, sp])) if len(sp) and len(sh) else float("nan")
-    return {"detector": name, "threshold": thr, "calibrated_threshold": det.calibration.threshold,
-            "threshold_in_sample": det.calibration.threshold_in_sample, "tpr": tpr, "fpr": fpr, "auroc": auroc,
-            "clean_scores": sh, "poison_scores": sp, "info": det.fitted_info, "n_anchors": len(anchors)}
+    return {
+        "detector": name,
+        "threshold": thr,
+        "calibrated_threshold": det.calibration.threshold,
+        "threshold_in_sample": det.calibration.threshold_in_sample,
+        "tpr": tpr,
+        "fpr": fpr,
+        "auroc": auroc,
+        "clean_scores": sh,
+        "poison_scores": sp,
+        "info": det.fitted_info,
+        "n_anchors": len(anchors),
+    }

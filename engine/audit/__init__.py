@@ -10,11 +10,23 @@ See :mod:`engine.audit.runner` (cells, resume, the folder), :mod:`engine.audit.f
 :mod:`engine.audit.report` (the report's schema), :mod:`engine.audit.gate` (``--fail-on``, ``--baseline``)
 and :mod:`engine.audit.journal` (planted documents and their cleanup).
 """
+
 from __future__ import annotations
 
 from .gate import GATE_FAILED, load_baseline, parse_fail_on, regressions
 from .journal import PlantJournal, cleanup, open_journals
 from .runner import Audit, AuditStopped, cells_of, run_audit
 
-__all__ = ["Audit", "AuditStopped", "GATE_FAILED", "PlantJournal", "cells_of", "cleanup", "load_baseline",
-           "open_journals", "parse_fail_on", "regressions", "run_audit"]
+__all__ = [
+    "Audit",
+    "AuditStopped",
+    "GATE_FAILED",
+    "PlantJournal",
+    "cells_of",
+    "cleanup",
+    "load_baseline",
+    "open_journals",
+    "parse_fail_on",
+    "regressions",
+    "run_audit",
+]

@@ -12,6 +12,7 @@ report of the same battery:
 
 Each regression is one line; the command exits with :data:`GATE_FAILED`.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,16 @@ from ..errors import ConfigError
 from .findings import SEVERITIES, metric_text, severity_rank
 
 GATE_FAILED = 3
-WORSE_WHEN_HIGHER = ("crr", "reproduced", "context_reproduction", "retrieved_coverage", "asr", "poison_retrieved",
-                     "asr_without_trigger", "semantic_leak")
+WORSE_WHEN_HIGHER = (
+    "crr",
+    "reproduced",
+    "context_reproduction",
+    "retrieved_coverage",
+    "asr",
+    "poison_retrieved",
+    "asr_without_trigger",
+    "semantic_leak",
+)
 COUNTS = ("pii_leaked", "pii_shapes", "verbatim_pairs")
 _COND = re.compile(r"^\s*([a-z_]+)\s*(>=|>)\s*([A-Za-z0-9.]+)\s*$")
 
@@ -43,8 +52,10 @@ def parse_fail_on(spec: Any) -> dict[str, Any]:
                 continue
             m = _COND.match(part)
             if not m:
-                raise ConfigError(f"--fail-on: cannot read {part.strip()!r}; write severity>=high or METRIC>VALUE, "
-                                  f"e.g. crr>0.02,pii_leaked>0")
+                raise ConfigError(
+                    f"--fail-on: cannot read {part.strip()!r}; write severity>=high or METRIC>VALUE, "
+                    f"e.g. crr>0.02,pii_leaked>0"
+                )
             items.append((m.group(1), m.group(2), m.group(3)))
     out: dict[str, Any] = {}
     for key, op, value in items:
@@ -56,8 +67,9 @@ def parse_fail_on(spec: Any) -> dict[str, Any]:
             out["severity"] = str(value)
             continue
         if key not in WORSE_WHEN_HIGHER + COUNTS:
-            raise ConfigError(f"--fail-on: unknown metric {key!r} (known: severity, "
-                              f"{', '.join(WORSE_WHEN_HIGHER + COUNTS)})")
+            raise ConfigError(
+                f"--fail-on: unknown metric {key!r} (known: severity, {', '.join(WORSE_WHEN_HIGHER + COUNTS)})"
+            )
         try:
             v = float(value)
         except (TypeError, ValueError):
@@ -85,8 +97,9 @@ def breaches(finding: Mapping[str, Any] | None, fail_on: Mapping[str, Any]) -> l
     return out
 
 
-def regressions(report: Mapping[str, Any], fail_on: Mapping[str, Any],
-                baseline: Mapping[str, Any] | None = None) -> list[str]:
+def regressions(
+    report: Mapping[str, Any], fail_on: Mapping[str, Any], baseline: Mapping[str, Any] | None = None
+) -> list[str]:
     """One line per regression of ``report`` (see the module docstring)."""
     base = {f["id"]: f for f in (baseline or {}).get("findings", [])}
     lines = []
@@ -101,8 +114,9 @@ def regressions(report: Mapping[str, Any], fail_on: Mapping[str, Any],
         for key in WORSE_WHEN_HIGHER:
             m, bm = (f.get("metrics") or {}).get(key), (b.get("metrics") or {}).get(key)
             if m and bm and m.get("ci") and bm.get("ci") and m["ci"][0] > bm["ci"][1]:
-                lines.append(f"{f['id']}: {key} {metric_text(m)} is above the baseline's {metric_text(bm)} "
-                             "(intervals apart)")
+                lines.append(
+                    f"{f['id']}: {key} {metric_text(m)} is above the baseline's {metric_text(bm)} (intervals apart)"
+                )
     return lines
 
 

@@ -9,6 +9,7 @@ and ``python -m engine audit cleanup`` removes it on its own (every journal with
 listed in the cache folder, so cleanup without a folder finds them all). The report states how many
 documents were planted, removed and verified gone.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -100,25 +101,35 @@ class PlantJournal:
             ids = [stored.get(i, i) for i in p.get("ids", [])]
             left = [i for i in ids if i not in removed]
             if left:
-                out.append({"cell": p.get("cell", ""), "target": p.get("target", {}), "in_copy": p.get("in_copy"),
-                            "ids": left})
+                out.append(
+                    {"cell": p.get("cell", ""), "target": p.get("target", {}), "in_copy": p.get("in_copy"), "ids": left}
+                )
         return out
 
     def totals(self) -> dict[str, int]:
         """How many documents were planned, removed, and confirmed gone (the report's cleanup line)."""
         planned = sum(len(e.get("ids", [])) for e in self.entries() if e.get("op") == "plan")
         rem = [e for e in self.entries() if e.get("op") == "removed"]
-        return {"planted": planned, "removed": sum(len(e.get("stored", [])) for e in rem),
-                "verified": sum(len(e.get("stored", [])) for e in rem if e.get("verified") is True),
-                "unverifiable": sum(len(e.get("stored", [])) for e in rem if e.get("verified") is None),
-                "outstanding": sum(len(o["ids"]) for o in self.outstanding())}
+        return {
+            "planted": planned,
+            "removed": sum(len(e.get("stored", [])) for e in rem),
+            "verified": sum(len(e.get("stored", [])) for e in rem if e.get("verified") is True),
+            "unverifiable": sum(len(e.get("stored", [])) for e in rem if e.get("verified") is None),
+            "outstanding": sum(len(o["ids"]) for o in self.outstanding()),
+        }
 
 
-def cleanup(journal: PlantJournal, *, secrets: Mapping[str, str] | None = None, data_dir: str | None = None,
-            progress: Progress | None = None) -> dict[str, Any]:
+def cleanup(
+    journal: PlantJournal,
+    *,
+    secrets: Mapping[str, str] | None = None,
+    data_dir: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
     """Remove every outstanding plant of ``journal`` (grouped by target) and check it is gone; returns
     ``{"removed", "verified", "unverifiable", "failed": [one line per target that could not be cleaned]}``."""
     from ..targets import make_target
+
     out: dict[str, Any] = {"removed": 0, "verified": 0, "unverifiable": 0, "failed": []}
     todo = journal.outstanding()
     for n, item in enumerate(todo):
@@ -139,8 +150,10 @@ def cleanup(journal: PlantJournal, *, secrets: Mapping[str, str] | None = None, 
             continue
         verified = None if left is None else not any(left)
         if verified is False:
-            out["failed"].append(f"{spec.get('kind', '?')} ({item['cell']}): {sum(left)} planted document(s) still "
-                                 f"there after removal: {', '.join(i for i, x in zip(item['ids'], left) if x)}")
+            out["failed"].append(
+                f"{spec.get('kind', '?')} ({item['cell']}): {sum(left)} planted document(s) still "
+                f"there after removal: {', '.join(i for i, x in zip(item['ids'], left) if x)}"
+            )
             continue
         journal.removed(item["cell"], item["ids"], verified)
         out["removed"] += len(item["ids"])

@@ -17,6 +17,7 @@ The trigger attack is asked questions with the trigger and as many without (the 
 the first). Rounds are events like every run's; a run stopped by a fault resumes after its last finished
 round, once the journal's outstanding plants are removed.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,21 @@ from typing import Any, Mapping, Optional
 from ..attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS, make_attack
 from ..attacks.poisoning.base import Poison
 from ..errors import ConfigError, EngineError
-from ..events import (AnswerScored, CleanupChecked, Event, Generated, PoisonInjected, QueryIssued, Retrieved,
-                      RoundEnded, RoundStarted, RunEnded, RunStarted, jsonable, read_events)
+from ..events import (
+    AnswerScored,
+    CleanupChecked,
+    Event,
+    Generated,
+    PoisonInjected,
+    QueryIssued,
+    Retrieved,
+    RoundEnded,
+    RoundStarted,
+    RunEnded,
+    RunStarted,
+    jsonable,
+    read_events,
+)
 from ..files import atomic_write
 from ..metrics.intervals import wilson
 from ..metrics.poisoning import answer_matches
@@ -49,18 +63,25 @@ class PlantingConfig(Params):
     attack: str = param("universal", help="Poisoning attack")
     attack_params: Optional[Mapping[str, Any]] = param(None, help="Attack parameters")
     questions: str = param("clinic_handbook", help="Questions the poisons are aimed at (a query-set spec)")
-    limit: int = param(4, min=1, max=10000, help="Questions attacked (the trigger attack: this many with the "
-                                                 "trigger and this many without)")
+    limit: int = param(
+        4,
+        min=1,
+        max=10000,
+        help="Questions attacked (the trigger attack: this many with the trigger and this many without)",
+    )
     poison_target: str = param("pii", choices=TARGET_KINDS, help="The information the poisons carry")
     seed: int = param(0, min=0, help="Seed of the attack")
     data_dir: str = param("", help="Benchmark data dir")
 
     def validate(self) -> None:
         from ..targets import TARGETS
+
         cls = POISONING_ATTACKS.get(self.attack)
         if cls.needs_index:
-            raise ConfigError(f"attack {self.attack!r} searches the clean index before crafting (an adaptive "
-                              "attacker): not available against an audit target")
+            raise ConfigError(
+                f"attack {self.attack!r} searches the clean index before crafting (an adaptive "
+                "attacker): not available against an audit target"
+            )
         TARGETS.get(self.target).Params.from_dict(self.target_params, where=f"target {self.target}")
 
     def attack_arguments(self) -> dict[str, Any]:
@@ -86,9 +107,18 @@ def _is_poison(source: Any, stored: set[str], poison_text: str) -> bool:
 class TargetPoisoningRun(EventRunner):
     """One poisoning attack against an audit target (see the module docstring)."""
 
-    def __init__(self, config: PlantingConfig, *, out_dir: str | Path | None = None, progress: Progress | None = None,
-                 run_id: str | None = None, secrets: Mapping[str, str] | None = None,
-                 journal: PlantJournal | None = None, cell: str = "", target: Any = None) -> None:
+    def __init__(
+        self,
+        config: PlantingConfig,
+        *,
+        out_dir: str | Path | None = None,
+        progress: Progress | None = None,
+        run_id: str | None = None,
+        secrets: Mapping[str, str] | None = None,
+        journal: PlantJournal | None = None,
+        cell: str = "",
+        target: Any = None,
+    ) -> None:
         super().__init__(out_dir=out_dir, progress=progress, run_id=run_id)
         self.config = config
         self._secrets = dict(secrets or {})
@@ -111,31 +141,44 @@ class TargetPoisoningRun(EventRunner):
     # ------------------------------------------------------------------ setup
     def _build(self) -> None:
         from ..targets import make_target
+
         c = self.config
         if self.target is None:
-            self.target = make_target(c.target, dict(c.target_params or {}), secrets=self._secrets,
-                                      data_dir=c.data_dir or None)
+            self.target = make_target(
+                c.target, dict(c.target_params or {}), secrets=self._secrets, data_dir=c.data_dir or None
+            )
         attack = make_attack(c.attack, c.attack_arguments(), seed=c.seed, data_dir=c.data_dir or None)
         pool = load_queries(c.questions, data_dir=c.data_dir or None)
         trigger = str(getattr(attack.params, "trigger", "") or "")
         if trigger:
-            hit = [q for q in pool if trigger.casefold() in q.text.casefold()][:c.limit]
-            miss = [q for q in pool if trigger.casefold() not in q.text.casefold()][:c.limit]
+            hit = [q for q in pool if trigger.casefold() in q.text.casefold()][: c.limit]
+            miss = [q for q in pool if trigger.casefold() not in q.text.casefold()][: c.limit]
             if not hit:
-                raise ConfigError(f"no question of {c.questions!r} contains the trigger {trigger!r}: choose a "
-                                  f"trigger the questions use (attack parameter trigger)")
-            self.queries = [Query(q.id, q.text, {**dict(q.metadata), "trigger": True}) for q in hit] + \
-                [Query(q.id, q.text, {**dict(q.metadata), "trigger": False}) for q in miss]
+                raise ConfigError(
+                    f"no question of {c.questions!r} contains the trigger {trigger!r}: choose a "
+                    f"trigger the questions use (attack parameter trigger)"
+                )
+            self.queries = [Query(q.id, q.text, {**dict(q.metadata), "trigger": True}) for q in hit] + [
+                Query(q.id, q.text, {**dict(q.metadata), "trigger": False}) for q in miss
+            ]
         else:
-            self.queries = pool[:c.limit]
+            self.queries = pool[: c.limit]
         crafted = attack.craft(self.queries)
         tag = self.run_id.replace("_", "-")[-8:]
-        self.poisons = [Poison(Document(f"audit-{tag}-{i:04d}", p.doc.text,
-                                        {**dict(p.doc.metadata), "audit": self.run_id}), p.query_id, p.target_kind,
-                               p.goal) for i, p in enumerate(crafted)]
+        self.poisons = [
+            Poison(
+                Document(f"audit-{tag}-{i:04d}", p.doc.text, {**dict(p.doc.metadata), "audit": self.run_id}),
+                p.query_id,
+                p.target_kind,
+                p.goal,
+            )
+            for i, p in enumerate(crafted)
+        ]
         if not self.target.can_write:
-            raise ConfigError(f"target {c.target!r} has no knowledge-base write surface: poisoning cannot be "
-                              "tested (give its ingest and delete endpoints, or ingest/remove callables)")
+            raise ConfigError(
+                f"target {c.target!r} has no knowledge-base write surface: poisoning cannot be "
+                "tested (give its ingest and delete endpoints, or ingest/remove callables)"
+            )
 
     def prepare(self) -> list[Event]:
         """Open the target and craft the poisons (a no-op once prepared); returns the new events."""
@@ -147,12 +190,20 @@ class TargetPoisoningRun(EventRunner):
         self.target.open(self._tick)
         self._open_sink()
         c = self.config
-        manifest = build_manifest(config=c.to_dict(), config_hash="", seed=c.seed,
-                                  corpus={"name": c.questions, "size": len(self.queries), "fingerprint": ""},
-                                  retriever={},
-                                  extra={"kind": "plant", "run_id": self.run_id, "target": self.target.describe(),
-                                         "attack": {"name": c.attack, "params": c.attack_arguments()},
-                                         "n_queries": len(self.queries)})
+        manifest = build_manifest(
+            config=c.to_dict(),
+            config_hash="",
+            seed=c.seed,
+            corpus={"name": c.questions, "size": len(self.queries), "fingerprint": ""},
+            retriever={},
+            extra={
+                "kind": "plant",
+                "run_id": self.run_id,
+                "target": self.target.describe(),
+                "attack": {"name": c.attack, "params": c.attack_arguments()},
+                "n_queries": len(self.queries),
+            },
+        )
         self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
         if self.out_dir:
             atomic_write(self.out_dir / "manifest.json", json.dumps(jsonable(manifest), indent=2, default=str))
@@ -192,8 +243,10 @@ class TargetPoisoningRun(EventRunner):
             self.journal.removed(self.cell, stored, verified)
         self._emit(CleanupChecked, round=r, doc_ids=tuple(stored), verified=verified)
         if verified is False:
-            raise EngineError(f"the target still holds planted document(s) {', '.join(stored)} after removing them; "
-                              f"remove them by hand (the plant journal lists them)")
+            raise EngineError(
+                f"the target still holds planted document(s) {', '.join(stored)} after removing them; "
+                f"remove them by hand (the plant journal lists them)"
+            )
         return verified
 
     def _play_round(self) -> None:
@@ -204,11 +257,12 @@ class TargetPoisoningRun(EventRunner):
         clean_answer = None
         stored: list[str] = []
         try:
-            if refusal_goal:     # a blocker counts only where the clean answer did not refuse already
+            if refusal_goal:  # a blocker counts only where the clean answer did not refuse already
                 clean_answer = self.target.query(q.text).answer
             stored = self._plant(poison)
-            self._emit(PoisonInjected, doc_ids=tuple(stored), query_ids=(q.id,), texts=(poison.doc.text,),
-                       mode="one-at-a-time")
+            self._emit(
+                PoisonInjected, doc_ids=tuple(stored), query_ids=(q.id,), texts=(poison.doc.text,), mode="one-at-a-time"
+            )
             self._emit(QueryIssued, round=r, query_id=q.id, text=q.text)
             try:
                 reply = self.target.query(q.text)
@@ -217,12 +271,17 @@ class TargetPoisoningRun(EventRunner):
         except EngineError as e:
             self._fail(str(e), r)
         hits = [_is_poison(s, set(stored), poison.doc.text) for s in reply.contexts]
-        self._emit(Retrieved, round=r, query_id=q.id, doc_ids=tuple(s.id or f"context-{i + 1}"
-                                                                    for i, s in enumerate(reply.contexts)),
-                   scores=tuple(float(s.score or 0.0) for s in reply.contexts),
-                   ranks=tuple(range(1, len(reply.contexts) + 1)), is_poison=tuple(hits),
-                   target_ids=tuple(stored), target_ranks=tuple(hits.index(True) + 1 if any(hits) else 0
-                                                                for _ in stored))
+        self._emit(
+            Retrieved,
+            round=r,
+            query_id=q.id,
+            doc_ids=tuple(s.id or f"context-{i + 1}" for i, s in enumerate(reply.contexts)),
+            scores=tuple(float(s.score or 0.0) for s in reply.contexts),
+            ranks=tuple(range(1, len(reply.contexts) + 1)),
+            is_poison=tuple(hits),
+            target_ids=tuple(stored),
+            target_ranks=tuple(hits.index(True) + 1 if any(hits) else 0 for _ in stored),
+        )
         matched = answer_matches(reply.answer, poison.goal)
         info = {"contexts_reported": reply.contexts_reported, "trigger": q.metadata.get("trigger")}
         carried = bool(matched)
@@ -230,21 +289,38 @@ class TargetPoisoningRun(EventRunner):
             clean_refused = bool(answer_matches(clean_answer, poison.goal))
             info.update(clean_answer=clean_answer, clean_refused=clean_refused)
             carried = carried and not clean_refused
-        self._emit(Generated, round=r, text=reply.answer, context_ids=tuple(s.id for s in reply.contexts),
-                   model=str(reply.info.get("model") or self.target.name), seconds=reply.seconds, info=info)
-        self._emit(AnswerScored, round=r, query_id=q.id, poison_in_context=any(hits), goal=tuple(poison.goal),
-                   matched=tuple(matched), carried=carried)
+        self._emit(
+            Generated,
+            round=r,
+            text=reply.answer,
+            context_ids=tuple(s.id for s in reply.contexts),
+            model=str(reply.info.get("model") or self.target.name),
+            seconds=reply.seconds,
+            info=info,
+        )
+        self._emit(
+            AnswerScored,
+            round=r,
+            query_id=q.id,
+            poison_in_context=any(hits),
+            goal=tuple(poison.goal),
+            matched=tuple(matched),
+            carried=carried,
+        )
         self._emit(RoundEnded, round=r, query_id=q.id, timings={"target": reply.seconds})
         self._round = r
         self._tick("planting", r, len(self.queries))
 
     def _fail(self, message: str, r: int) -> None:
         from ..runs.extraction import RunInterrupted
+
         message = scrub(message)
-        self._emit(RunEnded, status="failed", summary={"error": message, "rounds_done": self._round,
-                                                       "failed_round": r})
-        raise RunInterrupted(f"{self.cell} stopped in round {r} ({message}); {self._round} finished round(s) kept",
-                             self.out_dir, self._round)
+        self._emit(RunEnded, status="failed", summary={"error": message, "rounds_done": self._round, "failed_round": r})
+        raise RunInterrupted(
+            f"{self.cell} stopped in round {r} ({message}); {self._round} finished round(s) kept",
+            self.out_dir,
+            self._round,
+        )
 
     def run(self) -> list[Event]:
         """Attack every question, then end the run."""
@@ -265,11 +341,19 @@ class TargetPoisoningRun(EventRunner):
 
     # ------------------------------------------------------------------ resume
     @classmethod
-    def resume(cls, run_dir: str | Path, *, progress: Progress | None = None, secrets: Mapping[str, str] | None = None,
-               journal: PlantJournal | None = None, cell: str = "") -> "TargetPoisoningRun":
+    def resume(
+        cls,
+        run_dir: str | Path,
+        *,
+        progress: Progress | None = None,
+        secrets: Mapping[str, str] | None = None,
+        journal: PlantJournal | None = None,
+        cell: str = "",
+    ) -> "TargetPoisoningRun":
         """Reopen a run folder and continue after its last finished round (the journal's outstanding plants
         must have been removed first: :func:`engine.audit.journal.cleanup`)."""
         from ..folder_lock import run_lock
+
         run_dir = Path(run_dir)
         path = run_dir / "events.jsonl"
         if not path.is_file():
@@ -283,16 +367,32 @@ class TargetPoisoningRun(EventRunner):
             raise
 
     @classmethod
-    def _resume(cls, run_dir: Path, path: Path, lock: Any, *, progress: Progress | None,
-                secrets: Mapping[str, str] | None, journal: PlantJournal | None, cell: str) -> "TargetPoisoningRun":
+    def _resume(
+        cls,
+        run_dir: Path,
+        path: Path,
+        lock: Any,
+        *,
+        progress: Progress | None,
+        secrets: Mapping[str, str] | None,
+        journal: PlantJournal | None,
+        cell: str,
+    ) -> "TargetPoisoningRun":
         events, dropped = read_events(path)
         started = next((e for e in events if isinstance(e, RunStarted)), None)
         if started is None or (started.manifest or {}).get("kind") != "plant":
             raise ConfigError(f"{run_dir} holds no poisoning-against-a-target run")
         cfg = PlantingConfig.from_dict(dict(started.config), where=str(run_dir))
         kept, last, prev = finished_rounds(events)
-        run = cls(cfg, out_dir=run_dir.parent, progress=progress, run_id=started.run_id, secrets=secrets,
-                  journal=journal, cell=cell)
+        run = cls(
+            cfg,
+            out_dir=run_dir.parent,
+            progress=progress,
+            run_id=started.run_id,
+            secrets=secrets,
+            journal=journal,
+            cell=cell,
+        )
         run._lock = lock
         run._build()
         run.target.open(progress)
@@ -311,25 +411,39 @@ def summarize_planting(events: list[Event]) -> dict[str, Any]:
 
     def rate(rows: list[AnswerScored]) -> dict[str, Any]:
         wins = sum(e.carried for e in rows)
-        return {"rate": wins / len(rows) if rows else None, "ci": wilson(wins, len(rows)) if rows else None,
-                "successes": wins, "n": len(rows)}
+        return {
+            "rate": wins / len(rows) if rows else None,
+            "ci": wilson(wins, len(rows)) if rows else None,
+            "successes": wins,
+            "n": len(rows),
+        }
 
     refusal = [e for e in scored if e.round in gens and "clean_refused" in gens[e.round].info]
     eligible = [e for e in refusal if not gens[e.round].info.get("clean_refused")] if refusal else scored
     asr = rate(eligible)
     out: dict[str, Any] = {
-        "attack": cfg.get("attack"), "target": cfg.get("target"), "questions": cfg.get("questions"),
-        "rounds": len(scored), "asr_generation": asr["rate"], "asr_generation_ci": asr["ci"],
-        "successes": asr["successes"], "answered": asr["n"], "contexts_reported": reported,
+        "attack": cfg.get("attack"),
+        "target": cfg.get("target"),
+        "questions": cfg.get("questions"),
+        "rounds": len(scored),
+        "asr_generation": asr["rate"],
+        "asr_generation_ci": asr["ci"],
+        "successes": asr["successes"],
+        "answered": asr["n"],
+        "contexts_reported": reported,
         "poison_in_context": sum(e.poison_in_context for e in scored),
-        "poison_retrieved_rate": (sum(e.poison_in_context for e in scored) / len(scored)) if scored and reported
+        "poison_retrieved_rate": (sum(e.poison_in_context for e in scored) / len(scored))
+        if scored and reported
         else None,
-        "poison_retrieved_ci": wilson(sum(e.poison_in_context for e in scored), len(scored)) if scored and reported
+        "poison_retrieved_ci": wilson(sum(e.poison_in_context for e in scored), len(scored))
+        if scored and reported
         else None,
-        "cleanup": {"planted": sum(len(e.doc_ids) for e in checks),
-                    "verified": sum(len(e.doc_ids) for e in checks if e.verified is True),
-                    "unverifiable": sum(len(e.doc_ids) for e in checks if e.verified is None),
-                    "still_there": sum(len(e.doc_ids) for e in checks if e.verified is False)},
+        "cleanup": {
+            "planted": sum(len(e.doc_ids) for e in checks),
+            "verified": sum(len(e.doc_ids) for e in checks if e.verified is True),
+            "unverifiable": sum(len(e.doc_ids) for e in checks if e.verified is None),
+            "still_there": sum(len(e.doc_ids) for e in checks if e.verified is False),
+        },
     }
     if refusal:
         out["clean_refusals"] = sum(bool(gens[e.round].info.get("clean_refused")) for e in refusal)
@@ -359,9 +473,17 @@ def planting_evidence(events: list[Event], limit: int = 5) -> list[dict[str, Any
             answer = gens[e.round].text
             low = answer.lower()
             spans = [[low.find(m.lower()), low.find(m.lower()) + len(m)] for m in e.matched if m and m.lower() in low]
-            out.append({"round": e.round, "query": queries.get(e.round, ""), "answer": answer,
-                        "source_id": "planted document", "why": "the answer repeats: " + ", ".join(e.matched),
-                        "source_text": poisons.get(e.round, "")[:1200], "spans": [], "answer_spans": spans,
-                        "clean_answer": gens[e.round].info.get("clean_answer")})
+            out.append(
+                {
+                    "round": e.round,
+                    "query": queries.get(e.round, ""),
+                    "answer": answer,
+                    "source_id": "planted document",
+                    "why": "the answer repeats: " + ", ".join(e.matched),
+                    "source_text": poisons.get(e.round, "")[:1200],
+                    "spans": [],
+                    "answer_spans": spans,
+                    "clean_answer": gens[e.round].info.get("clean_answer"),
+                }
+            )
     return out
-

@@ -20,6 +20,7 @@
 The HTML holds the same, with the figures inline (Plotly's script embedded once) and every piece of text
 that came from the target or the knowledge base escaped — it is attacker-controlled.
 """
+
 from __future__ import annotations
 
 import html
@@ -40,18 +41,21 @@ HEADLINE = ("crr", "context_reproduction", "asr", "reproduced", "refusal_rate")
 
 def _target_info(cfg: Mapping[str, Any]) -> dict[str, Any]:
     from ..targets import make_target
+
     try:
         endpoint = make_target(cfg.get("target", "pipeline"), dict(cfg.get("target_params") or {})).endpoint()
-    except Exception:       # an invalid or renamed target must not stop a report from being written
+    except Exception:  # an invalid or renamed target must not stop a report from being written
         endpoint = ""
     return {"kind": cfg.get("target", "pipeline"), "endpoint": endpoint, "params": cfg.get("target_params") or {}}
 
 
-def build_report(state: Mapping[str, Any], *, journal: PlantJournal | None = None,
-                 command: Callable[[str], str] | None = None) -> dict[str, Any]:
+def build_report(
+    state: Mapping[str, Any], *, journal: PlantJournal | None = None, command: Callable[[str], str] | None = None
+) -> dict[str, Any]:
     """The report of an audit's current state (see the module docstring)."""
     from .runner import cells_of
     from ..config import AuditConfig
+
     cfg = dict(state.get("config") or {})
     order = [c["id"] for c in cells_of(AuditConfig.from_dict(cfg))] if cfg else list(state.get("cells", {}))
     recs = [state["cells"][i] for i in order if i in state.get("cells", {})]
@@ -63,19 +67,30 @@ def build_report(state: Mapping[str, Any], *, journal: PlantJournal | None = Non
     status = "complete" if all(r.get("status") in ("done", "skipped") for r in recs) else "incomplete"
     fail_on = parse_fail_on(cfg.get("fail_on"))
     report = {
-        "schema": SCHEMA, "version": VERSION, "generated": state.get("updated") or state.get("created"),
-        "engine_commit": git_commit(), "status": status, "target": _target_info(cfg),
-        "reference": refs[0] if refs else {"name": "", "chunks": 0}, "battery": cfg,
-        "cells": [{k: r.get(k) for k in ("id", "family", "attack", "status", "seconds", "run_dir", "error", "reason")
-                   if r.get(k) is not None} for r in recs],
+        "schema": SCHEMA,
+        "version": VERSION,
+        "generated": state.get("updated") or state.get("created"),
+        "engine_commit": git_commit(),
+        "status": status,
+        "target": _target_info(cfg),
+        "reference": refs[0] if refs else {"name": "", "chunks": 0},
+        "battery": cfg,
+        "cells": [
+            {
+                k: r.get(k)
+                for k in ("id", "family", "attack", "status", "seconds", "run_dir", "error", "reason")
+                if r.get(k) is not None
+            }
+            for r in recs
+        ],
         "findings": findings,
-        "severity_counts": {s: sum(f["severity"] == s for f in findings if f["status"] == "done")
-                            for s in reversed(SEVERITIES)},
+        "severity_counts": {
+            s: sum(f["severity"] == s for f in findings if f["status"] == "done") for s in reversed(SEVERITIES)
+        },
         "cleanup": {**totals, "earlier_runs": list(state.get("cleanups") or [])},
         "taxonomy_sources": sources(),
     }
-    report["gate"] = {"fail_on": fail_on, "baseline": None, "regressions": regressions(report, fail_on),
-                      "passed": None}
+    report["gate"] = {"fail_on": fail_on, "baseline": None, "regressions": regressions(report, fail_on), "passed": None}
     report["gate"]["passed"] = not report["gate"]["regressions"] if fail_on else None
     return report
 
@@ -97,7 +112,7 @@ def _marked(text: str, spans: list) -> str:
 
 
 def _badge(sev: str) -> str:
-    return (f"<span class='sev' style='background:{COLOURS.get(sev, '#6b7280')}'>{_e(sev)}</span>")
+    return f"<span class='sev' style='background:{COLOURS.get(sev, '#6b7280')}'>{_e(sev)}</span>"
 
 
 def _headline(f: Mapping[str, Any]) -> str:
@@ -109,76 +124,115 @@ def _headline(f: Mapping[str, Any]) -> str:
 
 
 def _tag_links(f: Mapping[str, Any]) -> str:
-    owasp = ", ".join(f"<a href='https://genai.owasp.org/llm-top-10/'>{_e(t['id'])}</a> {_e(t['name'])}"
-                      for t in f.get("owasp") or [])
-    atlas = ", ".join(f"<a href='https://atlas.mitre.org/techniques/{_e(t['id'])}'>"
-                      f"{_e(t['id'])}</a> {_e(t['name'])}" for t in f.get("atlas") or [])
-    return (f"<p class='tags'><b>OWASP LLM Top 10 2025:</b> {owasp or '—'}<br><b>MITRE ATLAS:</b> "
-            f"{atlas or '—'}</p>")
+    owasp = ", ".join(
+        f"<a href='https://genai.owasp.org/llm-top-10/'>{_e(t['id'])}</a> {_e(t['name'])}" for t in f.get("owasp") or []
+    )
+    atlas = ", ".join(
+        f"<a href='https://atlas.mitre.org/techniques/{_e(t['id'])}'>{_e(t['id'])}</a> {_e(t['name'])}"
+        for t in f.get("atlas") or []
+    )
+    return f"<p class='tags'><b>OWASP LLM Top 10 2025:</b> {owasp or '—'}<br><b>MITRE ATLAS:</b> {atlas or '—'}</p>"
 
 
 def _figure(report: Mapping[str, Any]) -> str:
     import plotly.graph_objects as go
+
     rows = []
     for f in report["findings"]:
-        keys = ("crr", "reproduced", "asr", "poison_retrieved") if "reproduced" in (f.get("metrics") or {}) else \
-            ("context_reproduction", "asr", "poison_retrieved")
+        keys = (
+            ("crr", "reproduced", "asr", "poison_retrieved")
+            if "reproduced" in (f.get("metrics") or {})
+            else ("context_reproduction", "asr", "poison_retrieved")
+        )
         for k in keys:
             m = (f.get("metrics") or {}).get(k)
             if f["status"] == "done" and m and m.get("value") is not None and m.get("ci"):
                 rows.append((f"{f['id']} · {k}", m["value"], m["ci"], f["severity"]))
     if not rows:
         return ""
-    fig = go.Figure(go.Bar(
-        x=[r[1] for r in rows], y=[r[0] for r in rows], orientation="h",
-        marker_color=[COLOURS[r[3]] for r in rows],
-        error_x={"type": "data", "symmetric": False, "array": [r[2][1] - r[1] for r in rows],
-                 "arrayminus": [r[1] - r[2][0] for r in rows]},
-        hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
-    fig.update_layout(height=120 + 28 * len(rows), margin={"l": 10, "r": 10, "t": 10, "b": 40},
-                      xaxis={"title": "rate (95% Wilson interval)", "range": [0, 1]}, yaxis={"autorange": "reversed"})
+    fig = go.Figure(
+        go.Bar(
+            x=[r[1] for r in rows],
+            y=[r[0] for r in rows],
+            orientation="h",
+            marker_color=[COLOURS[r[3]] for r in rows],
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [r[2][1] - r[1] for r in rows],
+                "arrayminus": [r[1] - r[2][0] for r in rows],
+            },
+            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=120 + 28 * len(rows),
+        margin={"l": 10, "r": 10, "t": 10, "b": 40},
+        xaxis={"title": "rate (95% Wilson interval)", "range": [0, 1]},
+        yaxis={"autorange": "reversed"},
+    )
     return fig.to_html(full_html=False, include_plotlyjs="inline", config={"displaylogo": False})
 
 
 def _finding_html(f: Mapping[str, Any]) -> str:
-    parts = [f"<section class='finding' id='{_e(f['id'])}'><h3>{_badge(f['severity'])} {_e(f['title'])} "
-             f"<code>{_e(f['id'])}</code></h3>",
-             f"<p><b>Why this severity:</b> {_e(f['severity_rationale'])}</p>"]
+    parts = [
+        f"<section class='finding' id='{_e(f['id'])}'><h3>{_badge(f['severity'])} {_e(f['title'])} "
+        f"<code>{_e(f['id'])}</code></h3>",
+        f"<p><b>Why this severity:</b> {_e(f['severity_rationale'])}</p>",
+    ]
     if f.get("metrics"):
-        parts.append("<table><tr><th>metric</th><th>value [95% interval] (k/n)</th><th>meaning</th></tr>" +
-                     "".join(f"<tr><td><code>{_e(k)}</code></td><td>{_e(metric_text(m))}</td>"
-                             f"<td>{_e(m.get('label', ''))}</td></tr>" for k, m in f["metrics"].items()) + "</table>")
+        parts.append(
+            "<table><tr><th>metric</th><th>value [95% interval] (k/n)</th><th>meaning</th></tr>"
+            + "".join(
+                f"<tr><td><code>{_e(k)}</code></td><td>{_e(metric_text(m))}</td><td>{_e(m.get('label', ''))}</td></tr>"
+                for k, m in f["metrics"].items()
+            )
+            + "</table>"
+        )
     if f.get("not_computed"):
-        parts.append("<p class='measured'><b>Not computed:</b> " + "; ".join(
-            f"<code>{_e(k)}</code> ({_e(v)})" for k, v in f["not_computed"].items()) + "</p>")
+        parts.append(
+            "<p class='measured'><b>Not computed:</b> "
+            + "; ".join(f"<code>{_e(k)}</code> ({_e(v)})" for k, v in f["not_computed"].items())
+            + "</p>"
+        )
     if f.get("owasp") or f.get("atlas"):
         parts.append(_tag_links(f))
     for ev in f.get("evidence") or []:
-        answer = str(ev.get("answer", ""))[:1500]          # answer_spans are measured on this same prefix
+        answer = str(ev.get("answer", ""))[:1500]  # answer_spans are measured on this same prefix
         ans = _marked(answer, ev.get("answer_spans") or [])
-        parts.append(f"<div class='evidence'><p class='why'>Round {_e(ev.get('round'))}: {_e(ev.get('why', ''))}</p>"
-                     f"<div class='pair'><div><h4>Query → answer</h4><pre class='q'>{_e(ev.get('query', ''))}</pre>"
-                     f"<pre>{ans}</pre></div>"
-                     f"<div><h4>Source {_e(ev.get('source_id', ''))}</h4>"
-                     f"<pre>{_marked(str(ev.get('source_text', '')), ev.get('spans') or [])}</pre></div></div></div>")
+        parts.append(
+            f"<div class='evidence'><p class='why'>Round {_e(ev.get('round'))}: {_e(ev.get('why', ''))}</p>"
+            f"<div class='pair'><div><h4>Query → answer</h4><pre class='q'>{_e(ev.get('query', ''))}</pre>"
+            f"<pre>{ans}</pre></div>"
+            f"<div><h4>Source {_e(ev.get('source_id', ''))}</h4>"
+            f"<pre>{_marked(str(ev.get('source_text', '')), ev.get('spans') or [])}</pre></div></div></div>"
+        )
     if f.get("recommendations"):
-        parts.append("<h4>Defenses to try (this playground)</h4><ul>" + "".join(
-            f"<li><b>{_e(r['defense'])}</b> — {_e(r['what'])}<br><span class='measured'>Measured here: "
-            f"{_e(r['measured'])}</span></li>" for r in f["recommendations"]) + "</ul>")
+        parts.append(
+            "<h4>Defenses to try (this playground)</h4><ul>"
+            + "".join(
+                f"<li><b>{_e(r['defense'])}</b> — {_e(r['what'])}<br><span class='measured'>Measured here: "
+                f"{_e(r['measured'])}</span></li>"
+                for r in f["recommendations"]
+            )
+            + "</ul>"
+        )
     if f.get("reproduce"):
         parts.append(f"<p><b>Reproduce:</b></p><pre class='cmd'>{_e(f['reproduce'])}</pre>")
     parts.append("</section>")
     return "\n".join(parts)
 
 
-CSS = ("body{font-family:system-ui,sans-serif;max-width:1180px;margin:2em auto;padding:0 1em;color:#111}"
-       "table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 7px;"
-       "vertical-align:top;text-align:left}.sev{color:#fff;border-radius:4px;padding:1px 8px;font-size:12px;"
-       "text-transform:uppercase;letter-spacing:.04em}pre{white-space:pre-wrap;word-break:break-word;background:"
-       "#f6f6f6;padding:6px;border-radius:4px;font-size:12px;max-height:340px;overflow:auto}mark{background:#fde68a}"
-       ".pair{display:grid;grid-template-columns:1fr 1fr;gap:12px}.finding{border-top:1px solid #ddd;margin-top:1.4em}"
-       ".q{background:#eef2ff}.measured{color:#374151;font-size:13px}.tags{font-size:13px}.gate-fail{color:#b91c1c}"
-       ".gate-pass{color:#15803d}.cmd{background:#111;color:#eee}")
+CSS = (
+    "body{font-family:system-ui,sans-serif;max-width:1180px;margin:2em auto;padding:0 1em;color:#111}"
+    "table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 7px;"
+    "vertical-align:top;text-align:left}.sev{color:#fff;border-radius:4px;padding:1px 8px;font-size:12px;"
+    "text-transform:uppercase;letter-spacing:.04em}pre{white-space:pre-wrap;word-break:break-word;background:"
+    "#f6f6f6;padding:6px;border-radius:4px;font-size:12px;max-height:340px;overflow:auto}mark{background:#fde68a}"
+    ".pair{display:grid;grid-template-columns:1fr 1fr;gap:12px}.finding{border-top:1px solid #ddd;margin-top:1.4em}"
+    ".q{background:#eef2ff}.measured{color:#374151;font-size:13px}.tags{font-size:13px}.gate-fail{color:#b91c1c}"
+    ".gate-pass{color:#15803d}.cmd{background:#111;color:#eee}"
+)
 
 
 def report_html(report: Mapping[str, Any]) -> str:
@@ -189,8 +243,11 @@ def report_html(report: Mapping[str, Any]) -> str:
     if gate.get("passed") is True:
         gate_line = "<p class='gate-pass'><b>Gate passed</b> (" + _e(json.dumps(gate.get("fail_on"))) + ")</p>"
     elif gate.get("passed") is False:
-        gate_line = ("<p class='gate-fail'><b>Gate failed:</b></p><ul>" +
-                     "".join(f"<li>{_e(line)}</li>" for line in gate.get("regressions") or []) + "</ul>")
+        gate_line = (
+            "<p class='gate-fail'><b>Gate failed:</b></p><ul>"
+            + "".join(f"<li>{_e(line)}</li>" for line in gate.get("regressions") or [])
+            + "</ul>"
+        )
     else:
         gate_line = "<p>No gate set (--fail-on / --baseline).</p>"
     ref = report.get("reference") or {}
@@ -199,31 +256,37 @@ def report_html(report: Mapping[str, Any]) -> str:
         f"<td><a href='#{_e(f['id'])}'>{_e(f['id'])}</a></td><td>{_e(f['title'])}</td><td>{_headline(f)}</td>"
         f"<td>{_e(', '.join(x['id'] for x in f.get('owasp') or []))}</td>"
         f"<td>{_e(', '.join(x['id'] for x in f.get('atlas') or []))}</td></tr>"
-        for f in sorted(report["findings"], key=lambda f: (-severity_rank(f["severity"]) if f["status"] == "done"
-                                                           else 1)))
-    cells = "".join(f"<tr><td>{_e(c['id'])}</td><td>{_e(c['status'])}</td><td>{_e(c.get('seconds', ''))}</td>"
-                    f"<td>{_e(c.get('error') or c.get('reason') or '')}</td></tr>" for c in report["cells"])
+        for f in sorted(report["findings"], key=lambda f: -severity_rank(f["severity"]) if f["status"] == "done" else 1)
+    )
+    cells = "".join(
+        f"<tr><td>{_e(c['id'])}</td><td>{_e(c['status'])}</td><td>{_e(c.get('seconds', ''))}</td>"
+        f"<td>{_e(c.get('error') or c.get('reason') or '')}</td></tr>"
+        for c in report["cells"]
+    )
     c = report.get("cleanup") or {}
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>RAG audit — {_e(t['endpoint'] or t['kind'])}"
-             f"</title><style>{CSS}</style></head><body>",
-             f"<h1>RAG audit report</h1><p><b>Target:</b> {_e(t['kind'])} — <code>{_e(t['endpoint'])}</code><br>"
-             f"<b>Reference knowledge base:</b> {_e(ref.get('name') or 'unknown')} "
-             f"({_e(ref.get('chunks', 0))} chunks)<br><b>Status:</b> {_e(report['status'])} · generated "
-             f"{_e(report.get('generated'))} · engine {_e(str(report.get('engine_commit', ''))[:10])}</p>",
-             f"<p>{counts or 'no finished cell yet'}</p>", gate_line,
-             "<h2>Findings</h2><table><tr><th>severity</th><th>cell</th><th>finding</th><th>headline</th>"
-             f"<th>OWASP</th><th>ATLAS</th></tr>{rows}</table>",
-             _figure(report),
-             "<p class='measured'>Rates carry 95% Wilson intervals. A budget this small can show a leak, not the "
-             "absence of one: <i>low</i> means not seen at this budget.</p>",
-             "<h2>Details</h2>", *[_finding_html(f) for f in report["findings"]],
-             "<h2>Cells</h2><table><tr><th>cell</th><th>status</th><th>seconds</th><th>note</th></tr>"
-             f"{cells}</table>",
-             f"<h2>Cleanup</h2><p>Planted {_e(c.get('planted', 0))}, removed {_e(c.get('removed', 0))}, verified "
-             f"gone {_e(c.get('verified', 0))}, unverifiable {_e(c.get('unverifiable', 0))}, outstanding "
-             f"{_e(c.get('outstanding', 0))}.</p>",
-             "<h2>Configuration</h2>",
-             f"<pre>{_e(json.dumps(report['battery'], indent=2, default=str))}</pre>",
-             f"<p class='measured'>Taxonomies: {_e(report['taxonomy_sources']['owasp'])}; "
-             f"{_e(report['taxonomy_sources']['atlas'])}.</p></body></html>"]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>RAG audit — {_e(t['endpoint'] or t['kind'])}"
+        f"</title><style>{CSS}</style></head><body>",
+        f"<h1>RAG audit report</h1><p><b>Target:</b> {_e(t['kind'])} — <code>{_e(t['endpoint'])}</code><br>"
+        f"<b>Reference knowledge base:</b> {_e(ref.get('name') or 'unknown')} "
+        f"({_e(ref.get('chunks', 0))} chunks)<br><b>Status:</b> {_e(report['status'])} · generated "
+        f"{_e(report.get('generated'))} · engine {_e(str(report.get('engine_commit', ''))[:10])}</p>",
+        f"<p>{counts or 'no finished cell yet'}</p>",
+        gate_line,
+        "<h2>Findings</h2><table><tr><th>severity</th><th>cell</th><th>finding</th><th>headline</th>"
+        f"<th>OWASP</th><th>ATLAS</th></tr>{rows}</table>",
+        _figure(report),
+        "<p class='measured'>Rates carry 95% Wilson intervals. A budget this small can show a leak, not the "
+        "absence of one: <i>low</i> means not seen at this budget.</p>",
+        "<h2>Details</h2>",
+        *[_finding_html(f) for f in report["findings"]],
+        f"<h2>Cells</h2><table><tr><th>cell</th><th>status</th><th>seconds</th><th>note</th></tr>{cells}</table>",
+        f"<h2>Cleanup</h2><p>Planted {_e(c.get('planted', 0))}, removed {_e(c.get('removed', 0))}, verified "
+        f"gone {_e(c.get('verified', 0))}, unverifiable {_e(c.get('unverifiable', 0))}, outstanding "
+        f"{_e(c.get('outstanding', 0))}.</p>",
+        "<h2>Configuration</h2>",
+        f"<pre>{_e(json.dumps(report['battery'], indent=2, default=str))}</pre>",
+        f"<p class='measured'>Taxonomies: {_e(report['taxonomy_sources']['owasp'])}; "
+        f"{_e(report['taxonomy_sources']['atlas'])}.</p></body></html>",
+    ]
     return "\n".join(p for p in parts if p)

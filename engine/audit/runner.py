@@ -16,6 +16,7 @@ last finished round, and the plants a crash left behind are removed first. A fol
 different configuration is refused, never overwritten. A target fault (unreachable, refused, over budget)
 stops the audit after writing what it has; the same command resumes it.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,9 +38,23 @@ from .journal import PlantJournal, cleanup, describe_outstanding
 
 STATE = "audit.json"
 PRESET = "audit.yaml"
-MEASURED_KEYS = ("target", "target_params", "kb", "extraction_attacks", "rounds", "attack_params", "attacker_llm",
-                 "poisoning_attacks", "questions", "poison_questions", "poison_target", "retriever", "chunk_size",
-                 "chunk_overlap", "seed")
+MEASURED_KEYS = (
+    "target",
+    "target_params",
+    "kb",
+    "extraction_attacks",
+    "rounds",
+    "attack_params",
+    "attacker_llm",
+    "poisoning_attacks",
+    "questions",
+    "poison_questions",
+    "poison_target",
+    "retriever",
+    "chunk_size",
+    "chunk_overlap",
+    "seed",
+)
 
 
 class AuditStopped(EngineError):
@@ -48,8 +63,9 @@ class AuditStopped(EngineError):
 
 def cells_of(cfg: AuditConfig) -> list[dict[str, str]]:
     """The battery's cells in run order: ``{"id", "family", "attack"}``."""
-    return ([{"id": f"extraction:{a}", "family": "extraction", "attack": a} for a in cfg.extraction_attacks] +
-            [{"id": f"poisoning:{a}", "family": "poisoning", "attack": a} for a in cfg.poisoning_attacks])
+    return [{"id": f"extraction:{a}", "family": "extraction", "attack": a} for a in cfg.extraction_attacks] + [
+        {"id": f"poisoning:{a}", "family": "poisoning", "attack": a} for a in cfg.poisoning_attacks
+    ]
 
 
 def _slug(cell_id: str) -> str:
@@ -63,6 +79,7 @@ def _measured(cfg: Mapping[str, Any]) -> str:
 def reference_spec(cfg: AuditConfig) -> str:
     """The ``kb`` an extraction cell gets: a name/path, ``target`` (the target's own store) or '' (none)."""
     from ..targets import TARGETS
+
     if cfg.kb == "none":
         return ""
     if cfg.kb:
@@ -75,36 +92,68 @@ def extraction_config(cfg: AuditConfig, attack: str) -> ExtractionConfig:
     knowledge base is the reference); against any other target, the target with the reference ``kb``."""
     from ..generators.spec import parse_generator
     from ..targets import make_target
+
     llm, llm_params = parse_generator(cfg.attacker_llm) if cfg.attacker_llm else ("", None)
-    fields: dict[str, Any] = {"attack": attack, "rounds": cfg.rounds, "seed": cfg.seed,
-                              "attack_params": dict((cfg.attack_params or {}).get(attack) or {}) or None,
-                              "attacker_llm": llm, "attacker_llm_params": llm_params or None}
+    fields: dict[str, Any] = {
+        "attack": attack,
+        "rounds": cfg.rounds,
+        "seed": cfg.seed,
+        "attack_params": dict((cfg.attack_params or {}).get(attack) or {}) or None,
+        "attacker_llm": llm,
+        "attacker_llm_params": llm_params or None,
+    }
     if cfg.target == "pipeline":
         target = make_target("pipeline", dict(cfg.target_params or {}), data_dir=cfg.data_dir or None)
         return target.extraction_config(**fields)
-    return ExtractionConfig.from_dict({**fields, "kb": reference_spec(cfg), "retriever": cfg.retriever,
-                                       "chunk_size": cfg.chunk_size, "chunk_overlap": cfg.chunk_overlap,
-                                       "data_dir": cfg.data_dir, "target": cfg.target,
-                                       "target_params": dict(cfg.target_params or {})}, where="audit")
+    return ExtractionConfig.from_dict(
+        {
+            **fields,
+            "kb": reference_spec(cfg),
+            "retriever": cfg.retriever,
+            "chunk_size": cfg.chunk_size,
+            "chunk_overlap": cfg.chunk_overlap,
+            "data_dir": cfg.data_dir,
+            "target": cfg.target,
+            "target_params": dict(cfg.target_params or {}),
+        },
+        where="audit",
+    )
 
 
 def planting_config(cfg: AuditConfig, attack: str):
     """The poisoning run of one cell."""
     from .planting import PlantingConfig
-    return PlantingConfig.from_dict({"target": cfg.target, "target_params": dict(cfg.target_params or {}),
-                                     "attack": attack,
-                                     "attack_params": dict((cfg.attack_params or {}).get(attack) or {}) or None,
-                                     "questions": cfg.questions, "limit": cfg.poison_questions,
-                                     "poison_target": cfg.poison_target, "seed": cfg.seed,
-                                     "data_dir": cfg.data_dir}, where="audit")
+
+    return PlantingConfig.from_dict(
+        {
+            "target": cfg.target,
+            "target_params": dict(cfg.target_params or {}),
+            "attack": attack,
+            "attack_params": dict((cfg.attack_params or {}).get(attack) or {}) or None,
+            "questions": cfg.questions,
+            "limit": cfg.poison_questions,
+            "poison_target": cfg.poison_target,
+            "seed": cfg.seed,
+            "data_dir": cfg.data_dir,
+        },
+        where="audit",
+    )
 
 
 class Audit:
     """One audit into one folder (see the module docstring). ``run()`` returns the report (a dict)."""
 
-    def __init__(self, cfg: AuditConfig, out: str | Path, *, secrets: Mapping[str, str] | None = None,
-                 progress: Progress | None = None, stop: StopToken | None = None,
-                 only: tuple[str, ...] = (), on_cell: Callable[[dict], None] | None = None) -> None:
+    def __init__(
+        self,
+        cfg: AuditConfig,
+        out: str | Path,
+        *,
+        secrets: Mapping[str, str] | None = None,
+        progress: Progress | None = None,
+        stop: StopToken | None = None,
+        only: tuple[str, ...] = (),
+        on_cell: Callable[[dict], None] | None = None,
+    ) -> None:
         self.cfg = cfg
         self.out = Path(out)
         self.secrets = dict(secrets or {})
@@ -114,6 +163,7 @@ class Audit:
         self.on_cell = on_cell
         from ..targets import TARGETS
         from .gate import parse_fail_on
+
         TARGETS.get(cfg.target).Params.from_dict(cfg.target_params, where=f"target {cfg.target}")
         parse_fail_on(cfg.fail_on)
         known = {c["id"] for c in cells_of(cfg)}
@@ -137,13 +187,20 @@ class Audit:
             except (OSError, ValueError):
                 raise ConfigError(f"{path} is damaged; choose another --out (or delete the folder)") from None
             if _measured(prev.get("config") or {}) != _measured(cfg):
-                raise ConfigError(f"{self.out} holds an audit of another configuration (target or battery); choose "
-                                  f"another --out — the earlier audit's results are kept, never overwritten")
+                raise ConfigError(
+                    f"{self.out} holds an audit of another configuration (target or battery); choose "
+                    f"another --out — the earlier audit's results are kept, never overwritten"
+                )
             self.state = prev
-            self.state["config"] = cfg        # the gate and data dir may change between calls
+            self.state["config"] = cfg  # the gate and data dir may change between calls
         else:
-            self.state = {"schema": "rag-playground/audit-state", "config": cfg, "created": _now(), "cells": {},
-                          "cleanups": []}
+            self.state = {
+                "schema": "rag-playground/audit-state",
+                "config": cfg,
+                "created": _now(),
+                "cells": {},
+                "cleanups": [],
+            }
         for c in cells_of(self.cfg):
             self.state["cells"].setdefault(c["id"], {**c, "status": "pending"})
 
@@ -152,21 +209,28 @@ class Audit:
         atomic_write(self.out / STATE, json.dumps(jsonable(self.state), indent=2, default=str))
 
     def _write_preset(self) -> None:
-        d = {"name": f"audit of {self.cfg.target}", "description": "The configuration of this audit (written by "
-             "python -m engine audit); reproduce a finding with --preset this-file --only CELL.", "kind": "audit",
-             **jsonable(self.cfg.to_dict())}
+        d = {
+            "name": f"audit of {self.cfg.target}",
+            "description": "The configuration of this audit (written by "
+            "python -m engine audit); reproduce a finding with --preset this-file --only CELL.",
+            "kind": "audit",
+            **jsonable(self.cfg.to_dict()),
+        }
         atomic_write(self.out / PRESET, yaml.safe_dump(d, sort_keys=False, allow_unicode=True))
 
     def command(self, cell_id: str) -> str:
         """The command that reruns one cell of this audit into a folder of its own."""
-        return (f"python -m engine audit --preset {self.out / PRESET} --only {cell_id} "
-                f"--out {self.out / ('repro-' + _slug(cell_id))}")
+        return (
+            f"python -m engine audit --preset {self.out / PRESET} --only {cell_id} "
+            f"--out {self.out / ('repro-' + _slug(cell_id))}"
+        )
 
     # ------------------------------------------------------------------ run
     def run(self) -> dict[str, Any]:
         """Run (or resume) every cell of the battery, writing state and report after each; returns the report.
         Raises AuditStopped when the stop token is set (what finished is kept; the same call resumes)."""
         from ..paths import writable_dir
+
         writable_dir(self.out, "--out")
         with exclusive_folder(self.out, "this audit"):
             self._load_state()
@@ -201,16 +265,25 @@ class Audit:
         self.state["cleanups"].append({"at": _now(), "found": describe_outstanding(left), **done})
         self._save()
         if done["failed"]:
-            raise EngineError("could not remove what an earlier run planted: " + "; ".join(done["failed"]) +
-                              " — fix the target and rerun, or run 'python -m engine audit cleanup'")
+            raise EngineError(
+                "could not remove what an earlier run planted: "
+                + "; ".join(done["failed"])
+                + " — fix the target and rerun, or run 'python -m engine audit cleanup'"
+            )
 
     def _target(self):
         from ..targets import make_target
-        return make_target(self.cfg.target, dict(self.cfg.target_params or {}), secrets=self.secrets,
-                           data_dir=self.cfg.data_dir or None)
+
+        return make_target(
+            self.cfg.target,
+            dict(self.cfg.target_params or {}),
+            secrets=self.secrets,
+            data_dir=self.cfg.data_dir or None,
+        )
 
     def _run_cell(self, rec: dict[str, Any]) -> None:
         from ..runs.extraction import RunInterrupted
+
         t0 = time.monotonic()
         rec.pop("error", None)
         try:
@@ -223,8 +296,9 @@ class Audit:
             raise
         except (RunInterrupted, EngineError) as e:
             rec.update(status="failed", error=str(e))
-            raise EngineError(f"{rec['id']} failed: {e}; the finished rounds are kept — rerun the same command to "
-                              f"resume") from None
+            raise EngineError(
+                f"{rec['id']} failed: {e}; the finished rounds are kept — rerun the same command to resume"
+            ) from None
         finally:
             rec["seconds"] = round(float(rec.get("seconds") or 0.0) + time.monotonic() - t0, 3)
 
@@ -238,13 +312,19 @@ class Audit:
     def _extraction_cell(self, rec: dict[str, Any]) -> None:
         from ..runs.extraction import ExtractionRun
         from .signals import answer_signals, leak_evidence
+
         ecfg = extraction_config(self.cfg, rec["attack"])
         prev = Path(rec["run_dir"]) if rec.get("run_dir") else None
         if prev is not None and (prev / "events.jsonl").is_file():
             run = ExtractionRun.resume(prev, progress=self.progress, secrets=self.secrets)
         else:
-            run = ExtractionRun(ecfg, out_dir=self.out / "cells", progress=self.progress, secrets=self.secrets,
-                                run_id=f"{_slug(rec['id'])}-{uuid.uuid4().hex[:8]}")
+            run = ExtractionRun(
+                ecfg,
+                out_dir=self.out / "cells",
+                progress=self.progress,
+                secrets=self.secrets,
+                run_id=f"{_slug(rec['id'])}-{uuid.uuid4().hex[:8]}",
+            )
             run.prepare()
             rec["run_dir"] = str(run.out_dir)
             self._save()
@@ -252,29 +332,47 @@ class Audit:
             self._steps(run, rec, ecfg.rounds)
             if not run.finished:
                 run.finish()
-            rec.update(status="done", summary=jsonable(run.summary()), signals=answer_signals(run.events),
-                       evidence=leak_evidence(run.events, run.corpus),
-                       reference={"name": run.corpus.name if run.corpus is not None else "", "chunks":
-                                  len(run.corpus) if run.corpus is not None else 0})
+            rec.update(
+                status="done",
+                summary=jsonable(run.summary()),
+                signals=answer_signals(run.events),
+                evidence=leak_evidence(run.events, run.corpus),
+                reference={
+                    "name": run.corpus.name if run.corpus is not None else "",
+                    "chunks": len(run.corpus) if run.corpus is not None else 0,
+                },
+            )
         finally:
             run.close()
 
     def _poisoning_cell(self, rec: dict[str, Any]) -> None:
         from .planting import TargetPoisoningRun, planting_evidence
+
         target = self._target()
         if not target.can_write:
-            rec.update(status="skipped", reason=f"target {self.cfg.target!r} has no knowledge-base write surface "
-                       "(http / openai-chat: ingest_url and delete_url; python: ingest and remove callables)")
+            rec.update(
+                status="skipped",
+                reason=f"target {self.cfg.target!r} has no knowledge-base write surface "
+                "(http / openai-chat: ingest_url and delete_url; python: ingest and remove callables)",
+            )
             return
         pcfg = planting_config(self.cfg, rec["attack"])
         prev = Path(rec["run_dir"]) if rec.get("run_dir") else None
         if prev is not None and (prev / "events.jsonl").is_file():
-            run = TargetPoisoningRun.resume(prev, progress=self.progress, secrets=self.secrets, journal=self.journal,
-                                            cell=rec["id"])
+            run = TargetPoisoningRun.resume(
+                prev, progress=self.progress, secrets=self.secrets, journal=self.journal, cell=rec["id"]
+            )
         else:
-            run = TargetPoisoningRun(pcfg, out_dir=self.out / "cells", progress=self.progress, secrets=self.secrets,
-                                     journal=self.journal, cell=rec["id"], target=target,
-                                     run_id=f"{_slug(rec['id'])}-{uuid.uuid4().hex[:8]}")
+            run = TargetPoisoningRun(
+                pcfg,
+                out_dir=self.out / "cells",
+                progress=self.progress,
+                secrets=self.secrets,
+                journal=self.journal,
+                cell=rec["id"],
+                target=target,
+                run_id=f"{_slug(rec['id'])}-{uuid.uuid4().hex[:8]}",
+            )
             run.prepare()
             rec["run_dir"] = str(run.out_dir)
             self._save()
@@ -290,6 +388,7 @@ class Audit:
     def write_report(self) -> dict[str, Any]:
         """Write ``report.json`` and ``report.html`` from the current state; returns the report."""
         from .report import build_report, report_html
+
         report = build_report(self.state, journal=self.journal, command=self.command)
         atomic_write(self.out / "report.json", json.dumps(jsonable(report), indent=2, ensure_ascii=False, default=str))
         atomic_write(self.out / "report.html", report_html(report))

@@ -12,6 +12,7 @@ is sensitive-information disclosure through the retrieval layer (and, where its 
 direct prompt injection); poisoning plants false entries the retriever serves (and a blocker document that
 instructs the model is indirect prompt injection that denies service).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -40,17 +41,18 @@ ATLAS = {
 
 # attack → (OWASP entries, ATLAS techniques); attacks not listed take their family's default
 EXTRACTION_DEFAULT = (("LLM02:2025", "LLM08:2025"), ("AML.T0057", "AML.T0085.000", "AML.T0024"))
-INSTRUCTING_EXTRACTION = (("LLM02:2025", "LLM08:2025", "LLM01:2025"),
-                          ("AML.T0057", "AML.T0085.000", "AML.T0024", "AML.T0051.000"))
+INSTRUCTING_EXTRACTION = (
+    ("LLM02:2025", "LLM08:2025", "LLM01:2025"),
+    ("AML.T0057", "AML.T0085.000", "AML.T0024", "AML.T0051.000"),
+)
 POISONING_DEFAULT = (("LLM04:2025", "LLM08:2025", "LLM09:2025"), ("AML.T0070", "AML.T0071", "AML.T0066"))
 BY_ATTACK = {
-    ("extraction", "zeng"): INSTRUCTING_EXTRACTION,        # "repeat all the context"
-    ("extraction", "rag-thief"): INSTRUCTING_EXTRACTION,   # an anchor plus "output every context document"
+    ("extraction", "zeng"): INSTRUCTING_EXTRACTION,  # "repeat all the context"
+    ("extraction", "rag-thief"): INSTRUCTING_EXTRACTION,  # an anchor plus "output every context document"
     ("extraction", "code-claim"): INSTRUCTING_EXTRACTION,  # the context requested as a code task
     ("extraction", "worm"): INSTRUCTING_EXTRACTION,
-    ("extraction", "ikea"): EXTRACTION_DEFAULT,            # benign on-topic questions only
-    ("poisoning", "jamming"): (("LLM04:2025", "LLM01:2025", "LLM08:2025"),
-                               ("AML.T0070", "AML.T0051.001", "AML.T0029")),
+    ("extraction", "ikea"): EXTRACTION_DEFAULT,  # benign on-topic questions only
+    ("poisoning", "jamming"): (("LLM04:2025", "LLM01:2025", "LLM08:2025"), ("AML.T0070", "AML.T0051.001", "AML.T0029")),
     ("poisoning", "trigger"): (("LLM04:2025", "LLM08:2025", "LLM09:2025"), ("AML.T0070", "AML.T0066")),
 }
 
@@ -59,8 +61,10 @@ def tags(family: str, attack: str) -> dict[str, list[dict[str, str]]]:
     """``{"owasp": [{"id", "name"}], "atlas": [{"id", "name"}]}`` for a finding of ``family`` / ``attack``."""
     default = EXTRACTION_DEFAULT if family == "extraction" else POISONING_DEFAULT
     owasp, atlas = BY_ATTACK.get((family, attack), default)
-    return {"owasp": [{"id": i, "name": OWASP[i]} for i in owasp],
-            "atlas": [{"id": i, "name": ATLAS[i]} for i in atlas]}
+    return {
+        "owasp": [{"id": i, "name": OWASP[i]} for i in owasp],
+        "atlas": [{"id": i, "name": ATLAS[i]} for i in atlas],
+    }
 
 
 def sources() -> dict[str, Any]:

@@ -3,6 +3,7 @@
 Bad input exits non-zero with one ``error: …`` line on stderr, never a traceback. With
 ``--json`` the last line printed on stdout is one JSON object with the results.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,24 @@ def cmd_run(args) -> int:
     kind, cfg, meta = load_preset(args.preset)
     if kind == "audit":
         from .audit import cmd_audit
-        for name in ("target", "target_params", "kb", "attacks", "poisoning", "attack_params", "rounds", "questions",
-                     "poison_questions", "attacker_llm", "retriever", "seed", "only", "fail_on", "baseline"):
+
+        for name in (
+            "target",
+            "target_params",
+            "kb",
+            "attacks",
+            "poisoning",
+            "attack_params",
+            "rounds",
+            "questions",
+            "poison_questions",
+            "attacker_llm",
+            "retriever",
+            "seed",
+            "only",
+            "fail_on",
+            "baseline",
+        ):
             setattr(args, name, None)
         args.action = "run"
         return cmd_audit(args)
@@ -38,14 +55,16 @@ def cmd_run(args) -> int:
         print(f"preset {meta.get('name')}: {meta.get('description', '').strip()}", file=sys.stderr)
     if kind in ("extract", "compare"):
         from ..runs.extraction import ExtractionRun
+
         if kind == "compare":
             if args.data_dir:
                 cfg = cfg.replace(base={**dict(cfg.base or {}), "data_dir": args.data_dir})
             return run_compare(cfg, args, meta)
         if args.data_dir:
             cfg = cfg.replace(data_dir=args.data_dir)
-        return _finish_extraction(ExtractionRun(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet)),
-                                  args)
+        return _finish_extraction(
+            ExtractionRun(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet)), args
+        )
     if args.data_dir:
         cfg = cfg.replace(data_dir=args.data_dir)
     if args.limit is not None:
@@ -76,12 +95,20 @@ def cmd_list(args) -> int:
         "generators": {n: GENERATORS.describe(n) for n in GENERATORS.names()},
         "audit_targets": {n: TARGETS.describe(n) for n in TARGETS.names()},
         "local_models": list(MODELS),
-        "targets": list(TARGET_KINDS), "corpora": available_corpora(), "query_sets": available_query_sets(),
+        "targets": list(TARGET_KINDS),
+        "corpora": available_corpora(),
+        "query_sets": available_query_sets(),
         "presets": list_presets(),
     }
-    regs = {"retrievers": RETRIEVERS, "attacks": POISONING_ATTACKS, "detectors": DETECTORS,
-            "extraction_attacks": EXTRACTION_ATTACKS, "defenses": DEFENSES, "generators": GENERATORS,
-            "audit_targets": TARGETS}
+    regs = {
+        "retrievers": RETRIEVERS,
+        "attacks": POISONING_ATTACKS,
+        "detectors": DETECTORS,
+        "extraction_attacks": EXTRACTION_ATTACKS,
+        "defenses": DEFENSES,
+        "generators": GENERATORS,
+        "audit_targets": TARGETS,
+    }
     sources = {k: {n: r.source(n) for n in r.names() if r.source(n)} for k, r in regs.items()}
     if args.json:
         print(json.dumps({**info, "sources": sources}))
@@ -113,8 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     def common(sp, out=True):
         sp.add_argument("--data-dir", help="benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
         sp.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-        sp.add_argument("--quiet", "-q", action="store_true",
-                        help="no progress; with --json also no tables (only the JSON line)")
+        sp.add_argument(
+            "--quiet", "-q", action="store_true", help="no progress; with --json also no tables (only the JSON line)"
+        )
         if out:
             sp.add_argument("--out", help="write events.jsonl, manifest.json, summary.json (or sweep files) here")
 
@@ -122,8 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("run", help="run a preset (YAML file or bundled name)")
     pr.add_argument("preset")
     pr.add_argument("--limit", type=int)
-    pr.add_argument("--overwrite", action="store_true", help="sweep and compare presets: replace results of other "
-                                                              "settings already in --out")
+    pr.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="sweep and compare presets: replace results of other settings already in --out",
+    )
     add_executor_args(pr)
     common(pr)
     pr.set_defaults(func=cmd_run)
@@ -156,19 +187,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except OSError as e:
         import errno
-        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):   # outside the user's input: exit 1, one line
-            print(f"error: the disk is full or the file is over the size limit ({one_line(e.filename or '')}): "
-                  f"nothing finished was lost (results are written whole or not at all); free some space and run "
-                  f"the same command again", file=sys.stderr)
+
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # outside the user's input: exit 1, one line
+            print(
+                f"error: the disk is full or the file is over the size limit ({one_line(e.filename or '')}): "
+                f"nothing finished was lost (results are written whole or not at all); free some space and run "
+                f"the same command again",
+                file=sys.stderr,
+            )
             return 1
         if os.environ.get("RAG_PLAYGROUND_DEBUG"):
             raise
-        print(f"internal error: {type(e).__name__}: {one_line(scrub(e))} (set RAG_PLAYGROUND_DEBUG=1 for a "
-              f"traceback)", file=sys.stderr)
+        print(
+            f"internal error: {type(e).__name__}: {one_line(scrub(e))} (set RAG_PLAYGROUND_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
         return 1
     except Exception as e:  # an engine bug: still one line, with a hint
         if os.environ.get("RAG_PLAYGROUND_DEBUG"):
             raise
-        print(f"internal error: {type(e).__name__}: {one_line(scrub(e))} (set RAG_PLAYGROUND_DEBUG=1 for a traceback)",
-              file=sys.stderr)
+        print(
+            f"internal error: {type(e).__name__}: {one_line(scrub(e))} (set RAG_PLAYGROUND_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
         return 1

@@ -11,6 +11,7 @@ Exit codes: 0 the audit finished and the gate (if any) passed; 3 the gate failed
 per regression on stdout); 2 bad input, an unreachable or failing target, or a stop (the report written so
 far is kept and the same command resumes); 1 an internal error.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,15 +27,17 @@ def audit_config(args: Any):
     """The :class:`~engine.config.AuditConfig` of the options: the preset, with every option given on top."""
     from ..config import AuditConfig
     from .common import load_kind_preset
+
     if args.preset:
         cfg, _ = load_kind_preset(args.preset, "audit", args.quiet)
         values = cfg.to_dict()
     else:
         values = AuditConfig().to_dict()
     from .config_options import config_values
+
     given = config_values(args, AuditConfig, skip=("data_dir", "fail_on"))
     if "target" in given and "target_params" not in given:
-        values["target_params"] = None        # another target: the preset's parameters were for its own
+        values["target_params"] = None  # another target: the preset's parameters were for its own
     if given.get("target_params") is not None and not isinstance(given["target_params"], dict):
         raise ConfigError("--target-params must be a JSON object of the target's parameters")
     values.update(given)
@@ -44,12 +47,14 @@ def audit_config(args: Any):
         values["fail_on"] = args.fail_on or None
     if isinstance(values.get("fail_on"), str):
         from ..audit.gate import parse_fail_on
+
         values["fail_on"] = parse_fail_on(values["fail_on"])
     return AuditConfig.from_dict(values, where="audit")
 
 
 def _print_report(report: dict, out: Path) -> None:
     from ..audit.report import HEADLINE
+
     counts = ", ".join(f"{n} {s}" for s, n in report["severity_counts"].items() if n) or "none"
     t = report["target"]
     print(f"audit of {t['kind']} {t['endpoint']}: {report['status']}; findings: {counts}")
@@ -78,6 +83,7 @@ def cmd_audit(args: Any) -> int:
     from ..events import jsonable
     from ..files import atomic_write
     from .common import _progress_printer
+
     cfg = audit_config(args)
     baseline = load_baseline(args.baseline) if args.baseline else None
     out = Path(args.out or f"audit-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -87,8 +93,12 @@ def cmd_audit(args: Any) -> int:
     report = run_audit(cfg, out, progress=_progress_printer(not args.quiet), only=only)
     fail_on = parse_fail_on(cfg.fail_on)
     lines = regressions(report, fail_on, baseline) if (fail_on or baseline is not None) else []
-    report["gate"] = {"fail_on": fail_on, "baseline": str(args.baseline) if args.baseline else None,
-                      "regressions": lines, "passed": (not lines) if (fail_on or baseline is not None) else None}
+    report["gate"] = {
+        "fail_on": fail_on,
+        "baseline": str(args.baseline) if args.baseline else None,
+        "regressions": lines,
+        "passed": (not lines) if (fail_on or baseline is not None) else None,
+    }
     atomic_write(out / "report.json", json.dumps(jsonable(report), indent=2, ensure_ascii=False, default=str))
     atomic_write(out / "report.html", report_html(report))
     if not (args.json and args.quiet):
@@ -96,17 +106,32 @@ def cmd_audit(args: Any) -> int:
     for line in lines:
         print(f"regression: {line}")
     if args.json:
-        print(json.dumps({"status": report["status"], "severity_counts": report["severity_counts"],
-                          "findings": [{"id": f["id"], "severity": f["severity"], "status": f["status"],
-                                        "metrics": {k: m.get("value") for k, m in (f.get("metrics") or {}).items()}}
-                                       for f in report["findings"]],
-                          "gate": report["gate"], "report": str(out / "report.json")}))
+        print(
+            json.dumps(
+                {
+                    "status": report["status"],
+                    "severity_counts": report["severity_counts"],
+                    "findings": [
+                        {
+                            "id": f["id"],
+                            "severity": f["severity"],
+                            "status": f["status"],
+                            "metrics": {k: m.get("value") for k, m in (f.get("metrics") or {}).items()},
+                        }
+                        for f in report["findings"]
+                    ],
+                    "gate": report["gate"],
+                    "report": str(out / "report.json"),
+                }
+            )
+        )
     return GATE_FAILED if lines else 0
 
 
 def cmd_probe(args: Any) -> int:
     """``audit probe``: one query to the target; the parsed answer and contexts, or the one line that failed."""
     from ..targets.probe import probe
+
     cfg = audit_config(args)
     got = probe(cfg.target, dict(cfg.target_params or {}), data_dir=cfg.data_dir or None)
     if args.json:
@@ -114,15 +139,20 @@ def cmd_probe(args: Any) -> int:
     elif got["ok"]:
         print(f"{got['endpoint']} answered in {got['seconds']:.1f} s: {got['answer'][:400]!r}")
         if got["contexts_reported"]:
-            print(f"  {len(got['contexts'])} context(s): " + "; ".join(
-                f"{c['id'] or '(no id)'}: {c['text'][:60]!r}" for c in got["contexts"][:5]))
+            print(
+                f"  {len(got['contexts'])} context(s): "
+                + "; ".join(f"{c['id'] or '(no id)'}: {c['text'][:60]!r}" for c in got["contexts"][:5])
+            )
         else:
             print("  no contexts reported (set contexts_path if the service returns its sources)")
-        print(f"  write surface (poisoning): {'yes' if got['can_write'] else 'no'}; removal verifiable: "
-              f"{'yes' if got['can_verify'] else 'no'}; store readable as the reference: "
-              f"{'yes' if got['readable'] else 'no'}")
+        print(
+            f"  write surface (poisoning): {'yes' if got['can_write'] else 'no'}; removal verifiable: "
+            f"{'yes' if got['can_verify'] else 'no'}; store readable as the reference: "
+            f"{'yes' if got['readable'] else 'no'}"
+        )
     if not got["ok"]:
         from ..errors import EngineError
+
         raise EngineError(got["error"])
     return 0
 
@@ -131,6 +161,7 @@ def cmd_cleanup(args: Any) -> int:
     """``audit cleanup``: remove every outstanding plant of ``--out`` (or of every journal the cache lists)."""
     from ..audit.journal import PlantJournal, cleanup, open_journals
     from .common import _progress_printer
+
     journals = [PlantJournal(Path(args.out))] if args.out else [PlantJournal(p.parent) for p in open_journals()]
     if not journals:
         print("nothing to clean up: no audit journal with outstanding plants", file=sys.stderr)
@@ -142,8 +173,10 @@ def cmd_cleanup(args: Any) -> int:
             print(f"{j.path.parent}: nothing outstanding")
             continue
         done = cleanup(j, data_dir=args.data_dir, progress=_progress_printer(not args.quiet))
-        print(f"{j.path.parent}: removed {done['removed']} planted document(s), {done['verified']} verified gone, "
-              f"{done['unverifiable']} not verifiable")
+        print(
+            f"{j.path.parent}: removed {done['removed']} planted document(s), {done['verified']} verified gone, "
+            f"{done['unverifiable']} not verifiable"
+        )
         failed += done["failed"]
     for line in failed:
         print(f"error: {line}", file=sys.stderr)
@@ -152,18 +185,33 @@ def cmd_cleanup(args: Any) -> int:
 
 def add_parser(sub: Any, common: Any) -> None:
     """The ``audit`` subcommand."""
-    pa = sub.add_parser("audit", help="audit your own RAG: a battery of attacks against a target, a report, a CI "
-                                      "gate ('audit cleanup' removes what a crashed run planted)")
-    pa.add_argument("action", nargs="?", choices=("run", "cleanup", "probe"), default="run",
-                    help="run the battery (default), cleanup what a crashed run planted, or probe the target once")
-    pa.add_argument("--preset", help="an audit preset: audit-quick, audit-standard, or a YAML path (e.g. an audit "
-                                     "folder's audit.yaml)")
+    pa = sub.add_parser(
+        "audit",
+        help="audit your own RAG: a battery of attacks against a target, a report, a CI "
+        "gate ('audit cleanup' removes what a crashed run planted)",
+    )
+    pa.add_argument(
+        "action",
+        nargs="?",
+        choices=("run", "cleanup", "probe"),
+        default="run",
+        help="run the battery (default), cleanup what a crashed run planted, or probe the target once",
+    )
+    pa.add_argument(
+        "--preset",
+        help="an audit preset: audit-quick, audit-standard, or a YAML path (e.g. an audit folder's audit.yaml)",
+    )
     from ..config import AuditConfig
     from .config_options import add_config_options
-    add_config_options(pa, AuditConfig, skip=("data_dir",),
-                       aliases={"extraction_attacks": ("--attacks",), "poisoning_attacks": ("--poisoning",)},
-                       helps={"fail_on": "gate: severity>=high and/or METRIC>VALUE, comma-separated"},
-                       metavars={"fail_on": "RULES"})
+
+    add_config_options(
+        pa,
+        AuditConfig,
+        skip=("data_dir",),
+        aliases={"extraction_attacks": ("--attacks",), "poisoning_attacks": ("--poisoning",)},
+        helps={"fail_on": "gate: severity>=high and/or METRIC>VALUE, comma-separated"},
+        metavars={"fail_on": "RULES"},
+    )
     pa.add_argument("--only", help="run only these cells (comma-separated, e.g. extraction:rag-thief)")
     pa.add_argument("--baseline", help="gate: an earlier report.json (or its folder); regressions fail the build")
     common(pa)

@@ -1,4 +1,5 @@
 """What every command shares: progress on stderr, JSON cleaning, and the checks made before any work."""
+
 from __future__ import annotations
 
 import argparse
@@ -33,6 +34,7 @@ def _progress_printer(enabled: bool):
             sys.stderr.write(f"\r{stage}: {done}/{total}{' ' * 10}" + ("\n" if finished else ""))
             sys.stderr.flush()
             _partial_line["open"] = not finished
+
     return cb
 
 
@@ -54,15 +56,13 @@ def check_args(args) -> None:
 
     if getattr(args, "out", None):
         writable_dir(args.out, "--out")
-    v = getattr(args, "limit", None)   # the other counts are checked by their configs, with their names
+    v = getattr(args, "limit", None)  # the other counts are checked by their configs, with their names
     if v is not None and v < 1:
         raise ConfigError(f"--limit must be at least 1 (got {v}); leave it out to use every question")
     for name in ("corpora", "retrievers", "query_sets", "targets", "attacks", "configurations", "kbs"):
         v = getattr(args, name, None)
         if v is not None and not [x for x in v.split(",") if x.strip()]:
             raise ConfigError(f"--{name.replace('_', '-')} is empty: give at least one name")
-
-
 
 
 def executor_of(args: Any, meta: dict | None = None) -> Any:
@@ -81,11 +81,17 @@ def executor_of(args: Any, meta: dict | None = None) -> Any:
 
 def add_executor_args(sp: Any) -> None:
     """``--executor``, ``--ray-address``, ``--workers``, ``--cpus-per-cell`` (override a preset's ``executor:``)."""
-    sp.add_argument("--executor", help="where cells run: local (here, one after another) or ray (Ray tasks; "
-                                       "pip install -r requirements-scale.txt)")
-    sp.add_argument("--ray-address", dest="ray_address",
-                    help="Ray cluster: empty starts a local Ray, 'auto' joins the one 'ray start' runs here, "
-                         "ray://host:10001 a remote one")
+    sp.add_argument(
+        "--executor",
+        help="where cells run: local (here, one after another) or ray (Ray tasks; "
+        "pip install -r requirements-scale.txt)",
+    )
+    sp.add_argument(
+        "--ray-address",
+        dest="ray_address",
+        help="Ray cluster: empty starts a local Ray, 'auto' joins the one 'ray start' runs here, "
+        "ray://host:10001 a remote one",
+    )
     sp.add_argument("--workers", type=int, help="cells running at once on Ray (0: CPUs ÷ CPUs per cell)")
     sp.add_argument("--cpus-per-cell", dest="cpus_per_cell", type=int, help="CPUs Ray reserves per cell")
 
@@ -98,8 +104,10 @@ def load_kind_preset(name: str, kind: str, quiet: bool) -> tuple[Any, dict]:
 
     got, cfg, meta = load_preset(name)
     if got != kind:
-        raise ConfigError(f"preset {name!r} is a {got} preset, not a {kind} preset"
-                          + ("; run it with 'python -m engine run'" if kind == "sweep" else ""))
+        raise ConfigError(
+            f"preset {name!r} is a {got} preset, not a {kind} preset"
+            + ("; run it with 'python -m engine run'" if kind == "sweep" else "")
+        )
     if not quiet:
         print(f"preset {meta.get('name')}: {meta.get('description', '').strip()}", file=sys.stderr)
     return cfg, meta
@@ -132,11 +140,13 @@ def json_option(raw: str | None, name: str, example: str) -> Any:
     import json
 
     from ..errors import ConfigError
+
     if raw is None or raw == "":
         return None
     text = raw
     if raw.startswith("@"):
         from pathlib import Path
+
         try:
             text = Path(raw[1:]).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
@@ -169,4 +179,3 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", RegistryHelpFormatter)
         super().__init__(*args, **kwargs)
-

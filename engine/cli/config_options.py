@@ -13,6 +13,7 @@ checks both directions). Values are read as typed:
 
 Options left out are absent from :func:`config_values`, so the config's default (or a preset's value) applies.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,7 @@ from typing import Any, Iterable, Mapping
 from ..params import Params
 
 NONE_WORDS = ("none", "None", "null")
-GIVEN_NONE = type("GivenNone", (), {"__repr__": lambda self: "none"})()   # 'none' given (argparse's None: not given)
+GIVEN_NONE = type("GivenNone", (), {"__repr__": lambda self: "none"})()  # 'none' given (argparse's None: not given)
 
 
 def option_flag(name: str) -> str:
@@ -57,7 +58,8 @@ def _optional_number(kind: str, zero_is_none: bool) -> Any:
             return GIVEN_NONE
         value = cast(text)
         return GIVEN_NONE if zero_is_none and value == 0 else value
-    parse.__name__ = kind          # argparse names the type in its error: "invalid int value"
+
+    parse.__name__ = kind  # argparse names the type in its error: "invalid int value"
     return parse
 
 
@@ -80,10 +82,17 @@ def _help(f: Mapping[str, Any], kind: str, optional: bool, default: Any, zero_is
     return text.replace("%", "%%")
 
 
-def add_config_options(parser: argparse.ArgumentParser, cls: type[Params], *, skip: Iterable[str] = (),
-                       defaults: Mapping[str, Any] | None = None, aliases: Mapping[str, tuple[str, ...]] | None = None,
-                       helps: Mapping[str, str] | None = None, metavars: Mapping[str, str] | None = None,
-                       zero_is_none: Iterable[str] = ()) -> None:
+def add_config_options(
+    parser: argparse.ArgumentParser,
+    cls: type[Params],
+    *,
+    skip: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    aliases: Mapping[str, tuple[str, ...]] | None = None,
+    helps: Mapping[str, str] | None = None,
+    metavars: Mapping[str, str] | None = None,
+    zero_is_none: Iterable[str] = (),
+) -> None:
     """One option per field of ``cls`` (except ``skip``). ``defaults``: the command's own default where it
     differs from the config's (shown in the help; applied by :func:`config_values`); ``aliases``: older
     spellings of a flag; ``helps``: the command's help for a field whose value it reads differently (a
@@ -97,8 +106,11 @@ def add_config_options(parser: argparse.ArgumentParser, cls: type[Params], *, sk
             continue
         kind, optional = _kind(f["type"])
         default = defaults.get(name, f["default"])
-        kw: dict[str, Any] = {"dest": name, "default": None,
-                              "help": helps.get(name) or _help(f, kind, optional, default, name in zero)}
+        kw: dict[str, Any] = {
+            "dest": name,
+            "default": None,
+            "help": helps.get(name) or _help(f, kind, optional, default, name in zero),
+        }
         if kind == "bool":
             kw["action"] = argparse.BooleanOptionalAction
         elif kind in ("int", "float"):
@@ -113,8 +125,9 @@ def add_config_options(parser: argparse.ArgumentParser, cls: type[Params], *, sk
         parser.add_argument(option_flag(name), *aliases.get(name, ()), **kw)
 
 
-def config_values(args: Any, cls: type[Params], *, skip: Iterable[str] = (),
-                  defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def config_values(
+    args: Any, cls: type[Params], *, skip: Iterable[str] = (), defaults: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The fields of ``cls`` given on the command line (``defaults``: the command's own defaults, applied where
     an option was not given), converted: lists split at commas, JSON mappings read (a bad one is a ConfigError
     naming its option), ``none`` as None."""
@@ -140,6 +153,7 @@ def config_values(args: Any, cls: type[Params], *, skip: Iterable[str] = (),
             got = json_option(raw, option_flag(f.name)[2:], '\'{"name": "value"}\'')
             if got is not None and not isinstance(got, dict):
                 from ..errors import ConfigError
+
                 raise ConfigError(f"{option_flag(f.name)} must be a JSON object, got {type(got).__name__}")
             out[f.name] = got
         elif kind == "str" and optional and raw.strip() in NONE_WORDS:

@@ -5,6 +5,7 @@
 [--seed S] [--out DIR] [--json]`` (or ``--resume RUN_DIR``); ``utility`` → ACC / faithfulness;
 ``compare`` → one or more attacks against several defense configurations, ratios to no defense.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,9 +16,9 @@ from ..metrics.intervals import fmt_interval
 from .common import add_executor_args
 
 
-
 def _gen(spec: str, api_base: str | None) -> tuple[str, dict[str, Any]]:
     from ..generators.spec import parse_generator
+
     return parse_generator(spec, api_base=api_base)
 
 
@@ -26,45 +27,64 @@ def _defenses(text: str | None) -> tuple[str, ...]:
 
 
 def _print_extraction(s: dict) -> None:
-    print(f"run {s.get('run_id', '')}: {s['attack']} vs defenses [{', '.join(s['defenses']) or 'none'}] on "
-          f"{s['kb']} ({s['kb_size']} chunks), {s['rounds']} rounds")
-    print(f"  CRR {s['crr']:.3f}   retrieved coverage {s['retrieved_coverage']:.3f}   repeat contexts "
-          f"{s['repeat_contexts']}   ROUGE contexts {s['rouge_contexts']}   semantic leak {s['semantic_leak']:.3f}   "
-          f"PII leaked {s['pii_leaked']}/{s['pii_total']}   blocked {s['blocked']}")
+    print(
+        f"run {s.get('run_id', '')}: {s['attack']} vs defenses [{', '.join(s['defenses']) or 'none'}] on "
+        f"{s['kb']} ({s['kb_size']} chunks), {s['rounds']} rounds"
+    )
+    print(
+        f"  CRR {s['crr']:.3f}   retrieved coverage {s['retrieved_coverage']:.3f}   repeat contexts "
+        f"{s['repeat_contexts']}   ROUGE contexts {s['rouge_contexts']}   semantic leak {s['semantic_leak']:.3f}   "
+        f"PII leaked {s['pii_leaked']}/{s['pii_total']}   blocked {s['blocked']}"
+    )
     if s.get("crr_ci"):
-        print(f"  95% Wilson intervals: CRR {fmt_interval(s['crr_ci'], 4)}"
-              + (f"   PII share {fmt_interval(s['pii_ci'], 3)}" if s.get("pii_ci") else ""))
-    print(f"  by stage: {s.get('ee_retrieval', 0):.3f} of the KB reached the context, {s.get('ee_generation', 0):.2f} "
-          f"of that was reproduced; {s.get('exploration', 0):.0%} of rounds found a new chunk")
+        print(
+            f"  95% Wilson intervals: CRR {fmt_interval(s['crr_ci'], 4)}"
+            + (f"   PII share {fmt_interval(s['pii_ci'], 3)}" if s.get("pii_ci") else "")
+        )
+    print(
+        f"  by stage: {s.get('ee_retrieval', 0):.3f} of the KB reached the context, {s.get('ee_generation', 0):.2f} "
+        f"of that was reproduced; {s.get('exploration', 0):.0%} of rounds found a new chunk"
+    )
     b, cs = s.get("answer_budget") or {}, s.get("corpus_stats") or {}
     if b.get("capped_rounds"):
-        print(f"  the answer budget capped {b['capped_rounds']} of {b['answered_rounds']} answers below their context: "
-              f"CRR undercounts what the model would leak (--answer-budget context lifts the cap)")
+        print(
+            f"  the answer budget capped {b['capped_rounds']} of {b['answered_rounds']} answers below their context: "
+            f"CRR undercounts what the model would leak (--answer-budget context lifts the cap)"
+        )
     if cs.get("over_window"):
-        print(f"  {cs['over_window']} of {cs['chunks']} chunks are longer than the retriever reads "
-              f"({cs['retriever_max_tokens']} tokens): their tails are invisible to retrieval")
+        print(
+            f"  {cs['over_window']} of {cs['chunks']} chunks are longer than the retriever reads "
+            f"({cs['retriever_max_tokens']} tokens): their tails are invisible to retrieval"
+        )
     c = s.get("cost") or {}
     if c:
         usd = "" if c.get("usd") is None else f", ${c['usd']:.4f}"
-        print(f"  cost: {c['queries']} queries, generator {c['generator_tokens']['prompt']:,} tokens in / "
-              f"{c['generator_tokens']['completion']:,} out, attacker LLM {c['attacker_tokens']['prompt']:,} in / "
-              f"{c['attacker_tokens']['completion']:,} out, {c['seconds']:.0f} s{usd}")
+        print(
+            f"  cost: {c['queries']} queries, generator {c['generator_tokens']['prompt']:,} tokens in / "
+            f"{c['generator_tokens']['completion']:,} out, attacker LLM {c['attacker_tokens']['prompt']:,} in / "
+            f"{c['attacker_tokens']['completion']:,} out, {c['seconds']:.0f} s{usd}"
+        )
     if "cascade" in s:
         c = s["cascade"]
         ratio = (c["flops_draft"] + c["flops_verifier"]) / c["flops_verifier_only"] if c["flops_verifier_only"] else 0
-        print(f"  cascade: {int(c['accepted'])} draft tokens accepted, {int(c['rejected'])} rejected "
-              f"({int(c['suppressed'])} copy continuations suppressed); FLOPs {ratio:.2f}× verifier-only")
+        print(
+            f"  cascade: {int(c['accepted'])} draft tokens accepted, {int(c['rejected'])} rejected "
+            f"({int(c['suppressed'])} copy continuations suppressed); FLOPs {ratio:.2f}× verifier-only"
+        )
 
 
 def _finish_extraction(run, args) -> int:
     from .common import finish_run
+
     return finish_run(run, args, _print_extraction)
 
 
 # ``extract``'s defaults where they differ from ExtractionConfig's: the attacker's LLM is the small local model
 EXTRACT_DEFAULTS = {"generator": "local", "attacker_llm": "local:smollm2-135m"}
-GENERATOR_SPEC = ("local[:model] | a packaged model name | a .gguf path | a litellm provider/model string; "
-                  "parameters in the matching --*-params JSON")
+GENERATOR_SPEC = (
+    "local[:model] | a packaged model name | a .gguf path | a litellm provider/model string; "
+    "parameters in the matching --*-params JSON"
+)
 
 
 def generator_specs(values: dict[str, Any], fields: tuple[str, ...], api_base: str | None) -> dict[str, Any]:
@@ -89,6 +109,7 @@ def extraction_values(args) -> dict[str, Any]:
     """The ExtractionConfig fields of ``extract``'s options (every field is an option: config_options)."""
     from ..config import ExtractionConfig
     from .config_options import config_values
+
     values = config_values(args, ExtractionConfig, defaults=EXTRACT_DEFAULTS)
     values["data_dir"] = args.data_dir or ""
     return generator_specs(values, ("generator", "attacker_llm"), args.api_base)
@@ -105,8 +126,11 @@ def cmd_extract(args) -> int:
         run = ExtractionRun.resume(args.resume, progress=prog)
         resumed = next((e for e in reversed(run.events) if e.kind == "run_resumed"), None)
         if resumed is not None and not args.quiet:
-            torn = (f"; dropped a torn last line ({resumed.dropped_bytes} bytes) left by the crash"
-                    if resumed.dropped_bytes else "")
+            torn = (
+                f"; dropped a torn last line ({resumed.dropped_bytes} bytes) left by the crash"
+                if resumed.dropped_bytes
+                else ""
+            )
             print(f"resuming run {run.run_id} after round {resumed.from_round}{torn}", file=sys.stderr)
         return _finish_extraction(run, args)
     cfg = ExtractionConfig.from_dict(extraction_values(args))
@@ -127,19 +151,23 @@ def cmd_utility(args) -> int:
     retriever = make_retriever(args.retriever)
     corpus = load_corpus(args.corpus, data_dir=args.data_dir, window=retriever_window(retriever))
     queries = load_queries(args.queries, data_dir=args.data_dir)
-    system = RagSystem(corpus, retriever, GENERATORS.create(gname, gparams),
-                       make_defenses(_defenses(args.defenses)), top_k=args.top_k)
+    system = RagSystem(
+        corpus, retriever, GENERATORS.create(gname, gparams), make_defenses(_defenses(args.defenses)), top_k=args.top_k
+    )
     try:
         system.build(progress=_progress_printer(not args.quiet))
-        u = evaluate_utility(system, queries, seed=args.seed, limit=args.limit,
-                             progress=_progress_printer(not args.quiet))
+        u = evaluate_utility(
+            system, queries, seed=args.seed, limit=args.limit, progress=_progress_printer(not args.quiet)
+        )
     finally:
         system.close()
     out = {k: u[k] for k in ("acc", "faithfulness", "n", "n_graded", "blocked")}
     if not args.json or not args.quiet:
         acc = "n/a" if out["acc"] is None else f"{out['acc']:.3f}"
-        print(f"utility on {args.queries} over {args.corpus}: ACC {acc} ({out['n_graded']} graded), "
-              f"faithfulness {out['faithfulness']:.3f}, {out['n']} questions, {out['blocked']} blocked")
+        print(
+            f"utility on {args.queries} over {args.corpus}: ACC {acc} ({out['n_graded']} graded), "
+            f"faithfulness {out['faithfulness']:.3f}, {out['n']} questions, {out['blocked']} blocked"
+        )
     if args.json:
         print(json.dumps(_clean(out)))
     return 0
@@ -148,29 +176,40 @@ def cmd_utility(args) -> int:
 def print_comparison(rows: list[dict]) -> None:
     """Print comparison rows as a fixed-width table (with a ``kb`` column when there are several KBs)."""
     kbs = len({r.get("kb") for r in rows}) > 1
-    head = (f"{'kb':16s} " if kbs else "") + \
-        f"{'attack':10s} {'configuration':22s} {'CRR':>7s} {'×none':>6s} {'cover':>6s} {'repeat':>6s} " \
+    head = (
+        (f"{'kb':16s} " if kbs else "")
+        + f"{'attack':10s} {'configuration':22s} {'CRR':>7s} {'×none':>6s} {'cover':>6s} {'repeat':>6s} "
         f"{'rouge':>6s} {'sem':>6s} {'PII':>5s} {'ACC':>6s} {'faith':>6s} {'EE-gen':>6s}"
+    )
     print(head)
     for r in rows:
         ratio = "" if r.get("crr_ratio") is None else f"{r['crr_ratio']:.2f}"
         acc = r.get("utility_acc")
         faith = r.get("utility_faithfulness")
         eeg = r.get("ee_generation")
-        print((f"{str(r.get('kb')):16s} " if kbs else "") +
-              f"{r['attack']:10s} {r['configuration']:22s} {r['crr']:7.4f} {ratio:>6s} {r['retrieved_coverage']:6.3f} "
-              f"{_count(r['repeat_contexts'])} {_count(r['rouge_contexts'])} {r['semantic_leak']:6.3f} "
-              f"{_count(r['pii_leaked'], 5)} "
-              f"{'' if acc is None else f'{acc:6.3f}':>6s} {'' if faith is None else f'{faith:6.3f}':>6s} "
-              f"{'' if eeg is None else f'{eeg:6.3f}':>6s}")
+        print(
+            (f"{str(r.get('kb')):16s} " if kbs else "")
+            + f"{r['attack']:10s} {r['configuration']:22s} {r['crr']:7.4f} {ratio:>6s} {r['retrieved_coverage']:6.3f} "
+            f"{_count(r['repeat_contexts'])} {_count(r['rouge_contexts'])} {r['semantic_leak']:6.3f} "
+            f"{_count(r['pii_leaked'], 5)} "
+            f"{'' if acc is None else f'{acc:6.3f}':>6s} {'' if faith is None else f'{faith:6.3f}':>6s} "
+            f"{'' if eeg is None else f'{eeg:6.3f}':>6s}"
+        )
         if r.get("crr_ci"):
             vs = r.get("crr_vs_none")
-            print(f"{'':33s} CRR 95% interval {fmt_interval(r['crr_ci'], 4)}"
-                  + (f"; vs no protection: {vs}" + (" at this budget" if vs == "not distinguishable" else "")
-                     if vs else ""))
+            print(
+                f"{'':33s} CRR 95% interval {fmt_interval(r['crr_ci'], 4)}"
+                + (
+                    f"; vs no protection: {vs}" + (" at this budget" if vs == "not distinguishable" else "")
+                    if vs
+                    else ""
+                )
+            )
         if r.get("n_runs", 1) > 1:
-            print(f"{'':33s} mean of {r['n_runs']} runs (seeds {', '.join(map(str, r['seeds']))}): "
-                  f"CRR sd {r['crr_std']:.4f}, retrieved coverage sd {r['retrieved_coverage_std']:.4f}")
+            print(
+                f"{'':33s} mean of {r['n_runs']} runs (seeds {', '.join(map(str, r['seeds']))}): "
+                f"CRR sd {r['crr_std']:.4f}, retrieved coverage sd {r['retrieved_coverage_std']:.4f}"
+            )
 
 
 def _count(x: float, width: int = 6) -> str:
@@ -196,29 +235,54 @@ def run_compare(cfg, args, meta: dict | None = None) -> int:
     kbs = cfg.knowledge_bases()
     executor = executor_of(args, meta)
     failed: list = []
-    rows = run_comparison(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet), executor=executor,
-                          failed=failed, overwrite=bool(getattr(args, "overwrite", False)))
-    checks = {(f"{a} on {kb}" if len(kbs) > 1 else a): ablation_direction(rows, a, kb=kb if len(kbs) > 1 else None)
-              for kb in kbs for a in cfg.attacks}
+    rows = run_comparison(
+        cfg,
+        out_dir=args.out,
+        progress=_progress_printer(not args.quiet),
+        executor=executor,
+        failed=failed,
+        overwrite=bool(getattr(args, "overwrite", False)),
+    )
+    checks = {
+        (f"{a} on {kb}" if len(kbs) > 1 else a): ablation_direction(rows, a, kb=kb if len(kbs) > 1 else None)
+        for kb in kbs
+        for a in cfg.attacks
+    }
     average = average_ablation_direction(rows)
     if not args.json or not args.quiet:
         print_comparison(rows)
         for a, c in checks.items():
             if c["holds"] is not None:
-                print(f"RAGFort ablation direction for {a}: CRR(reindex+cascade) < min(CRR(reindex), CRR(cascade)) "
-                      f"< CRR(none): {'holds' if c['holds'] else 'does NOT hold'}{_caveat(c)}")
+                print(
+                    f"RAGFort ablation direction for {a}: CRR(reindex+cascade) < min(CRR(reindex), CRR(cascade)) "
+                    f"< CRR(none): {'holds' if c['holds'] else 'does NOT hold'}{_caveat(c)}"
+                )
         if average["holds"] is not None and average["attacks"] > 1:
             rr = average["ratios"]
-            print(f"RAGFort ablation, relative CRR averaged over {average['attacks']} attack × KB pairs: "
-                  f"reindex+cascade {rr['reindex+cascade']:.2f}× · reindex {rr['reindex']:.2f}× · "
-                  f"cascade {rr['cascade']:.2f}× · "
-                  f"none 1.00×: direction {'holds' if average['holds'] else 'does NOT hold'}{_caveat(average)}")
+            print(
+                f"RAGFort ablation, relative CRR averaged over {average['attacks']} attack × KB pairs: "
+                f"reindex+cascade {rr['reindex+cascade']:.2f}× · reindex {rr['reindex']:.2f}× · "
+                f"cascade {rr['cascade']:.2f}× · "
+                f"none 1.00×: direction {'holds' if average['holds'] else 'does NOT hold'}{_caveat(average)}"
+            )
     for f in failed:
-        print(f"cell {f['attack']} vs {f['configuration']} on {f['kb']} (seed {f['seed']}) failed: {f['error']}",
-              file=sys.stderr)
+        print(
+            f"cell {f['attack']} vs {f['configuration']} on {f['kb']} (seed {f['seed']}) failed: {f['error']}",
+            file=sys.stderr,
+        )
     if args.json:
-        print(json.dumps(_clean({"rows": [{k: v for k, v in r.items() if k != "curves"} for r in rows],
-                                 "ablation": checks, "ablation_average": average, "failed": failed})))
+        print(
+            json.dumps(
+                _clean(
+                    {
+                        "rows": [{k: v for k, v in r.items() if k != "curves"} for r in rows],
+                        "ablation": checks,
+                        "ablation_average": average,
+                        "failed": failed,
+                    }
+                )
+            )
+        )
     return 1 if failed else 0
 
 
@@ -232,17 +296,20 @@ def cmd_compare(args) -> int:
         cfg, meta = load_kind_preset(args.preset, "compare", args.quiet)
     else:
         gname, gparams = _gen(args.generator, args.api_base)
-        cfg = ComparisonConfig.from_dict({"base": {"kb": args.kb, "generator": gname, "generator_params": gparams,
-                                                   "rounds": args.rounds or 10},
-                                          "attacks": args.attacks or "rag-thief",
-                                          "configurations": args.configurations or "none,threshold,system-prompt"})
+        cfg = ComparisonConfig.from_dict(
+            {
+                "base": {"kb": args.kb, "generator": gname, "generator_params": gparams, "rounds": args.rounds or 10},
+                "attacks": args.attacks or "rag-thief",
+                "configurations": args.configurations or "none,threshold,system-prompt",
+            }
+        )
     base = dict(cfg.base or {})
     if args.data_dir:
         base["data_dir"] = args.data_dir
     if args.rounds is not None:
         base["rounds"] = args.rounds
     over: dict[str, Any] = {}
-    if args.utility_limit is not None:      # 0 or a negative number is refused by validation, not ignored
+    if args.utility_limit is not None:  # 0 or a negative number is refused by validation, not ignored
         over["utility_limit"] = args.utility_limit
     if args.repeats is not None:
         over["repeats"] = args.repeats
@@ -260,11 +327,20 @@ def add_parsers(sub, common) -> None:
     """Add the ``extract``, ``utility`` and ``compare`` subcommands; ``common(parser)`` adds the shared options."""
     from ..config import ExtractionConfig
     from .config_options import add_config_options
+
     pe = sub.add_parser("extract", help="knowledge-base extraction attack against a (defended) RAG system")
-    add_config_options(pe, ExtractionConfig, skip=("data_dir",), defaults=EXTRACT_DEFAULTS,
-                       helps={"generator": "the answering generator: " + GENERATOR_SPEC + " (default: local)",
-                              "attacker_llm": "the attacker's LLM (RAG-Thief reflections): " + GENERATOR_SPEC
-                                              + "; 'none' for none (default: local:smollm2-135m)"})
+    add_config_options(
+        pe,
+        ExtractionConfig,
+        skip=("data_dir",),
+        defaults=EXTRACT_DEFAULTS,
+        helps={
+            "generator": "the answering generator: " + GENERATOR_SPEC + " (default: local)",
+            "attacker_llm": "the attacker's LLM (RAG-Thief reflections): "
+            + GENERATOR_SPEC
+            + "; 'none' for none (default: local:smollm2-135m)",
+        },
+    )
     pe.add_argument("--api-base", help="base URL of an OpenAI-compatible server (litellm generators)")
     pe.add_argument("--resume", help="continue an interrupted run from its folder")
     common(pe)
@@ -286,21 +362,37 @@ def add_parsers(sub, common) -> None:
     pc = sub.add_parser("compare", help="one attack against several defense configurations (RAGFort ablation)")
     pc.add_argument("--preset", help="a compare preset, e.g. ragfort-healthcaremagic")
     pc.add_argument("--kb", default="clinic_records")
-    pc.add_argument("--kbs", help="comma-separated knowledge bases, each attacked with every attack × configuration "
-                                  "(overrides the preset's)")
+    pc.add_argument(
+        "--kbs",
+        help="comma-separated knowledge bases, each attacked with every attack × configuration "
+        "(overrides the preset's)",
+    )
     pc.add_argument("--generator", default="local", help="local[:model] | model name | .gguf | provider/model")
-    pc.add_argument("--api-base", help="base URL of an OpenAI-compatible server (a vLLM or llama.cpp server on a "
-                                       "GPU machine) for a provider/model generator")
-    pc.add_argument("--attacks", help="comma-separated attacks, of: {registered:extraction-attacks} (overrides the "
-                                       "preset's)")
-    pc.add_argument("--configurations", help="comma-separated defense sets, '+' inside a set, 'none' for none "
-                                              "(overrides the preset's); defenses: {registered:defenses}")
+    pc.add_argument(
+        "--api-base",
+        help="base URL of an OpenAI-compatible server (a vLLM or llama.cpp server on a "
+        "GPU machine) for a provider/model generator",
+    )
+    pc.add_argument(
+        "--attacks", help="comma-separated attacks, of: {registered:extraction-attacks} (overrides the preset's)"
+    )
+    pc.add_argument(
+        "--configurations",
+        help="comma-separated defense sets, '+' inside a set, 'none' for none "
+        "(overrides the preset's); defenses: {registered:defenses}",
+    )
     pc.add_argument("--rounds", type=int)
     pc.add_argument("--utility-limit", type=int)
-    pc.add_argument("--repeats", type=int, help="runs per attack × configuration (seeds base, base+1, …); "
-                                                "the table reports means and standard deviations")
-    pc.add_argument("--overwrite", action="store_true", help="replace a comparison with other settings already in "
-                                                              "--out (its recorded runs are dropped)")
+    pc.add_argument(
+        "--repeats",
+        type=int,
+        help="runs per attack × configuration (seeds base, base+1, …); the table reports means and standard deviations",
+    )
+    pc.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a comparison with other settings already in --out (its recorded runs are dropped)",
+    )
     add_executor_args(pc)
     common(pc)
     pc.set_defaults(func=cmd_compare)

@@ -1,4 +1,5 @@
 """Defense registry, by pipeline stage (see :mod:`engine.defenses.base`); any subset can be on at once."""
+
 from ..registry import Registry
 from .base import STAGES, Chunk, Defense, DefenseAction, DefenseContext
 from .cascade import CascadeGeneration

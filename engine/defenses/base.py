@@ -11,6 +11,7 @@ Stages, in pipeline order (any subset of defenses can be on at once):
 
 Every hook returns what it did as a :class:`DefenseAction`, which the run records as an event.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -26,8 +27,14 @@ if TYPE_CHECKING:
     from ..store import BaseIndex, StoreSettings
 
 STAGES = ("index", "query", "retrieval", "context", "prompt", "generation")
-STAGE_HOOKS = {"index": "reindex", "query": "check_query", "retrieval": "filter", "context": "rewrite",
-               "prompt": "system_prompt", "generation": "generate"}   # the method a defense of each stage overrides
+STAGE_HOOKS = {
+    "index": "reindex",
+    "query": "check_query",
+    "retrieval": "filter",
+    "context": "rewrite",
+    "prompt": "system_prompt",
+    "generation": "generate",
+}  # the method a defense of each stage overrides
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,7 @@ class DefenseAction:
 
     defense: str
     stage: str
-    action: str                       # e.g. blocked, passed, dropped, rewritten, reindexed, generated
+    action: str  # e.g. blocked, passed, dropped, rewritten, reindexed, generated
     detail: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -67,7 +74,7 @@ class Defense:
     name: ClassVar[str] = ""
     stage: ClassVar[str] = ""
     Params: ClassVar[type[Params]]
-    token_report: ClassVar[bool] = False    # its answers carry per-token decoding statistics (the lab charts them)
+    token_report: ClassVar[bool] = False  # its answers carry per-token decoding statistics (the lab charts them)
 
     def __init__(self, params: Params) -> None:
         self.params = params
@@ -106,8 +113,16 @@ class Defense:
         """Prompt stage: text added to the system prompt."""
         raise NotImplementedError
 
-    def generate(self, messages: Sequence[dict], chunks: Sequence[Chunk], ctx: DefenseContext,
-                 max_tokens: int, *, question: str = "", context: Optional[Sequence[Chunk]] = None) -> "Generation":
+    def generate(
+        self,
+        messages: Sequence[dict],
+        chunks: Sequence[Chunk],
+        ctx: DefenseContext,
+        max_tokens: int,
+        *,
+        question: str = "",
+        context: Optional[Sequence[Chunk]] = None,
+    ) -> "Generation":
         """Generation stage: the answer itself, in place of the pipeline's generator, in at most ``max_tokens``.
         ``chunks`` are the retrieved chunks as retrieved (protected text), ``context`` what the earlier stages
         left of them, ``question`` the user's question."""

@@ -1,4 +1,5 @@
 """RAGFort intra-class protection as a defense: answers come from constrained cascade generation."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -39,18 +40,28 @@ class CascadeGeneration(Defense):
         draft: str = param("qwen2.5-0.5b", help="Draft model (registered name or .gguf path)")
         verifier: str = param("qwen2.5-1.5b", help="Verifier model (same tokenizer as the draft)")
         gamma: int = param(2, min=1, max=32, help="γ: tokens the draft proposes per block (speed only)")
-        alpha: float = param(0.0, min=0.0, max=10.0,
-                             help="α: weight of D_TV(p, q); larger = fewer rejections, "
-                                  "at α ≥ 1 only the copy term rejects")
+        alpha: float = param(
+            0.0,
+            min=0.0,
+            max=10.0,
+            help="α: weight of D_TV(p, q); larger = fewer rejections, at α ≥ 1 only the copy term rejects",
+        )
         eta: float = param(0.5, min=0.0, max=100.0, help="η: weight of the copy ratio q(z)/p(z)")
         min_match: int = param(3, min=1, max=64, help="Tokens of verbatim overlap before z is defined")
-        copy_window: int = param(4, min=0, max=64,
-                                 help="Keep following a copy through deviations of up to this many tokens "
-                                      "(0: exact suffix only)")
+        copy_window: int = param(
+            4,
+            min=0,
+            max=64,
+            help="Keep following a copy through deviations of up to this many tokens (0: exact suffix only)",
+        )
         n_ctx: int = param(4096, min=512, max=32768, help="Context window of both models")
         n_threads: int = param(2, min=1, max=64, help="CPU threads")
-        n_gpu_layers: int = param(0, min=-1, max=1000, help="Layers of each model offloaded to a GPU (-1: all); "
-                                                            "used when llama.cpp was built with GPU support")
+        n_gpu_layers: int = param(
+            0,
+            min=-1,
+            max=1000,
+            help="Layers of each model offloaded to a GPU (-1: all); used when llama.cpp was built with GPU support",
+        )
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
@@ -60,21 +71,54 @@ class CascadeGeneration(Defense):
         """The :class:`CascadeDecoder`, built (both models loaded) on first use and reused after."""
         if self._decoder is None:
             from ..generators.cascade import CascadeDecoder
+
             p = self.params
-            self._decoder = CascadeDecoder(draft=p.draft, verifier=p.verifier, gamma=p.gamma, alpha=p.alpha,
-                                           eta=p.eta, min_match=p.min_match, n_ctx=p.n_ctx, n_threads=p.n_threads,
-                                           copy_window=p.copy_window, n_gpu_layers=p.n_gpu_layers)
+            self._decoder = CascadeDecoder(
+                draft=p.draft,
+                verifier=p.verifier,
+                gamma=p.gamma,
+                alpha=p.alpha,
+                eta=p.eta,
+                min_match=p.min_match,
+                n_ctx=p.n_ctx,
+                n_threads=p.n_threads,
+                copy_window=p.copy_window,
+                n_gpu_layers=p.n_gpu_layers,
+            )
         return self._decoder
 
-    def generate(self, messages: Sequence[dict], chunks: Sequence[Chunk], ctx: DefenseContext,
-                 max_tokens: int, *, question: str = "", context: Sequence[Chunk] | None = None) -> Generation:
+    def generate(
+        self,
+        messages: Sequence[dict],
+        chunks: Sequence[Chunk],
+        ctx: DefenseContext,
+        max_tokens: int,
+        *,
+        question: str = "",
+        context: Sequence[Chunk] | None = None,
+    ) -> Generation:
         """The answer by constrained cascade decoding with the retrieved chunks as protected text; draft/verifier
         counts, decisions and FLOPs go in ``info``."""
         out = self.decoder().generate(list(messages), [c.text for c in chunks], max_tokens=max_tokens)
-        info = {k: getattr(out, k) for k in ("accepted", "rejected", "suppressed", "draft_tokens_evaluated",
-                                             "verifier_tokens_evaluated", "flops_draft", "flops_verifier",
-                                             "flops_verifier_only")}
+        info = {
+            k: getattr(out, k)
+            for k in (
+                "accepted",
+                "rejected",
+                "suppressed",
+                "draft_tokens_evaluated",
+                "verifier_tokens_evaluated",
+                "flops_draft",
+                "flops_verifier",
+                "flops_verifier_only",
+            )
+        }
         info["decisions"] = tuple(out.decisions)
-        return Generation(text=out.text, prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
-                          model=f"cascade({self.params.draft}→{self.params.verifier})", seconds=out.seconds,
-                          info=info)
+        return Generation(
+            text=out.text,
+            prompt_tokens=out.prompt_tokens,
+            completion_tokens=out.completion_tokens,
+            model=f"cascade({self.params.draft}→{self.params.verifier})",
+            seconds=out.seconds,
+            info=info,
+        )

@@ -1,4 +1,5 @@
 """Query-intent block: refuse queries that ask for the knowledge base itself rather than an answer."""
+
 from __future__ import annotations
 
 import re
@@ -43,10 +44,13 @@ class QueryIntentBlock(Defense):
 
     class Params(Params):
         use_patterns: bool = param(True, help="Block on regular-expression matches")
-        max_similarity: float = param(0.6, min=-1.0, max=1.0,
-                                      help="Block when cosine to a known extraction phrasing is at least this")
-        refusal: str = param("I can only answer questions about the clinic's information; I cannot share "
-                             "the underlying documents.", help="Answer given to a blocked query")
+        max_similarity: float = param(
+            0.6, min=-1.0, max=1.0, help="Block when cosine to a known extraction phrasing is at least this"
+        )
+        refusal: str = param(
+            "I can only answer questions about the clinic's information; I cannot share the underlying documents.",
+            help="Answer given to a blocked query",
+        )
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
@@ -75,5 +79,9 @@ class QueryIntentBlock(Defense):
         hits = self.matches(query)
         sim = self.similarity(query, ctx)
         blocked = bool(hits) or sim >= self.params.max_similarity
-        return self.action("blocked" if blocked else "passed", patterns=tuple(hits), similarity=round(sim, 4),
-                           refusal=self.params.refusal if blocked else "")
+        return self.action(
+            "blocked" if blocked else "passed",
+            patterns=tuple(hits),
+            similarity=round(sim, 4),
+            refusal=self.params.refusal if blocked else "",
+        )

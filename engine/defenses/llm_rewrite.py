@@ -1,4 +1,5 @@
 """Context rewriting by the LLM before answering: summarization and paraphrase."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -18,8 +19,10 @@ class _LLMRewrite(Defense):
         out: list[Chunk] = []
         tokens = 0
         for c in chunks:
-            msgs = [{"role": "system", "content": self.instruction},
-                    {"role": "user", "content": f"Question: {query}\n\nText:\n{c.text}"}]
+            msgs = [
+                {"role": "system", "content": self.instruction},
+                {"role": "user", "content": f"Question: {query}\n\nText:\n{c.text}"},
+            ]
             g = ctx.generator.chat(msgs, max_tokens=self.params.max_tokens)
             tokens += g.prompt_tokens + g.completion_tokens
             out.append(Chunk(c.doc_id, g.text.strip(), c.score, c.rank))
@@ -34,8 +37,10 @@ class Summarize(_LLMRewrite):
     copying of the private chunk becomes impossible; the price is one extra LLM call per chunk.
     """
 
-    instruction = ("Summarize the text in at most two sentences, keeping only what helps answer the "
-                   "question. Do not copy sentences. Leave out names, phone numbers, emails, dates and ids.")
+    instruction = (
+        "Summarize the text in at most two sentences, keeping only what helps answer the "
+        "question. Do not copy sentences. Leave out names, phone numbers, emails, dates and ids."
+    )
 
     class Params(Params):
         max_tokens: int = param(64, min=8, max=1024, help="Tokens per summary")

@@ -1,4 +1,5 @@
 """Perplexity filter: drop retrieved chunks whose text an offline language model finds unusually surprising."""
+
 from __future__ import annotations
 
 import math
@@ -27,10 +28,12 @@ class PerplexityFilter(Defense):
 
     class Params(Params):
         model: str = param("smollm2-135m", help="Local model that scores the text (registered name or .gguf)")
-        max_perplexity: float = param(0.0, min=0.0, help="Drop chunks above this perplexity; 0 = calibrate on "
-                                                         "clean KB chunks")
-        quantile: float = param(0.95, min=0.5, max=0.999, help="Calibrated threshold: this quantile of clean "
-                                                               "chunks' perplexities")
+        max_perplexity: float = param(
+            0.0, min=0.0, help="Drop chunks above this perplexity; 0 = calibrate on clean KB chunks"
+        )
+        quantile: float = param(
+            0.95, min=0.5, max=0.999, help="Calibrated threshold: this quantile of clean chunks' perplexities"
+        )
         calibration_docs: int = param(60, min=10, max=2000, help="Clean KB chunks scored to calibrate")
         max_tokens: int = param(256, min=16, max=2048, help="Tokens of each chunk that are scored")
         seed: int = param(0, min=0, help="Which clean chunks calibrate")
@@ -46,6 +49,7 @@ class PerplexityFilter(Defense):
         if text not in self._cache:
             if self._scorer is None:
                 from ..generators import GENERATORS
+
                 self._scorer = GENERATORS.create("local", {"model": self.params.model})
             lp = self._scorer.token_logprobs(text, self.params.max_tokens)
             self._cache[text] = math.exp(-sum(lp) / len(lp)) if lp else 1.0
@@ -68,5 +72,6 @@ class PerplexityFilter(Defense):
         ppl = {c.doc_id: round(self.perplexity(c.text), 3) for c in chunks}
         kept = [c for c in chunks if ppl[c.doc_id] <= thr]
         dropped = tuple(c.doc_id for c in chunks if ppl[c.doc_id] > thr)
-        return kept, self.action("dropped" if dropped else "passed", dropped=dropped, kept=len(kept),
-                                 perplexity=ppl, threshold=round(thr, 3))
+        return kept, self.action(
+            "dropped" if dropped else "passed", dropped=dropped, kept=len(kept), perplexity=ppl, threshold=round(thr, 3)
+        )

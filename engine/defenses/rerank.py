@@ -1,4 +1,5 @@
 """Re-ranking with a cut: a second retriever re-scores the retrieved chunks; only the best survive."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -34,7 +35,8 @@ class RerankCut(Defense):
         from dataclasses import fields
 
         from ..embedders import RETRIEVERS, make_retriever
-        name = self.params.reranker   # a registered retriever, or a sentence-transformers model (takes a device)
+
+        name = self.params.reranker  # a registered retriever, or a sentence-transformers model (takes a device)
         takes_device = name not in RETRIEVERS or "device" in {f.name for f in fields(RETRIEVERS.get(name).Params)}
         rr = make_retriever(self.params.reranker, {"device": self.params.device} if takes_device else None)
         if not rr.dense:
@@ -53,5 +55,8 @@ class RerankCut(Defense):
         order = [i for i in np.argsort(-s, kind="stable") if s[i] >= self.params.min_score][: self.params.keep]
         kept = [chunks[i] for i in order]
         dropped = tuple(c.doc_id for c in chunks if c not in kept)
-        return kept, self.action("dropped" if dropped else "passed", dropped=dropped,
-                                 rerank_scores={chunks[i].doc_id: round(float(s[i]), 4) for i in range(len(chunks))})
+        return kept, self.action(
+            "dropped" if dropped else "passed",
+            dropped=dropped,
+            rerank_scores={chunks[i].doc_id: round(float(s[i]), 4) for i in range(len(chunks))},
+        )

@@ -20,6 +20,7 @@ The three stages of the paper, as implemented here:
 Only the new document vectors are returned and cached; queries keep using
 ``retriever.encode_queries``. Nothing here mutates the process-wide cached model.
 """
+
 from __future__ import annotations
 
 import copy
@@ -41,6 +42,7 @@ _CACHE_VERSION = 1
 
 
 # --------------------------------------------------------------------------- the loss
+
 
 def supcon_loss(z: Any, labels: Any, temperature: float = 0.1) -> Any:
     """Supervised contrastive loss L_sup (RAGFort Stage 2; Khosla et al. 2020, eq. "L^sup_out").
@@ -84,6 +86,7 @@ def supcon_loss(z: Any, labels: Any, temperature: float = 0.1) -> Any:
 
 # --------------------------------------------------------------------------- result
 
+
 @dataclass(frozen=True, eq=False)  # numpy fields: identity equality and hash
 class ReindexResult:
     """Output of :func:`contrastive_reindex`.
@@ -119,6 +122,7 @@ class ReindexResult:
 
 # --------------------------------------------------------------------------- helpers
 
+
 def _normalize(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
@@ -139,8 +143,15 @@ def separation_metrics(vectors: np.ndarray, labels: np.ndarray) -> dict:
     uniq, counts = np.unique(labels[labels >= 0], return_counts=True)
     keep_labels = uniq[counts >= 2]
     mask = np.isin(labels, keep_labels)
-    out = {"n": int(mask.sum()), "clusters": int(len(keep_labels)), "silhouette": float("nan"),
-           "intra": float("nan"), "inter": float("nan"), "gap": float("nan"), "ratio": float("nan")}
+    out = {
+        "n": int(mask.sum()),
+        "clusters": int(len(keep_labels)),
+        "silhouette": float("nan"),
+        "intra": float("nan"),
+        "inter": float("nan"),
+        "gap": float("nan"),
+        "ratio": float("nan"),
+    }
     if len(keep_labels) == 0:
         return out
     v = _normalize(vectors[mask])
@@ -177,8 +188,14 @@ def _pca2(x: np.ndarray) -> np.ndarray:
     return p
 
 
-def pseudo_labels(vectors: np.ndarray, *, min_cluster_size: int = 5, min_samples: int | None = None,
-                  noise: str = "nearest", selection: str = "eom") -> tuple[np.ndarray, int, int]:
+def pseudo_labels(
+    vectors: np.ndarray,
+    *,
+    min_cluster_size: int = 5,
+    min_samples: int | None = None,
+    noise: str = "nearest",
+    selection: str = "eom",
+) -> tuple[np.ndarray, int, int]:
     """Stage 1: HDBSCAN pseudo-labels on L2-normalised vectors.
 
     ``selection`` is HDBSCAN's cluster selection: ``eom`` (excess of mass, the library default)
@@ -201,12 +218,18 @@ def pseudo_labels(vectors: np.ndarray, *, min_cluster_size: int = 5, min_samples
         raise ConfigError("min_cluster_size must be >= 2")
     v = _normalize(vectors)
     if len(v) < min_cluster_size:
-        raise ConfigError(f"contrastive reindexing needs at least min_cluster_size={min_cluster_size} chunks, "
-                          f"got {len(v)}")
+        raise ConfigError(
+            f"contrastive reindexing needs at least min_cluster_size={min_cluster_size} chunks, got {len(v)}"
+        )
     if selection not in ("eom", "leaf"):
         raise ConfigError(f"selection must be eom or leaf, got {selection!r}")
-    raw = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=min_samples, metric="euclidean",
-                  cluster_selection_method=selection, copy=True).fit_predict(v.astype(np.float64))
+    raw = HDBSCAN(
+        min_cluster_size=min_cluster_size,
+        min_samples=min_samples,
+        metric="euclidean",
+        cluster_selection_method=selection,
+        copy=True,
+    ).fit_predict(v.astype(np.float64))
     n_clusters = int(raw.max() + 1) if raw.size else 0
     noise_idx = np.flatnonzero(raw < 0)
     labels = raw.copy()
@@ -233,7 +256,7 @@ def _batches(labels: np.ndarray, batch_size: int, per_class: int, rng: np.random
         if len(idx) == 1:
             groups.append(idx)
             continue
-        parts = [idx[i:i + per_class] for i in range(0, len(idx), per_class)]
+        parts = [idx[i : i + per_class] for i in range(0, len(idx), per_class)]
         if len(parts) > 1 and len(parts[-1]) == 1:
             parts[-2] = np.concatenate([parts[-2], parts[-1]])
             parts.pop()
@@ -257,18 +280,22 @@ def _st_model(retriever: Any) -> Any:
     """The retriever's SentenceTransformer document encoder, or ConfigError."""
     getter = getattr(retriever, "_doc_model", None)
     if not getattr(retriever, "dense", False) or getter is None:
-        raise ConfigError(f"contrastive reindexing needs a sentence-transformers retriever (minilm, mpnet or a "
-                          f"sentence-transformers model); {getattr(retriever, 'name', type(retriever).__name__)!r} "
-                          f"is not one (BM25 has no encoder; e5-small is a fixed 4-bit model "
-                          f"that cannot be fine-tuned)")
+        raise ConfigError(
+            f"contrastive reindexing needs a sentence-transformers retriever (minilm, mpnet or a "
+            f"sentence-transformers model); {getattr(retriever, 'name', type(retriever).__name__)!r} "
+            f"is not one (BM25 has no encoder; e5-small is a fixed 4-bit model "
+            f"that cannot be fine-tuned)"
+        )
     model = getter()
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:  # pragma: no cover
         raise ConfigError("contrastive reindexing needs the sentence-transformers package") from None
     if not isinstance(model, SentenceTransformer):
-        raise ConfigError(f"retriever {getattr(retriever, 'name', '?')!r}: its document encoder is not a "
-                          f"SentenceTransformer; contrastive reindexing cannot fine-tune it")
+        raise ConfigError(
+            f"retriever {getattr(retriever, 'name', '?')!r}: its document encoder is not a "
+            f"SentenceTransformer; contrastive reindexing cannot fine-tune it"
+        )
     return model
 
 
@@ -326,11 +353,25 @@ def _corpus_fingerprint(texts: Sequence[str]) -> str:
 
 def _save(path_base: str, r: ReindexResult) -> None:
     tmp_npz, tmp_json = path_base + ".tmp.npz", path_base + ".json.tmp"
-    np.savez(tmp_npz, doc_vectors=r.doc_vectors, labels=r.labels, projection_before=r.projection_before,
-             projection_after=r.projection_after)
-    meta = {"n_clusters": r.n_clusters, "n_noise": r.n_noise, "separation_before": r.separation_before,
-            "separation_after": r.separation_after, "losses": list(r.losses), "steps": r.steps,
-            "seconds": r.seconds, "model_id": r.model_id, "params": r.params, "version": _CACHE_VERSION}
+    np.savez(
+        tmp_npz,
+        doc_vectors=r.doc_vectors,
+        labels=r.labels,
+        projection_before=r.projection_before,
+        projection_after=r.projection_after,
+    )
+    meta = {
+        "n_clusters": r.n_clusters,
+        "n_noise": r.n_noise,
+        "separation_before": r.separation_before,
+        "separation_after": r.separation_after,
+        "losses": list(r.losses),
+        "steps": r.steps,
+        "seconds": r.seconds,
+        "model_id": r.model_id,
+        "params": r.params,
+        "version": _CACHE_VERSION,
+    }
     with open(tmp_json, "w") as f:
         json.dump(meta, f)
     os.replace(tmp_npz, path_base + ".npz")
@@ -347,23 +388,48 @@ def _load(path_base: str, n: int) -> ReindexResult | None:
         return None
     if meta.get("version") != _CACHE_VERSION or arrays["doc_vectors"].shape[0] != n:
         return None
-    return ReindexResult(doc_vectors=arrays["doc_vectors"].astype(np.float32), labels=arrays["labels"],
-                         n_clusters=meta["n_clusters"], n_noise=meta["n_noise"],
-                         separation_before=meta["separation_before"], separation_after=meta["separation_after"],
-                         losses=tuple(meta["losses"]), steps=meta["steps"], seconds=meta["seconds"],
-                         model_id=meta["model_id"], projection_before=arrays["projection_before"],
-                         projection_after=arrays["projection_after"], from_cache=True, params=meta.get("params"))
+    return ReindexResult(
+        doc_vectors=arrays["doc_vectors"].astype(np.float32),
+        labels=arrays["labels"],
+        n_clusters=meta["n_clusters"],
+        n_noise=meta["n_noise"],
+        separation_before=meta["separation_before"],
+        separation_after=meta["separation_after"],
+        losses=tuple(meta["losses"]),
+        steps=meta["steps"],
+        seconds=meta["seconds"],
+        model_id=meta["model_id"],
+        projection_before=arrays["projection_before"],
+        projection_after=arrays["projection_after"],
+        from_cache=True,
+        params=meta.get("params"),
+    )
 
 
 # --------------------------------------------------------------------------- main entry
 
-def contrastive_reindex(texts: Sequence[str], retriever: Any, *, min_cluster_size: int = 5,
-                        min_samples: int | None = None, noise: str = "nearest", epochs: int = 2,
-                        temperature: float = 0.1, batch_size: int = 32, lr: float = 2e-5,
-                        max_steps: int = 200, seed: int = 0, per_class: int = 4,
-                        train_layers: int | None = None, max_length: int | None = 128,
-                        selection: str = "eom", progress: Progress | None = None,
-                        cache: bool = True, device: str = "auto") -> ReindexResult:
+
+def contrastive_reindex(
+    texts: Sequence[str],
+    retriever: Any,
+    *,
+    min_cluster_size: int = 5,
+    min_samples: int | None = None,
+    noise: str = "nearest",
+    epochs: int = 2,
+    temperature: float = 0.1,
+    batch_size: int = 32,
+    lr: float = 2e-5,
+    max_steps: int = 200,
+    seed: int = 0,
+    per_class: int = 4,
+    train_layers: int | None = None,
+    max_length: int | None = 128,
+    selection: str = "eom",
+    progress: Progress | None = None,
+    cache: bool = True,
+    device: str = "auto",
+) -> ReindexResult:
     """RAGFort contrastive reindexing (Stages 1-3) of ``texts`` for a sentence-transformers retriever.
 
     Stage 1: ``retriever.encode_documents`` + HDBSCAN pseudo-labels (:func:`pseudo_labels`).
@@ -401,14 +467,26 @@ def contrastive_reindex(texts: Sequence[str], retriever: Any, *, min_cluster_siz
     if per_class > batch_size:
         raise ConfigError("per_class must be <= batch_size")
     from ..devices import resolve_device
+
     dev = resolve_device(device)
     base = _st_model(retriever)  # raises ConfigError early for bm25 / e5-small
     similarity = retriever.similarity
     prefix = getattr(getattr(retriever, "params", None), "document_prefix", "") or ""
-    params = {"min_cluster_size": min_cluster_size, "min_samples": min_samples, "noise": noise, "epochs": epochs,
-              "temperature": temperature, "batch_size": batch_size, "lr": lr, "max_steps": max_steps, "seed": seed,
-              "per_class": per_class, "train_layers": train_layers,
-              "max_length": max_length, **({"selection": selection} if selection != "eom" else {})}
+    params = {
+        "min_cluster_size": min_cluster_size,
+        "min_samples": min_samples,
+        "noise": noise,
+        "epochs": epochs,
+        "temperature": temperature,
+        "batch_size": batch_size,
+        "lr": lr,
+        "max_steps": max_steps,
+        "seed": seed,
+        "per_class": per_class,
+        "train_layers": train_layers,
+        "max_length": max_length,
+        **({"selection": selection} if selection != "eom" else {}),
+    }
     key = _cache_key(retriever.model_id, texts, params)
     path_base = str(cache_dir("reindex") / key[:40])
     if cache:
@@ -430,12 +508,15 @@ def contrastive_reindex(texts: Sequence[str], retriever: Any, *, min_cluster_siz
         before = _normalize(before)
     report("embed", len(texts), len(texts))
     report("cluster", 0, 1)
-    labels, n_clusters, n_noise = pseudo_labels(before, min_cluster_size=min_cluster_size, min_samples=min_samples,
-                                                noise=noise, selection=selection)
+    labels, n_clusters, n_noise = pseudo_labels(
+        before, min_cluster_size=min_cluster_size, min_samples=min_samples, noise=noise, selection=selection
+    )
     report("cluster", 1, 1)
     if n_clusters < 2:
-        raise ConfigError(f"HDBSCAN found {n_clusters} cluster(s) in {len(texts)} chunks ({n_noise} noise); "
-                          f"contrastive reindexing needs at least 2: lower min_cluster_size/min_samples")
+        raise ConfigError(
+            f"HDBSCAN found {n_clusters} cluster(s) in {len(texts)} chunks ({n_noise} noise); "
+            f"contrastive reindexing needs at least 2: lower min_cluster_size/min_samples"
+        )
 
     # Stage 2 ------------------------------------------------------------------------
     import torch
@@ -488,8 +569,13 @@ def contrastive_reindex(texts: Sequence[str], retriever: Any, *, min_cluster_siz
         report("encode", 0, len(texts))
         bs = int(getattr(getattr(retriever, "params", None), "batch_size", 32) or 32)
         with torch.inference_mode():
-            after = model.encode([prefix + t for t in texts], batch_size=bs, convert_to_numpy=True,
-                                 show_progress_bar=False, normalize_embeddings=(similarity == "cosine"))
+            after = model.encode(
+                [prefix + t for t in texts],
+                batch_size=bs,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+                normalize_embeddings=(similarity == "cosine"),
+            )
         after = np.asarray(after, dtype=np.float32)
         report("encode", len(texts), len(texts))
         del model, opt
@@ -497,10 +583,21 @@ def contrastive_reindex(texts: Sequence[str], retriever: Any, *, min_cluster_siz
         torch.set_num_threads(old_threads)
 
     result = ReindexResult(
-        doc_vectors=after, labels=labels, n_clusters=n_clusters, n_noise=n_noise,
-        separation_before=separation_metrics(before, labels), separation_after=separation_metrics(after, labels),
-        losses=tuple(losses), steps=steps, seconds=time.perf_counter() - t0, model_id=model_id,
-        projection_before=_pca2(before), projection_after=_pca2(after), from_cache=False, params=params)
+        doc_vectors=after,
+        labels=labels,
+        n_clusters=n_clusters,
+        n_noise=n_noise,
+        separation_before=separation_metrics(before, labels),
+        separation_after=separation_metrics(after, labels),
+        losses=tuple(losses),
+        steps=steps,
+        seconds=time.perf_counter() - t0,
+        model_id=model_id,
+        projection_before=_pca2(before),
+        projection_after=_pca2(after),
+        from_cache=False,
+        params=params,
+    )
     if cache:
         try:
             _save(path_base, result)

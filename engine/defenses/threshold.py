@@ -1,4 +1,5 @@
 """Distance threshold: drop retrieved chunks that are not close enough to the query."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -20,8 +21,9 @@ class DistanceThreshold(Defense):
     stage = "retrieval"
 
     class Params(Params):
-        min_similarity: float = param(0.45, min=-1.0, max=1.0,
-                                      help="Smallest query–chunk similarity kept (cosine for dense retrievers)")
+        min_similarity: float = param(
+            0.45, min=-1.0, max=1.0, help="Smallest query–chunk similarity kept (cosine for dense retrievers)"
+        )
 
     def filter(self, query: str, chunks: Sequence[Chunk], ctx: DefenseContext) -> tuple[list[Chunk], DefenseAction]:
         """Drops chunks scoring below ``min_similarity``; the action lists the dropped ids and how many were kept."""

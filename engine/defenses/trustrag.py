@@ -1,4 +1,5 @@
 """TrustRAG's first stage: remove the tight cluster that several poisons for one question form in the top-K."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -37,11 +38,12 @@ class ClusterFilter(Defense):
     stage = "retrieval"
 
     class Params(Params):
-        cosine_threshold: float = param(0.88, min=0.0, max=1.0,
-                                        help="A cluster with a higher mean pairwise cosine is removed (paper: 0.88)")
-        rouge_threshold: float = param(0.25, min=0.0, max=1.0,
-                                       help="ROUGE-L F1 above which two chunks count as near-duplicates "
-                                            "(paper: 0.25)")
+        cosine_threshold: float = param(
+            0.88, min=0.0, max=1.0, help="A cluster with a higher mean pairwise cosine is removed (paper: 0.88)"
+        )
+        rouge_threshold: float = param(
+            0.25, min=0.0, max=1.0, help="ROUGE-L F1 above which two chunks count as near-duplicates (paper: 0.25)"
+        )
         seed: int = param(0, min=0, help="K-means initialisation seed")
 
     def filter(self, query: str, chunks: Sequence[Chunk], ctx: DefenseContext) -> tuple[list[Chunk], DefenseAction]:
@@ -70,10 +72,11 @@ class ClusterFilter(Defense):
             tightness[str(lab)] = None if t is None else round(t, 4)
             if t is not None and t > p.cosine_threshold:
                 drop.update(members)
-        for (i, j), v in pair.items():           # near-duplicate groups among what is left
+        for (i, j), v in pair.items():  # near-duplicate groups among what is left
             if v > p.rouge_threshold and i not in drop and j not in drop:
                 drop.update((i, j))
         kept = [c for i, c in enumerate(chunks) if i not in drop]
         dropped = tuple(chunks[i].doc_id for i in sorted(drop))
-        return kept, self.action("dropped" if dropped else "passed", dropped=dropped, kept=len(kept),
-                                 cluster_cosine=tightness)
+        return kept, self.action(
+            "dropped" if dropped else "passed", dropped=dropped, kept=len(kept), cluster_cosine=tightness
+        )

@@ -1,4 +1,5 @@
 """Poison detectors (registry): fitted on clean anchors, score embeddings (higher = suspicious)."""
+
 from __future__ import annotations
 
 from ..registry import Registry
@@ -11,5 +12,12 @@ DETECTORS.register("l2")(L2NormDetector)
 DETECTORS.register("l2-distance")(L2DistanceDetector)
 DETECTORS.register("mahalanobis")(MahalanobisDetector)
 
-__all__ = ["DETECTORS", "Detector", "Calibration", "MahalanobisDetector", "L2NormDetector",
-           "L2DistanceDetector", "PAPER_BETA_GRID"]
+__all__ = [
+    "DETECTORS",
+    "Detector",
+    "Calibration",
+    "MahalanobisDetector",
+    "L2NormDetector",
+    "L2DistanceDetector",
+    "PAPER_BETA_GRID",
+]

@@ -7,6 +7,7 @@ number of anchors is close to the embedding dimension, so the default calibratio
 quantile over *out-of-fold* anchor scores (k-fold: each anchor scored by a detector fitted
 without it). The in-sample threshold is kept too, to show the difference.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from ..params import Params, param
 class Calibration:
     """Thresholds from one fit: the one used to flag, both candidates, and the anchors' in-sample scores."""
 
-    threshold: float            # the one used to flag (out-of-fold unless calibration = in-sample)
+    threshold: float  # the one used to flag (out-of-fold unless calibration = in-sample)
     threshold_in_sample: float
     threshold_out_of_fold: float
     anchor_scores: tuple[float, ...]  # in-sample scores of the anchors
@@ -41,8 +42,9 @@ class Detector:
     class Params(Params):
         quantile: float = param(0.95, min=0.5, max=0.9999, help="Threshold quantile of anchor scores")
         folds: int = param(5, min=2, max=20, help="Folds for out-of-fold calibration (and any CV of the detector)")
-        calibration: str = param("out-of-fold", choices=("out-of-fold", "in-sample"),
-                                 help="Which anchor scores set the threshold")
+        calibration: str = param(
+            "out-of-fold", choices=("out-of-fold", "in-sample"), help="Which anchor scores set the threshold"
+        )
         seed: int = param(0, min=0, help="Fold assignment seed")
 
     def __init__(self, params: Params) -> None:
@@ -80,8 +82,10 @@ class Detector:
         X = np.asarray(anchors, dtype=np.float64)
         folds = int(self.params.folds)
         if X.ndim != 2 or len(X) < max(self.min_anchors, folds):
-            raise ConfigError(f"{self.name}: needs at least {max(self.min_anchors, folds)} anchor documents, "
-                              f"got {len(X)} (protect more queries or retrieve more anchors per query)")
+            raise ConfigError(
+                f"{self.name}: needs at least {max(self.min_anchors, folds)} anchor documents, "
+                f"got {len(X)} (protect more queries or retrieve more anchors per query)"
+            )
         q = float(self.params.quantile)
         self._prepare(X)
         self.state = self._fit(X)

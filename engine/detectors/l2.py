@@ -1,4 +1,5 @@
 """ℓ2-based baselines: the embedding-norm filter and the isotropic distance to the anchor mean."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Mahalanobis distance over a shrinkage covariance (universal-poisoning paper, §5)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,8 +16,8 @@ PAPER_BETA_GRID = (0.001, 0.005, 0.01, 0.05, 0.1, 0.2)  # Appendix C.2, Table 8
 @dataclass(frozen=True)
 class _Fit:
     mu: np.ndarray
-    vecs: np.ndarray      # eigenvectors of S (columns)
-    lam: np.ndarray       # eigenvalues of Σβ = (1-β)λ(S) + β·tr(S)/d
+    vecs: np.ndarray  # eigenvectors of S (columns)
+    lam: np.ndarray  # eigenvalues of Σβ = (1-β)λ(S) + β·tr(S)/d
 
 
 def _eig(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -48,12 +49,18 @@ class MahalanobisDetector(Detector):
     estimates_covariance = True
 
     class Params(Detector.Params):
-        beta: float = param(0.0, min=0.0, max=1.0, help="Shrinkage level β; 0 = choose by cross-validation",
-                            label="Shrinkage β (0 = cross-validated)")
+        beta: float = param(
+            0.0,
+            min=0.0,
+            max=1.0,
+            help="Shrinkage level β; 0 = choose by cross-validation",
+            label="Shrinkage β (0 = cross-validated)",
+        )
         beta_grid: tuple[float, ...] = param(PAPER_BETA_GRID, help="Grid searched when β is chosen by CV")
 
         def validate(self) -> None:
             from ..errors import ConfigError
+
             if not self.beta_grid or any(not (0 < b < 1) for b in self.beta_grid):
                 raise ConfigError("beta_grid: values must lie in (0, 1)")
 

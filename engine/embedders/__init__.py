@@ -1,6 +1,7 @@
 """Retriever registry: dense encoders (sentence-transformers, packaged offline models, E5)
 and the sparse BM25 retriever. Any name not registered is treated as a sentence-transformers
 model name or local path (``facebook/contriever``, ``./my-model``)."""
+
 from __future__ import annotations
 
 from ..params import param
@@ -51,8 +52,9 @@ RETRIEVERS.register("medcpt")(MedCPTRetriever)
 
 def offline_retrievers() -> list[str]:
     """The registered retrievers that work with no network (:attr:`Retriever.offline`), dense ones first."""
-    return sorted((n for n in RETRIEVERS.names() if RETRIEVERS.get(n).offline),
-                  key=lambda n: (not RETRIEVERS.get(n).dense, n))
+    return sorted(
+        (n for n in RETRIEVERS.names() if RETRIEVERS.get(n).offline), key=lambda n: (not RETRIEVERS.get(n).dense, n)
+    )
 
 
 def make_retriever(name: str, params: dict | None = None) -> Retriever:

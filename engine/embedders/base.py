@@ -7,6 +7,7 @@ possibly unnormalised vectors) or ``cosine``. Sparse retrievers (BM25) score lex
 have no embeddings. Model weights load lazily on first use, so building a retriever is cheap
 and never touches the network.
 """
+
 from __future__ import annotations
 
 import threading
@@ -17,7 +18,6 @@ import numpy as np
 from ..params import Params
 from .cache import shared_cache
 from ..progress import CountProgress as Progress
-
 
 
 class Retriever:
@@ -47,8 +47,13 @@ class Retriever:
 
     def describe(self) -> dict:
         """Name, model id, similarity, whether dense, and parameters (for the run manifest)."""
-        return {"name": self.name, "model_id": self.model_id, "similarity": self.similarity,
-                "dense": self.dense, "params": self.params.to_dict()}
+        return {
+            "name": self.name,
+            "model_id": self.model_id,
+            "similarity": self.similarity,
+            "dense": self.dense,
+            "params": self.params.to_dict(),
+        }
 
     # the encoder's window -----------------------------------------------------------------
     def window(self) -> int | None:
@@ -77,8 +82,9 @@ class Retriever:
 
     def encode_queries(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         """Query embeddings (one row per text), cached on disk; ``progress(done, total)`` as batches finish."""
-        mat, _ = shared_cache().encode(self.model_id + ":query", list(texts), self._locked(self._encode_queries),
-                                       progress)
+        mat, _ = shared_cache().encode(
+            self.model_id + ":query", list(texts), self._locked(self._encode_queries), progress
+        )
         return mat
 
     def encode_transient(self, texts: Sequence[str]) -> np.ndarray:
@@ -87,13 +93,15 @@ class Retriever:
 
     def encode_documents(self, texts: Sequence[str], progress: Progress | None = None) -> tuple[np.ndarray, int]:
         """Document embeddings (cached on disk) and how many had to be encoded now."""
-        return shared_cache().encode(self.model_id + ":doc", list(texts), self._locked(self._encode_documents),
-                                     progress)
+        return shared_cache().encode(
+            self.model_id + ":doc", list(texts), self._locked(self._encode_documents), progress
+        )
 
     def _locked(self, fn: Callable[[list[str]], np.ndarray]) -> Callable[[list[str]], np.ndarray]:
         def run(batch: list[str]) -> np.ndarray:
             with self._lock:  # models are shared between sessions; torch is not re-entrant-safe
                 return fn(batch)
+
         return run
 
     def score(self, query_vecs: np.ndarray, doc_vecs: np.ndarray) -> np.ndarray:

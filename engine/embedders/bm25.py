@@ -1,4 +1,5 @@
 """Okapi BM25, a sparse lexical retriever with exact, incrementally updatable statistics."""
+
 from __future__ import annotations
 
 import re
@@ -24,7 +25,7 @@ class BM25Retriever(Retriever):
     """
 
     dense = False
-    offline = True        # no weights at all
+    offline = True  # no weights at all
 
     class Params(Params):
         k1: float = param(1.5, min=0.0, max=5.0, help="Term-frequency saturation")
@@ -47,6 +48,7 @@ class BM25Retriever(Retriever):
         toks = _TOKEN.findall(text.lower())
         if self.params.stopwords:
             from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
             toks = [t for t in toks if t not in ENGLISH_STOP_WORDS]
         return toks
 
@@ -69,8 +71,9 @@ class BM25Index:
                 vals.append(tf)
         self.vocab = vocab
         self.n = len(counts)
-        self.tf = sparse.csc_matrix((np.asarray(vals, dtype=np.float32), (rows, cols)),
-                                    shape=(self.n, max(len(vocab), 1)))
+        self.tf = sparse.csc_matrix(
+            (np.asarray(vals, dtype=np.float32), (rows, cols)), shape=(self.n, max(len(vocab), 1))
+        )
         self.dl = np.asarray([sum(c.values()) for c in counts], dtype=np.float32)
         self.df = np.diff(self.tf.indptr).astype(np.float64)
 

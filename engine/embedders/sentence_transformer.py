@@ -1,4 +1,5 @@
 """Dense retrievers backed by sentence-transformers (any model name or local path)."""
+
 from __future__ import annotations
 
 import threading
@@ -22,8 +23,11 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     """Can this machine reach the Hugging Face hub at all? (once per process; offline settings say no)."""
     import os
     import socket
-    if (os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
-            or os.environ.get("TRANSFORMERS_OFFLINE", "") not in ("", "0")):
+
+    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get("TRANSFORMERS_OFFLINE", "") not in (
+        "",
+        "0",
+    ):
         return False
     if "ok" not in _hub:
         try:
@@ -46,18 +50,22 @@ def load_sentence_transformer(name_or_path: str, pooling: str = "auto", device: 
         if key in _models:
             return _models[key]
         from pathlib import Path
+
         if not Path(name_or_path).expanduser().exists() and not _in_hf_cache(name_or_path) and not hub_reachable():
             # fail now: the hub client would spend a minute in retries before saying the same thing
             raise ModelUnavailableError(
                 f"model {name_or_path!r} could not be loaded: it is not a local sentence-transformers folder and "
                 f"the Hugging Face hub cannot be reached from here (offline); with internet any model name works, "
-                f"or give a local path")
+                f"or give a local path"
+            )
         try:
             from sentence_transformers import SentenceTransformer
+
             if pooling == "auto":
                 model = SentenceTransformer(name_or_path, device=device)
             else:
                 from sentence_transformers.sentence_transformer import modules as models
+
                 word = models.Transformer(name_or_path)
                 pool = models.Pooling(word.get_word_embedding_dimension(), pooling_mode=pooling)
                 model = SentenceTransformer(modules=[word, pool], device=device)
@@ -65,7 +73,8 @@ def load_sentence_transformer(name_or_path: str, pooling: str = "auto", device: 
             raise ModelUnavailableError(
                 f"model {name_or_path!r} could not be loaded ({type(e).__name__}): it is not a local "
                 f"sentence-transformers folder and could not be fetched from the Hugging Face hub "
-                f"(offline here; with internet any model name works)") from None
+                f"(offline here; with internet any model name works)"
+            ) from None
         _models[key] = model
         return model
 
@@ -74,6 +83,7 @@ def _in_hf_cache(name: str) -> bool:
     """Whether the hub cache already holds this model (then it loads offline)."""
     try:
         from huggingface_hub import try_to_load_from_cache
+
         return isinstance(try_to_load_from_cache(name, "config.json"), str)
     except Exception:  # noqa: BLE001 - an odd name or an old hub client: just not cached
         return False
@@ -92,8 +102,9 @@ class SentenceTransformerRetriever(Retriever):
         query_model: str = param("", help="Separate query encoder (asymmetric retrievers); empty = same as model")
         query_prefix: str = param("", help="Text prepended to every query (e.g. 'query: ' for E5)")
         document_prefix: str = param("", help="Text prepended to every document (e.g. 'passage: ')")
-        similarity: str = param("auto", choices=("auto", "ip", "cosine"),
-                                help="Native geometry; auto = the model's configured similarity")
+        similarity: str = param(
+            "auto", choices=("auto", "ip", "cosine"), help="Native geometry; auto = the model's configured similarity"
+        )
         pooling: str = param("auto", choices=("auto", "cls", "mean"), help="Pooling for plain transformer checkpoints")
         batch_size: int = param(64, min=1, max=1024, help="Encoding batch size")
         device: str = param("auto", help=f"Where the encoder runs: {DEVICE_HELP}")
@@ -148,7 +159,7 @@ class SentenceTransformerRetriever(Retriever):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Document tokens per text in the model's tokenizer, ``document_prefix`` included and specials not (a word
         count when the model has no tokenizer)."""
-        if not hasattr(self, "_tokenizer"):     # looked up once: chunking a long document counts thousands of times
+        if not hasattr(self, "_tokenizer"):  # looked up once: chunking a long document counts thousands of times
             self._tokenizer = getattr(self._doc_model(), "tokenizer", None)
         tok = self._tokenizer
         if tok is None:
@@ -161,8 +172,13 @@ class SentenceTransformerRetriever(Retriever):
 
     def _encode(self, model: Any, texts: list[str], prefix: str) -> np.ndarray:
         texts = [prefix + t for t in texts] if prefix else texts
-        return model.encode(texts, batch_size=self.params.batch_size, convert_to_numpy=True,
-                            show_progress_bar=False, normalize_embeddings=False)
+        return model.encode(
+            texts,
+            batch_size=self.params.batch_size,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+            normalize_embeddings=False,
+        )
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
         return self._encode(self._query_model(), texts, self.params.query_prefix)

@@ -1,4 +1,5 @@
 """Generator registry: offline local GGUF models (llama.cpp) and any provider through litellm."""
+
 from ..registry import Registry
 from .base import Generation, Generator
 from .litellm_gen import LiteLLMGenerator
@@ -24,5 +25,17 @@ def plugin_generators() -> list[str]:
     """Generators beyond the packaged-model and the hosted one (each shown with its own parameter form)."""
     return [n for n in GENERATORS.names() if n not in (packaged_generator(), hosted_generator())]
 
-__all__ = ["GENERATORS", "Generation", "Generator", "LiteLLMGenerator", "LlamaCppGenerator", "MODELS", "check_gguf",
-           "hosted_generator", "packaged_generator", "plugin_generators", "resolve_model"]
+
+__all__ = [
+    "GENERATORS",
+    "Generation",
+    "Generator",
+    "LiteLLMGenerator",
+    "LlamaCppGenerator",
+    "MODELS",
+    "check_gguf",
+    "hosted_generator",
+    "packaged_generator",
+    "plugin_generators",
+    "resolve_model",
+]

@@ -1,4 +1,5 @@
 """The generator contract: text in, text out, with the tokens it cost."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ class Generation:
     model: str
     seconds: float
     logprobs: tuple[float, ...] = ()
-    info: dict[str, Any] = field(default_factory=dict)    # JSON-able extras (e.g. cascade statistics)
+    info: dict[str, Any] = field(default_factory=dict)  # JSON-able extras (e.g. cascade statistics)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -35,9 +36,9 @@ class Generator:
     name: ClassVar[str] = ""
     Params: ClassVar[type[Params]]
     # declared capabilities: what the UI lists and what a run checks read, never a generator's name
-    offline: ClassVar[bool] = False            # runs with no network (weights from a package or a local file)
-    packaged_models: ClassVar[tuple[str, ...]] = ()   # models that come with their package: a model menu
-    hosted: ClassVar[bool] = False             # a provider's model by a model string, with an API key kept apart
+    offline: ClassVar[bool] = False  # runs with no network (weights from a package or a local file)
+    packaged_models: ClassVar[tuple[str, ...]] = ()  # models that come with their package: a model menu
+    hosted: ClassVar[bool] = False  # a provider's model by a model string, with an API key kept apart
 
     def __init__(self, params: Params) -> None:
         self.params = params
@@ -45,21 +46,29 @@ class Generator:
     def load(self) -> None:
         """Load the model now (e.g. under a progress bar) instead of on the first call; remote: no-op."""
 
-    def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = (),
-                 on_text: Optional[TextCallback] = None) -> Generation:
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int | None = None,
+        stop: Sequence[str] = (),
+        on_text: Optional[TextCallback] = None,
+    ) -> Generation:
         """Continue a raw ``prompt`` (at most ``max_tokens``, default the params'; stops at any of ``stop``)."""
         raise NotImplementedError
 
-    def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None,
-             on_text: Optional[TextCallback] = None) -> Generation:
+    def chat(
+        self, messages: Sequence[Message], *, max_tokens: int | None = None, on_text: Optional[TextCallback] = None
+    ) -> Generation:
         """Answer ``messages`` (``role`` / ``content`` dicts) in at most ``max_tokens`` (default the params')."""
         raise NotImplementedError
 
     def token_logprobs(self, text: str, max_tokens: int = 512) -> list[float]:
         """Log-probability of each token of ``text`` (after the first) under the model, for perplexity; only
         generators that expose their model's log-probabilities implement it."""
-        raise NotImplementedError(f"the {self.name or type(self).__name__} generator cannot score text "
-                                  "(use a local model)")
+        raise NotImplementedError(
+            f"the {self.name or type(self).__name__} generator cannot score text (use a local model)"
+        )
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` in this generator's own tokenizer (an estimate where it has none)."""

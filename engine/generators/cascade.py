@@ -55,6 +55,7 @@ Choices the paper leaves open, and what this implementation does:
   not save verifier FLOPs (the verifier still sees every token, plus discarded proposals); it saves
   sequential verifier passes (wall time) and makes copying of protected text harder.
 """
+
 from __future__ import annotations
 
 import time
@@ -110,7 +111,7 @@ class CopyIndex:
         self.index: dict[tuple[int, ...], list[tuple[int, int]]] = {}
         for si, s in enumerate(self.seqs):
             for i in range(len(s) - min_match):  # the n-gram must have a continuation token
-                self.index.setdefault(tuple(s[i:i + min_match]), []).append((si, i))
+                self.index.setdefault(tuple(s[i : i + min_match]), []).append((si, i))
 
     def continuation(self, generated_ids: Sequence[int]) -> int | None:
         """z: the protected token that follows the longest verbatim match (≥ ``min_match`` tokens) of the generated
@@ -166,7 +167,7 @@ class CopyTracker:
         for si in list(self.pointers):
             pos, misses = self.pointers[si]
             s = seqs[si]
-            ahead = s[pos:pos + self.window + 1]
+            ahead = s[pos : pos + self.window + 1]
             if t in ahead:
                 self.pointers[si] = [pos + ahead.index(t) + 1, 0]
             elif misses + 1 >= self.window:
@@ -189,8 +190,9 @@ class CopyTracker:
         return self.index.seqs[si][pos]
 
 
-def copy_continuation(generated_ids: Sequence[int], protected_token_seqs: Sequence[Sequence[int]],
-                      min_match: int) -> int | None:
+def copy_continuation(
+    generated_ids: Sequence[int], protected_token_seqs: Sequence[Sequence[int]], min_match: int
+) -> int | None:
     """The token z that continues the longest suffix (≥ ``min_match`` tokens) of ``generated_ids``
     found verbatim in any protected token sequence, or None. Longest match wins; ties go to the first
     sequence / occurrence. For repeated queries build a :class:`CopyIndex` once instead."""
@@ -265,9 +267,19 @@ class CascadeDecoder:
     See the module docstring for the rule, the definition of z and every open choice.
     """
 
-    def __init__(self, draft: str = "qwen2.5-0.5b", verifier: str = "qwen2.5-1.5b", gamma: int = 4,
-                 alpha: float = 0.3, eta: float = 0.5, min_match: int = 3, n_ctx: int = 4096,
-                 n_threads: int = 2, copy_window: int = 0, n_gpu_layers: int = 0) -> None:
+    def __init__(
+        self,
+        draft: str = "qwen2.5-0.5b",
+        verifier: str = "qwen2.5-1.5b",
+        gamma: int = 4,
+        alpha: float = 0.3,
+        eta: float = 0.5,
+        min_match: int = 3,
+        n_ctx: int = 4096,
+        n_threads: int = 2,
+        copy_window: int = 0,
+        n_gpu_layers: int = 0,
+    ) -> None:
         if gamma < 1:
             raise ConfigError("gamma (draft tokens per block) must be ≥ 1")
         if min_match < 1:
@@ -286,22 +298,28 @@ class CascadeDecoder:
         self._check_shared_vocab()
         self.draft_params = n_params(self.draft)
         self.verifier_params = n_params(self.verifier)
-        special = {self._tok(s, special=True)[0] for s in ("<|im_end|>", "<|endoftext|>")
-                   if len(self._tok(s, special=True)) == 1}
+        special = {
+            self._tok(s, special=True)[0]
+            for s in ("<|im_end|>", "<|endoftext|>")
+            if len(self._tok(s, special=True)) == 1
+        }
         self.stop_ids = frozenset(special | {int(self.verifier.token_eos())})
 
     # ---- tokenizer -------------------------------------------------------------------
     def _check_shared_vocab(self) -> None:
         d, v = self.draft, self.verifier
         if d.n_vocab() != v.n_vocab():
-            raise ConfigError(f"draft and verifier vocabularies differ ({d.n_vocab()} vs {v.n_vocab()} tokens); "
-                              f"a cascade needs one shared tokenizer")
+            raise ConfigError(
+                f"draft and verifier vocabularies differ ({d.n_vocab()} vs {v.n_vocab()} tokens); "
+                f"a cascade needs one shared tokenizer"
+            )
         n = v.n_vocab()
         with locked(d, v):
             for i in sorted(set(np.linspace(0, n - 1, 1024).astype(int).tolist()) | {int(v.token_eos())}):
                 if d.detokenize([i], special=True) != v.detokenize([i], special=True):
-                    raise ConfigError(f"draft and verifier tokenizers differ at token id {i}; "
-                                      f"a cascade needs one shared tokenizer")
+                    raise ConfigError(
+                        f"draft and verifier tokenizers differ at token id {i}; a cascade needs one shared tokenizer"
+                    )
 
     def _tok(self, text: str, special: bool = False) -> list[int]:
         return self.verifier.tokenize(text.encode("utf-8"), add_bos=False, special=special)
@@ -334,8 +352,10 @@ class CascadeDecoder:
         if max_tokens < 1:
             raise ConfigError("max_tokens must be ≥ 1")
         if len(prompt) + max_tokens + self.gamma + 1 > self.n_ctx:
-            raise ConfigError(f"prompt ({len(prompt)} tokens) + max_tokens ({max_tokens}) does not fit the "
-                              f"context window n_ctx={self.n_ctx}")
+            raise ConfigError(
+                f"prompt ({len(prompt)} tokens) + max_tokens ({max_tokens}) does not fit the "
+                f"context window n_ctx={self.n_ctx}"
+            )
 
     # ---- cascade ------------------------------------------------------------------------
     def generate(self, messages: list[dict], protected: Sequence[str] = (), max_tokens: int = 128) -> CascadeOutput:
@@ -357,7 +377,7 @@ class CascadeDecoder:
             while not done and len(out) < max_tokens:
                 g = min(self.gamma, max_tokens - len(out))
                 # 1. the draft proposes up to g greedy tokens, keeping q for each
-                feed = ctx[d.n_tokens:]
+                feed = ctx[d.n_tokens :]
                 d_eval += len(feed)
                 logits = _eval(d, feed, 1)[-1]
                 props: list[int] = []
@@ -382,7 +402,7 @@ class CascadeDecoder:
                     z = tracker.z()
                     rejected_here = reject(softmax(vlogits), q, z, self.alpha, self.eta)
                     was_z = False
-                    if rejected_here:          # the verifier's own choice, never the repeated token z
+                    if rejected_here:  # the verifier's own choice, never the repeated token z
                         tok = int(np.argmax(vlogits))
                         was_z = z is not None and tok == z
                         if was_z:
@@ -411,12 +431,21 @@ class CascadeDecoder:
 
     def _output(self, out, prompt, decisions, accepted, rejected, suppressed, d_eval, v_eval, t0) -> CascadeOutput:
         return CascadeOutput(
-            text=self._detok(out), completion_tokens=len(out), accepted=accepted, rejected=rejected,
-            suppressed=suppressed, decisions=tuple(decisions), prompt_tokens=len(prompt),
-            draft_tokens_evaluated=d_eval, verifier_tokens_evaluated=v_eval,
-            flops_draft=2.0 * self.draft_params * d_eval, flops_verifier=2.0 * self.verifier_params * v_eval,
+            text=self._detok(out),
+            completion_tokens=len(out),
+            accepted=accepted,
+            rejected=rejected,
+            suppressed=suppressed,
+            decisions=tuple(decisions),
+            prompt_tokens=len(prompt),
+            draft_tokens_evaluated=d_eval,
+            verifier_tokens_evaluated=v_eval,
+            flops_draft=2.0 * self.draft_params * d_eval,
+            flops_verifier=2.0 * self.verifier_params * v_eval,
             flops_verifier_only=2.0 * self.verifier_params * (len(prompt) + len(out)),
-            seconds=time.perf_counter() - t0, tokens=tuple(out))
+            seconds=time.perf_counter() - t0,
+            tokens=tuple(out),
+        )
 
     # ---- single-model baselines ------------------------------------------------------------
     def greedy(self, messages: list[dict], max_tokens: int = 128, model: str = "verifier") -> CascadeOutput:
@@ -441,6 +470,15 @@ class CascadeDecoder:
                 out.append(tok)
                 feed = [tok]
         name = "verifier" if model == "verifier" else "draft"
-        res = self._output(out, prompt, [name] * len(out), 0, 0, 0,
-                           n_eval if model == "draft" else 0, n_eval if model == "verifier" else 0, t0)
+        res = self._output(
+            out,
+            prompt,
+            [name] * len(out),
+            0,
+            0,
+            0,
+            n_eval if model == "draft" else 0,
+            n_eval if model == "verifier" else 0,
+            t0,
+        )
         return res

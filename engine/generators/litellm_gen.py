@@ -1,4 +1,5 @@
 """Any hosted or local LLM through litellm: OpenAI, Anthropic, Ollama, any OpenAI-compatible server."""
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,12 @@ class LiteLLMGenerator(Generator):
         timeout: float = param(60.0, min=1.0, max=600.0, help="Seconds per request")
         retries: int = param(3, min=0, max=10, help="Retries on 429 / 5xx / timeouts / connection errors")
         backoff: float = param(1.0, min=0.0, max=60.0, help="First retry delay in seconds (doubles each retry)")
-        max_retry_wait: float = param(60.0, min=0.0, max=3600.0, help="Longest wait a 429's Retry-After may ask "
-                                                                      "for (longer: the run stops, resumable)")
+        max_retry_wait: float = param(
+            60.0,
+            min=0.0,
+            max=3600.0,
+            help="Longest wait a 429's Retry-After may ask for (longer: the run stops, resumable)",
+        )
 
         def validate(self) -> None:
             if "/" not in self.model and not self.api_base:
@@ -47,7 +52,7 @@ class LiteLLMGenerator(Generator):
         # parameter, so it never reaches a manifest, an event, an export or a cache
         self._api_key = api_key or None
         register_secret(self._api_key)
-        for name, value in os.environ.items():   # keys litellm may read from the environment
+        for name, value in os.environ.items():  # keys litellm may read from the environment
             if name.endswith(("_API_KEY", "_API_TOKEN", "_ACCESS_TOKEN")):
                 register_secret(value)
 
@@ -66,6 +71,7 @@ class LiteLLMGenerator(Generator):
         if p.api_base:  # local OpenAI-compatible servers take any key
             return {"api_key": os.environ.get("OPENAI_API_KEY", "sk-local")}
         import litellm
+
         check = litellm.validate_environment(p.model)
         if not check.get("keys_in_environment", True):
             missing = ", ".join(check.get("missing_keys", [])) or "the provider's API key"
@@ -76,12 +82,23 @@ class LiteLLMGenerator(Generator):
         import litellm
 
         p = self.params
-        retryable = (litellm.RateLimitError, litellm.InternalServerError, litellm.ServiceUnavailableError,
-                     litellm.APIConnectionError, litellm.Timeout, litellm.BadGatewayError)
+        retryable = (
+            litellm.RateLimitError,
+            litellm.InternalServerError,
+            litellm.ServiceUnavailableError,
+            litellm.APIConnectionError,
+            litellm.Timeout,
+            litellm.BadGatewayError,
+        )
         litellm.suppress_debug_info = True
         # our loop is the only retry layer (the provider SDK's own retries would multiply it)
-        base = {"model": p.model, "temperature": p.temperature, "timeout": p.timeout, "max_retries": 0,
-                **self._key_kwargs()}
+        base = {
+            "model": p.model,
+            "temperature": p.temperature,
+            "timeout": p.timeout,
+            "max_retries": 0,
+            **self._key_kwargs(),
+        }
         if p.api_base:
             base["api_base"] = p.api_base
         delay = p.backoff
@@ -90,12 +107,18 @@ class LiteLLMGenerator(Generator):
                 return getattr(litellm, fn_name)(**base, **kw)
             except retryable as e:
                 if attempt == p.retries:
-                    raise EngineError(scrub(f"{p.model}: gave up after {p.retries + 1} attempts "
-                                            f"({type(e).__name__}: {str(e).splitlines()[0][:200]})")) from None
+                    raise EngineError(
+                        scrub(
+                            f"{p.model}: gave up after {p.retries + 1} attempts "
+                            f"({type(e).__name__}: {str(e).splitlines()[0][:200]})"
+                        )
+                    ) from None
                 asked = retry_after_of(e)
                 if asked is not None and asked > p.max_retry_wait:
-                    raise EngineError(f"{p.model}: the provider asks to wait {asked:.0f} s (Retry-After), more than "
-                                      f"max_retry_wait={p.max_retry_wait:g} s; try later or raise it") from None
+                    raise EngineError(
+                        f"{p.model}: the provider asks to wait {asked:.0f} s (Retry-After), more than "
+                        f"max_retry_wait={p.max_retry_wait:g} s; try later or raise it"
+                    ) from None
                 time.sleep(asked if asked is not None else delay)
                 delay *= 2
             except litellm.AuthenticationError:
@@ -103,20 +126,34 @@ class LiteLLMGenerator(Generator):
             except litellm.NotFoundError:
                 raise EngineError(f"{p.model}: model not found at the provider") from None
             except litellm.ContextWindowExceededError as e:
-                raise EngineError(scrub(f"{p.model}: the prompt does not fit the model's context window "
-                                        f"({str(e).splitlines()[0][:160]}); lower top-k, the chunk size or the "
-                                        f"answer budget")) from None
-            except (litellm.BadRequestError, litellm.UnprocessableEntityError, litellm.PermissionDeniedError,
-                    litellm.APIError) as e:
-                raise EngineError(scrub(f"{p.model}: the server refused the request ({type(e).__name__}: "
-                                        f"{str(e).splitlines()[0][:200]})")) from None
+                raise EngineError(
+                    scrub(
+                        f"{p.model}: the prompt does not fit the model's context window "
+                        f"({str(e).splitlines()[0][:160]}); lower top-k, the chunk size or the "
+                        f"answer budget"
+                    )
+                ) from None
+            except (
+                litellm.BadRequestError,
+                litellm.UnprocessableEntityError,
+                litellm.PermissionDeniedError,
+                litellm.APIError,
+            ) as e:
+                raise EngineError(
+                    scrub(
+                        f"{p.model}: the server refused the request ({type(e).__name__}: "
+                        f"{str(e).splitlines()[0][:200]})"
+                    )
+                ) from None
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> Optional[float]:
         """US dollars of one call from litellm's bundled price map (None when the model is not priced)."""
         import litellm
+
         try:
-            a, b = litellm.cost_per_token(model=self.params.model, prompt_tokens=int(prompt_tokens),
-                                          completion_tokens=int(completion_tokens))
+            a, b = litellm.cost_per_token(
+                model=self.params.model, prompt_tokens=int(prompt_tokens), completion_tokens=int(completion_tokens)
+            )
         except Exception:  # noqa: BLE001 - unpriced / unknown models raise various errors
             return None
         return float(a) + float(b)
@@ -134,8 +171,14 @@ class LiteLLMGenerator(Generator):
         ct = int(getattr(usage, "completion_tokens", 0) or 0)
         cost = self.cost(pt, ct)
         info = ({} if cost is None else {"cost_usd": cost}) | ({"dropped_chars": dropped} if dropped else {})
-        return Generation(text=text, prompt_tokens=pt, completion_tokens=ct, model=self.params.model,
-                          seconds=time.perf_counter() - t0, info=info)
+        return Generation(
+            text=text,
+            prompt_tokens=pt,
+            completion_tokens=ct,
+            model=self.params.model,
+            seconds=time.perf_counter() - t0,
+            info=info,
+        )
 
     def _stream(self, fn_name: str, on_text: TextCallback, t0: float, **kw: Any) -> Generation:
         """A streamed call: every piece goes to ``on_text`` as it arrives; usage from the final chunk."""
@@ -156,17 +199,22 @@ class LiteLLMGenerator(Generator):
                     pieces.append(piece)
                     size += len(piece)
                     on_text(piece)
-                    if size > cap:          # the server ignores max_tokens: stop reading, keep the capped text
+                    if size > cap:  # the server ignores max_tokens: stop reading, keep the capped text
                         break
         except Exception as e:  # noqa: BLE001 - a stream broken half-way: one clear error, never a traceback
-            raise EngineError(scrub(f"{self.params.model}: the answer stream broke off ({type(e).__name__}: "
-                                    f"{str(e).splitlines()[0][:200] if str(e) else ''})")) from None
+            raise EngineError(
+                scrub(
+                    f"{self.params.model}: the answer stream broke off ({type(e).__name__}: "
+                    f"{str(e).splitlines()[0][:200] if str(e) else ''})"
+                )
+            ) from None
         if not got:
             raise EngineError(f"{self.params.model}: the server streamed no answer (no choices)")
         return self._generation(SimpleNamespace(usage=usage), "".join(pieces), t0, kw.get("max_tokens") or 0)
 
-    def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None,
-             on_text: Optional[TextCallback] = None) -> Generation:
+    def chat(
+        self, messages: Sequence[Message], *, max_tokens: int | None = None, on_text: Optional[TextCallback] = None
+    ) -> Generation:
         """One chat completion through litellm, streamed to ``on_text`` when given."""
         t0 = time.perf_counter()
         kw = {"messages": list(messages), "max_tokens": max_tokens or self.params.max_tokens}
@@ -175,12 +223,21 @@ class LiteLLMGenerator(Generator):
         out = self._call("completion", **kw)
         return self._generation(out, self._answer(out, chat=True), t0, kw["max_tokens"])
 
-    def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = (),
-                 on_text: Optional[TextCallback] = None) -> Generation:
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int | None = None,
+        stop: Sequence[str] = (),
+        on_text: Optional[TextCallback] = None,
+    ) -> Generation:
         """One text completion through litellm, streamed to ``on_text`` when given."""
         t0 = time.perf_counter()
-        kw = {"prompt": prompt, "max_tokens": max_tokens or self.params.max_tokens,
-              **({"stop": list(stop)} if stop else {})}
+        kw = {
+            "prompt": prompt,
+            "max_tokens": max_tokens or self.params.max_tokens,
+            **({"stop": list(stop)} if stop else {}),
+        }
         if on_text is not None:
             return self._stream("text_completion", on_text, t0, **kw)
         out = self._call("text_completion", **kw)
@@ -195,8 +252,9 @@ class LiteLLMGenerator(Generator):
         text = getattr(choices[0].message, "content", None) if chat else getattr(choices[0], "text", None)
         if text is None:
             reason = getattr(choices[0], "finish_reason", None) or "none given"
-            raise EngineError(f"{self.params.model}: the server returned no text (content null, finish reason "
-                              f"{reason})")
+            raise EngineError(
+                f"{self.params.model}: the server returned no text (content null, finish reason {reason})"
+            )
         return str(text)
 
 

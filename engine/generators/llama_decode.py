@@ -40,6 +40,7 @@ Choices (each a parameter of :class:`LookupSettings`): the longest suffix n-gram
 the ``draft_max`` tokens that followed it there. A guess whose first token fails costs one batched pass
 instead of a single-token one; ``draft_max`` = 0 turns lookup off (plain greedy, still one row per step).
 """
+
 from __future__ import annotations
 
 import codecs
@@ -59,12 +60,12 @@ TextCallback = Callable[[str], None]
 class LookupSettings:
     """Knobs of the reference-lookup guess (see the module docstring)."""
 
-    draft_max: int = 12          # tokens guessed per step (0 = no lookup: plain greedy)
-    ngram_max: int = 4           # longest suffix n-gram looked up
-    ngram_min: int = 2           # shortest suffix n-gram looked up
+    draft_max: int = 12  # tokens guessed per step (0 = no lookup: plain greedy)
+    ngram_max: int = 4  # longest suffix n-gram looked up
+    ngram_min: int = 2  # shortest suffix n-gram looked up
     repeat_penalty: float = 1.0  # llama.cpp's repeat penalty (1.0 = none, llama-cpp-python's default)
-    penalty_last_n: int = 64     # window of generated tokens it applies to
-    reuse_block: int = 512       # prompts are evaluated, and reused, in aligned blocks of this many tokens (0 = any)
+    penalty_last_n: int = 64  # window of generated tokens it applies to
+    reuse_block: int = 512  # prompts are evaluated, and reused, in aligned blocks of this many tokens (0 = any)
 
     def __post_init__(self) -> None:
         if self.draft_max < 0:
@@ -82,12 +83,12 @@ class DecodeStats:
     """What one generation cost: tokens, forward passes, rows projected, guesses made and kept."""
 
     prompt_tokens: int = 0
-    reused_prefix: int = 0           # prompt tokens found in the KV cache (not evaluated again)
+    reused_prefix: int = 0  # prompt tokens found in the KV cache (not evaluated again)
     completion_tokens: int = 0
-    forward_passes: int = 0          # llama_decode calls
-    tokens_evaluated: int = 0        # tokens fed to the model (prompt suffix + steps + guesses)
-    guessed: int = 0                 # tokens proposed by lookup
-    accepted: int = 0                # of which the model confirmed
+    forward_passes: int = 0  # llama_decode calls
+    tokens_evaluated: int = 0  # tokens fed to the model (prompt suffix + steps + guesses)
+    guessed: int = 0  # tokens proposed by lookup
+    accepted: int = 0  # of which the model confirmed
     seconds_prompt: float = 0.0
     seconds: float = 0.0
     first_token_seconds: float = 0.0
@@ -96,10 +97,17 @@ class DecodeStats:
 
     def as_info(self) -> dict:
         """The statistics as the JSON-able ``info`` of a Generation (decoder, passes, guesses, timings)."""
-        return {"decoder": "lookup", "reused_prefix": self.reused_prefix, "forward_passes": self.forward_passes,
-                "tokens_evaluated": self.tokens_evaluated, "guessed": self.guessed, "guess_accepted": self.accepted,
-                "seconds_prompt": round(self.seconds_prompt, 4),
-                "first_token_seconds": round(self.first_token_seconds, 4), "finish_reason": self.finish_reason}
+        return {
+            "decoder": "lookup",
+            "reused_prefix": self.reused_prefix,
+            "forward_passes": self.forward_passes,
+            "tokens_evaluated": self.tokens_evaluated,
+            "guessed": self.guessed,
+            "guess_accepted": self.accepted,
+            "seconds_prompt": round(self.seconds_prompt, 4),
+            "first_token_seconds": round(self.first_token_seconds, 4),
+            "finish_reason": self.finish_reason,
+        }
 
 
 class NgramLookup:
@@ -108,8 +116,8 @@ class NgramLookup:
     def __init__(self, ngram_min: int, ngram_max: int) -> None:
         self.nmin, self.nmax = ngram_min, ngram_max
         self.seq: list[int] = []
-        self.last: dict[tuple[int, ...], int] = {}   # n-gram → end index (exclusive) of its latest occurrence
-        self.prev: dict[tuple[int, ...], int] = {}   # … and of the one before (when the latest is the suffix)
+        self.last: dict[tuple[int, ...], int] = {}  # n-gram → end index (exclusive) of its latest occurrence
+        self.prev: dict[tuple[int, ...], int] = {}  # … and of the one before (when the latest is the suffix)
 
     def extend(self, tokens: Sequence[int]) -> None:
         """Append tokens to the sequence and index every n-gram that ends at each of them."""
@@ -117,7 +125,7 @@ class NgramLookup:
             self.seq.append(int(t))
             end = len(self.seq)
             for n in range(self.nmin, min(self.nmax, end) + 1):
-                g = tuple(self.seq[end - n:end])
+                g = tuple(self.seq[end - n : end])
                 if g in self.last:
                     self.prev[g] = self.last[g]
                 self.last[g] = end
@@ -128,12 +136,12 @@ class NgramLookup:
         if k <= 0:
             return []
         for n in range(min(self.nmax, end), self.nmin - 1, -1):
-            g = tuple(self.seq[end - n:end])
+            g = tuple(self.seq[end - n : end])
             pos = self.last.get(g)
-            if pos == end:                     # the suffix itself: take the occurrence before it
+            if pos == end:  # the suffix itself: take the occurrence before it
                 pos = self.prev.get(g)
             if pos is not None and pos < end:
-                return self.seq[pos:pos + k]
+                return self.seq[pos : pos + k]
         return []
 
 
@@ -164,13 +172,17 @@ class LlamaDecoder:
         llm = self.llm
         if self._formatter is None:
             from llama_cpp import llama_chat_format
+
             template = llm.metadata.get("tokenizer.chat_template")
             if not template:
                 raise ConfigError("this GGUF model has no chat template; use complete() with a raw prompt")
             eos, bos = llm.token_eos(), llm.token_bos()
             self._formatter = llama_chat_format.Jinja2ChatFormatter(
-                template=template, eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
-                bos_token=llm._model.token_get_text(bos) if bos != -1 else "", stop_token_ids=[eos])
+                template=template,
+                eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+                bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+                stop_token_ids=[eos],
+            )
         res = self._formatter(messages=list(messages))
         return list(llm.tokenize(res.prompt.encode("utf-8"), add_bos=not res.added_special, special=True))
 
@@ -193,14 +205,16 @@ class LlamaDecoder:
         llm = self.llm
         n = len(tokens)
         if llm.n_tokens + n > llm.n_ctx():
-            raise ConfigError(f"the prompt and answer need {llm.n_tokens + n} tokens, more than the model's "
-                              f"context window ({llm.n_ctx()}); lower top-k / the answer budget or raise n_ctx")
+            raise ConfigError(
+                f"the prompt and answer need {llm.n_tokens + n} tokens, more than the model's "
+                f"context window ({llm.n_ctx()}); lower top-k / the answer budget or raise n_ctx"
+            )
         out = np.empty((rows, self.n_vocab), dtype=np.float32)
         got = 0
         nb = min(block, llm.n_batch) if block else llm.n_batch
         batch = llm._batch.batch
         for i in range(0, n, nb):
-            chunk = tokens[i:i + nb]
+            chunk = tokens[i : i + nb]
             n_past = llm.n_tokens
             batch.n_tokens = len(chunk)
             want = []
@@ -214,12 +228,13 @@ class LlamaDecoder:
                 if flag:
                     want.append(j)
             llm._ctx.decode(llm._batch)
-            llm.input_ids[n_past:n_past + len(chunk)] = chunk
+            llm.input_ids[n_past : n_past + len(chunk)] = chunk
             llm.n_tokens += len(chunk)
             for j in want:
                 ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, j)
-                out[got] = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)),
-                                                 shape=(self.n_vocab,))
+                out[got] = np.ctypeslib.as_array(
+                    ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), shape=(self.n_vocab,)
+                )
                 got += 1
             stats.forward_passes += 1
         stats.tokens_evaluated += n
@@ -240,11 +255,17 @@ class LlamaDecoder:
 
     def _is_stop(self, token: int) -> bool:
         import llama_cpp
+
         return bool(llama_cpp.llama_token_is_eog(self.llm._model.vocab, int(token)))
 
     # ---- generation ------------------------------------------------------------------------------
-    def generate(self, prompt: Sequence[int], max_tokens: int, settings: LookupSettings = LookupSettings(),
-                 on_text: Optional[TextCallback] = None) -> tuple[list[int], str, DecodeStats]:
+    def generate(
+        self,
+        prompt: Sequence[int],
+        max_tokens: int,
+        settings: LookupSettings = LookupSettings(),
+        on_text: Optional[TextCallback] = None,
+    ) -> tuple[list[int], str, DecodeStats]:
         """Greedy tokens (stop token excluded), their text and the cost, for ``prompt`` tokens."""
         llm = self.llm
         t0 = time.perf_counter()
@@ -254,15 +275,17 @@ class LlamaDecoder:
             raise ConfigError("empty prompt")
         n_ctx = llm.n_ctx()
         if len(prompt) >= n_ctx:
-            raise ConfigError(f"the prompt has {len(prompt)} tokens, more than the model's context window "
-                              f"({n_ctx}); lower top-k or the chunk size, or raise n_ctx")
+            raise ConfigError(
+                f"the prompt has {len(prompt)} tokens, more than the model's context window "
+                f"({n_ctx}); lower top-k or the chunk size, or raise n_ctx"
+            )
         max_tokens = max(1, min(int(max_tokens), n_ctx - len(prompt)))
         # prefix reuse: keep the cached tokens the new prompt starts with (at least one token is re-fed,
         # so the last prompt position's logits are fresh). A pass's numbers depend, in the last bits, on
         # which tokens it evaluates together; so the prompt is evaluated in blocks aligned on multiples of
         # reuse_block and only whole blocks are reused: every prompt is computed the same way whatever the
         # previous call was (another session's, another round's) and its answer depends on it alone.
-        cached = llm.input_ids[:llm.n_tokens].tolist()
+        cached = llm.input_ids[: llm.n_tokens].tolist()
         keep = 0
         for a, b in zip(cached, prompt[:-1]):
             if a != b:
@@ -278,7 +301,7 @@ class LlamaDecoder:
         lookup = NgramLookup(settings.ngram_min, settings.ngram_max)
         lookup.extend(prompt)
         out: list[int] = []
-        history: list[int] = []          # the penalty window: generated tokens, newest last
+        history: list[int] = []  # the penalty window: generated tokens, newest last
         decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
 
         def emit(tok: int) -> bool:

@@ -1,4 +1,5 @@
 """In-process local generation with llama.cpp (llama-cpp-python) over offline GGUF models."""
+
 from __future__ import annotations
 
 import contextlib
@@ -15,13 +16,14 @@ from .llama_decode import LlamaDecoder, LookupSettings
 from .models import MODELS, resolve_model
 
 _llms: dict[tuple, Any] = {}
-_llms_lock = threading.Lock()          # guards the model table only
+_llms_lock = threading.Lock()  # guards the model table only
 _model_locks: dict[int, threading.RLock] = {}
 _decoders: dict[int, LlamaDecoder] = {}
-_threads: dict[int, list[int]] = {}    # id(model) -> [configured threads, configured batch threads, threads now]
-_waiting: dict[int, int] = {}          # id(model) -> callers blocked on its lock now
+_threads: dict[int, list[int]] = {}  # id(model) -> [configured threads, configured batch threads, threads now]
+_waiting: dict[int, int] = {}  # id(model) -> callers blocked on its lock now
 _wait_listener: contextvars.ContextVar[Optional[Callable[[int], None]]] = contextvars.ContextVar(
-    "model_wait_listener", default=None)
+    "model_wait_listener", default=None
+)
 DECODINGS = ("lookup", "llama.cpp")
 
 
@@ -29,6 +31,7 @@ def gpu_offload_supported() -> bool:
     """Whether this llama.cpp build can offload layers to a GPU (CUDA, Metal, Vulkan, ...)."""
     try:
         import llama_cpp
+
         return bool(llama_cpp.llama_supports_gpu_offload())
     except (ImportError, AttributeError):
         return False
@@ -40,8 +43,12 @@ def load_llama(path: str, n_ctx: int, n_threads: int, logits_all: bool = False, 
     build it is ignored, with a warning."""
     if n_gpu_layers and not gpu_offload_supported():
         import warnings
-        warnings.warn("n_gpu_layers is ignored: this llama-cpp-python build has no GPU support (rebuild it with "
-                      "CMAKE_ARGS=-DGGML_CUDA=on, or serve the model from a GPU server through litellm)", stacklevel=2)
+
+        warnings.warn(
+            "n_gpu_layers is ignored: this llama-cpp-python build has no GPU support (rebuild it with "
+            "CMAKE_ARGS=-DGGML_CUDA=on, or serve the model from a GPU server through litellm)",
+            stacklevel=2,
+        )
         n_gpu_layers = 0
     key = (path, n_ctx, n_threads, logits_all, n_gpu_layers)
     with _llms_lock:
@@ -50,10 +57,18 @@ def load_llama(path: str, n_ctx: int, n_threads: int, logits_all: bool = False, 
                 from llama_cpp import Llama
             except ImportError:
                 from .runtime import local_runtime
+
                 raise ModelUnavailableError(local_runtime().message()) from None
             try:
-                llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, logits_all=logits_all,
-                            n_gpu_layers=n_gpu_layers, verbose=False, seed=0)
+                llm = Llama(
+                    model_path=path,
+                    n_ctx=n_ctx,
+                    n_threads=n_threads,
+                    logits_all=logits_all,
+                    n_gpu_layers=n_gpu_layers,
+                    verbose=False,
+                    seed=0,
+                )
             except (ValueError, RuntimeError) as e:
                 raise ModelUnavailableError(f"llama.cpp could not load {path} ({e})") from None
             _model_locks[id(llm)] = threading.RLock()
@@ -99,7 +114,7 @@ def _acquire(i: int) -> None:
         return
     with _llms_lock:
         _waiting[i] = _waiting.get(i, 0) + 1
-        ahead = _waiting[i]                 # the caller generating now, and the others already waiting
+        ahead = _waiting[i]  # the caller generating now, and the others already waiting
     try:
         listener = _wait_listener.get()
         if listener is not None:
@@ -155,18 +170,30 @@ class LlamaCppGenerator(Generator):
         temperature: float = param(0.0, min=0.0, max=2.0, help="Sampling temperature (0 = greedy)")
         max_tokens: int = param(128, min=1, max=4096, help="Tokens generated per answer")
         seed: int = param(0, min=0, help="Sampling seed")
-        repeat_penalty: float = param(1.0, min=0.5, max=2.0,
-                                      help="llama.cpp's repeat penalty over the last 64 generated tokens (1 = none)")
-        decoding: str = param("lookup", choices=DECODINGS,
-                              help="Greedy decoding: lookup (guesses copied text from the prompt and verifies it "
-                                   "in one pass: same tokens, faster) or llama.cpp (one token per pass)")
+        repeat_penalty: float = param(
+            1.0, min=0.5, max=2.0, help="llama.cpp's repeat penalty over the last 64 generated tokens (1 = none)"
+        )
+        decoding: str = param(
+            "lookup",
+            choices=DECODINGS,
+            help="Greedy decoding: lookup (guesses copied text from the prompt and verifies it "
+            "in one pass: same tokens, faster) or llama.cpp (one token per pass)",
+        )
         draft_max: int = param(16, min=0, max=64, help="Tokens guessed per step by lookup decoding (0 = none)")
-        reuse_block: int = param(512, min=0, max=4096,
-                                 help="Lookup decoding evaluates prompts in aligned blocks of this many tokens and "
-                                      "reuses cached blocks only, so an answer never depends on the previous call "
-                                      "(0: reuse any cached prefix, faster, history-dependent in the last bits)")
-        n_gpu_layers: int = param(0, min=-1, max=1000, help="Layers offloaded to a GPU (-1: all); used when "
-                                                            "llama.cpp was built with GPU support")
+        reuse_block: int = param(
+            512,
+            min=0,
+            max=4096,
+            help="Lookup decoding evaluates prompts in aligned blocks of this many tokens and "
+            "reuses cached blocks only, so an answer never depends on the previous call "
+            "(0: reuse any cached prefix, faster, history-dependent in the last bits)",
+        )
+        n_gpu_layers: int = param(
+            0,
+            min=-1,
+            max=1000,
+            help="Layers offloaded to a GPU (-1: all); used when llama.cpp was built with GPU support",
+        )
 
     def load(self) -> None:
         """Resolve and verify the GGUF file and load it now (a no-op when it is already loaded)."""
@@ -180,20 +207,36 @@ class LlamaCppGenerator(Generator):
         return self.params.decoding == "lookup" and self.params.temperature == 0.0
 
     def _settings(self) -> LookupSettings:
-        return LookupSettings(draft_max=self.params.draft_max, repeat_penalty=self.params.repeat_penalty,
-                              reuse_block=self.params.reuse_block)
+        return LookupSettings(
+            draft_max=self.params.draft_max,
+            repeat_penalty=self.params.repeat_penalty,
+            reuse_block=self.params.reuse_block,
+        )
 
     def _generation(self, out: dict, text: str, t0: float, info: Optional[dict] = None) -> Generation:
         usage = out.get("usage", {})
-        return Generation(text=text, prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                          completion_tokens=int(usage.get("completion_tokens", 0)), model=self.params.model,
-                          seconds=time.perf_counter() - t0, info=dict(info or {}), raw=out)
+        return Generation(
+            text=text,
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            model=self.params.model,
+            seconds=time.perf_counter() - t0,
+            info=dict(info or {}),
+            raw=out,
+        )
 
-    def _decode(self, llm: Any, prompt: list[int], max_tokens: int, on_text: Optional[TextCallback],
-                t0: float) -> Generation:
+    def _decode(
+        self, llm: Any, prompt: list[int], max_tokens: int, on_text: Optional[TextCallback], t0: float
+    ) -> Generation:
         _, text, st = decoder_for(llm).generate(prompt, max_tokens, self._settings(), on_text)
-        return Generation(text=text, prompt_tokens=st.prompt_tokens, completion_tokens=st.completion_tokens,
-                          model=self.params.model, seconds=time.perf_counter() - t0, info=st.as_info())
+        return Generation(
+            text=text,
+            prompt_tokens=st.prompt_tokens,
+            completion_tokens=st.completion_tokens,
+            model=self.params.model,
+            seconds=time.perf_counter() - t0,
+            info=st.as_info(),
+        )
 
     def _sampling(self, llm: Any, call: str, on_text: Optional[TextCallback], **kw: Any) -> tuple[dict, str]:
         """llama-cpp-python's own decoding (sampling, or ``decoding = llama.cpp``), streamed when asked."""
@@ -219,8 +262,14 @@ class LlamaCppGenerator(Generator):
         # a stream carries no usage: the prompt is what llama.cpp evaluated before the answer
         return {"usage": {"prompt_tokens": max(int(llm.n_tokens) - n_out, 0), "completion_tokens": n_out}}, text
 
-    def complete(self, prompt: str, *, max_tokens: int | None = None, stop: Sequence[str] = (),
-                 on_text: Optional[TextCallback] = None) -> Generation:
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int | None = None,
+        stop: Sequence[str] = (),
+        on_text: Optional[TextCallback] = None,
+    ) -> Generation:
         """Lookup decoding (``decoding = lookup``, temperature 0, no ``stop``), else llama-cpp-python's completion."""
         llm = self._llm()
         n = max_tokens or self.params.max_tokens
@@ -228,12 +277,14 @@ class LlamaCppGenerator(Generator):
         with locked(llm):
             if self._lookup() and not stop:
                 return self._decode(llm, decoder_for(llm).text_tokens(prompt), n, on_text, t0)
-            out, text = self._sampling(llm, "create_completion", on_text, prompt=prompt, max_tokens=n,
-                                       stop=list(stop) or None)
+            out, text = self._sampling(
+                llm, "create_completion", on_text, prompt=prompt, max_tokens=n, stop=list(stop) or None
+            )
         return self._generation(out, text, t0, {"decoder": "llama.cpp"})
 
-    def chat(self, messages: Sequence[Message], *, max_tokens: int | None = None,
-             on_text: Optional[TextCallback] = None) -> Generation:
+    def chat(
+        self, messages: Sequence[Message], *, max_tokens: int | None = None, on_text: Optional[TextCallback] = None
+    ) -> Generation:
         """Lookup decoding over the GGUF's chat template (``decoding = lookup``, temperature 0); otherwise, or when
         the GGUF has no template, llama-cpp-python's chat completion."""
         llm = self._llm()
@@ -244,7 +295,7 @@ class LlamaCppGenerator(Generator):
                 try:
                     prompt = decoder_for(llm).chat_tokens(messages)
                 except ConfigError:
-                    prompt = None           # no chat template in the GGUF: llama-cpp-python's fallback format
+                    prompt = None  # no chat template in the GGUF: llama-cpp-python's fallback format
                 if prompt is not None:
                     return self._decode(llm, prompt, n, on_text, t0)
             out, text = self._sampling(llm, "create_chat_completion", on_text, messages=list(messages), max_tokens=n)

@@ -1,4 +1,5 @@
 """A generator wrapper that counts what every call costs: calls, tokens in and out, seconds, dollars."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,8 +36,13 @@ class MeteredGenerator:
 
     def totals(self) -> dict[str, float]:
         """Calls, prompt and completion tokens, seconds and dollars so far."""
-        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "seconds": round(self.seconds, 4), "cost_usd": self.cost_usd}
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "seconds": round(self.seconds, 4),
+            "cost_usd": self.cost_usd,
+        }
 
-    def __getattr__(self, name: str) -> Any:   # load(), describe(), params, count_tokens() …
+    def __getattr__(self, name: str) -> Any:  # load(), describe(), params, count_tokens() …
         return getattr(self.inner, name)

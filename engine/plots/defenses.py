@@ -1,4 +1,5 @@
 """Figures for the defense comparison and teaching mode (pure: rows / results → plotly figure)."""
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -25,8 +26,13 @@ def comparison_curves(rows: Sequence[dict[str, Any]], metric: str = "crr") -> go
         y = list((r.get("curves") or {}).get(metric) or [])
         longest = max(longest, len(y))
         fig.add_trace(go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines+markers", name=_name(r, several)))
-    fig.update_layout(xaxis_title="attack round", yaxis_title=_LABELS.get(metric, metric), margin={"t": 30},
-                      xaxis={"tickformat": "d", "range": [0.5, longest + 0.5]}, legend_title="configuration")
+    fig.update_layout(
+        xaxis_title="attack round",
+        yaxis_title=_LABELS.get(metric, metric),
+        margin={"t": 30},
+        xaxis={"tickformat": "d", "range": [0.5, longest + 0.5]},
+        legend_title="configuration",
+    )
     return fig
 
 
@@ -39,12 +45,24 @@ def tradeoff_scatter(rows: Sequence[dict[str, Any]], x: str = "utility_acc", y: 
         if xv is None or yv is None:
             continue
         label = _name(r, several)
-        fig.add_trace(go.Scatter(x=[xv], y=[yv], mode="markers+text", name=label, text=[label],
-                                 textposition="top center", marker={"size": 14}))
-    fig.update_layout(xaxis_title=f"{_LABELS.get(x, x)} (higher = more useful)",
-                      yaxis_title=f"{_LABELS.get(y, y)} (lower = more secure)", margin={"t": 30},
-                      xaxis={"range": [-0.05, 1.05]} if x.startswith("utility_") else {},
-                      legend_title="configuration")
+        fig.add_trace(
+            go.Scatter(
+                x=[xv],
+                y=[yv],
+                mode="markers+text",
+                name=label,
+                text=[label],
+                textposition="top center",
+                marker={"size": 14},
+            )
+        )
+    fig.update_layout(
+        xaxis_title=f"{_LABELS.get(x, x)} (higher = more useful)",
+        yaxis_title=f"{_LABELS.get(y, y)} (lower = more secure)",
+        margin={"t": 30},
+        xaxis={"range": [-0.05, 1.05]} if x.startswith("utility_") else {},
+        legend_title="configuration",
+    )
     return fig
 
 
@@ -53,8 +71,9 @@ def ratio_bars(rows: Sequence[dict[str, Any]], metric: str = "crr") -> go.Figure
     fig = go.Figure()
     for attack in dict.fromkeys(r["attack"] for r in rows):
         sub = [r for r in rows if r["attack"] == attack]
-        fig.add_trace(go.Bar(x=[r["configuration"] for r in sub], y=[r.get(f"{metric}_ratio") for r in sub],
-                             name=attack))
+        fig.add_trace(
+            go.Bar(x=[r["configuration"] for r in sub], y=[r.get(f"{metric}_ratio") for r in sub], name=attack)
+        )
     fig.add_hline(y=1.0, line_dash="dot", annotation_text="no protection")
     fig.update_layout(yaxis_title=f"{_LABELS.get(metric, metric)} ÷ none", barmode="group", margin={"t": 30})
     return fig
@@ -78,10 +97,27 @@ def cluster_view(result: Any) -> go.Figure:
     colours = np.where(labels < 0, -1, labels % 10)
     for col, proj in ((1, result.projection_before), (2, result.projection_after)):
         p = np.asarray(proj)
-        fig.add_trace(go.Scatter(x=p[:, 0], y=p[:, 1], mode="markers", text=text, hoverinfo="text",
-                                 name="before" if col == 1 else "after", showlegend=False,
-                                 marker={"size": 6, "color": colours, "colorscale": "Turbo", "cmin": -1, "cmax": 9,
-                                         "line": {"width": 0}}), row=1, col=col)
+        fig.add_trace(
+            go.Scatter(
+                x=p[:, 0],
+                y=p[:, 1],
+                mode="markers",
+                text=text,
+                hoverinfo="text",
+                name="before" if col == 1 else "after",
+                showlegend=False,
+                marker={
+                    "size": 6,
+                    "color": colours,
+                    "colorscale": "Turbo",
+                    "cmin": -1,
+                    "cmax": 9,
+                    "line": {"width": 0},
+                },
+            ),
+            row=1,
+            col=col,
+        )
     fig.update_layout(margin={"t": 40}, height=420)
     return fig
 
@@ -100,8 +136,9 @@ def crr_with_intervals(runs: Sequence[dict[str, Any]]) -> go.Figure:
     rest = ["#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
     others = [c for c in confs if c not in fixed]
     colour = {c: fixed.get(c) or rest[others.index(c) % len(rest)] for c in confs}
-    fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True,
-                        subplot_titles=[f"{attack} on {kb}" for kb, attack in panels])
+    fig = make_subplots(
+        rows=1, cols=len(panels), shared_yaxes=True, subplot_titles=[f"{attack} on {kb}" for kb, attack in panels]
+    )
     shown: set[str] = set()
     for col, (kb, attack) in enumerate(panels, start=1):
         for r in (r for r in runs if (r["kb"], r["attack"]) == (kb, attack)):
@@ -110,18 +147,44 @@ def crr_with_intervals(runs: Sequence[dict[str, Any]]) -> go.Figure:
             lo, hi = zip(*(wilson(k, n) for k in r["recovered"]))
             c = colour[r["configuration"]]
             name = r["configuration"] + ("" if r["finished"] else f" ({attack}: {r['rounds']}/{r['budget']}, running)")
-            fig.add_trace(go.Scatter(x=x + x[::-1], y=list(hi) + list(lo)[::-1], fill="toself", fillcolor=c,
-                                     opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False,
-                                     legendgroup=r["configuration"]), row=1, col=col)
-            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line={"color": c, "width": 2}, name=name,
-                                     legendgroup=r["configuration"],
-                                     showlegend=r["configuration"] not in shown or not r["finished"],
-                                     hovertemplate="round %{x}: CRR %{y:.3f}<extra>" + name + "</extra>"),
-                          row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=x + x[::-1],
+                    y=list(hi) + list(lo)[::-1],
+                    fill="toself",
+                    fillcolor=c,
+                    opacity=0.18,
+                    line={"width": 0},
+                    hoverinfo="skip",
+                    showlegend=False,
+                    legendgroup=r["configuration"],
+                ),
+                row=1,
+                col=col,
+            )
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=y,
+                    mode="lines",
+                    line={"color": c, "width": 2},
+                    name=name,
+                    legendgroup=r["configuration"],
+                    showlegend=r["configuration"] not in shown or not r["finished"],
+                    hovertemplate="round %{x}: CRR %{y:.3f}<extra>" + name + "</extra>",
+                ),
+                row=1,
+                col=col,
+            )
             shown.add(r["configuration"])
         fig.update_xaxes(title_text="attack round (query)", tickformat="d", row=1, col=col)
-    fig.update_yaxes(title_text="CRR (share of the KB's chunks recovered)", tickformat=".0%", rangemode="tozero",
-                     row=1, col=1)
-    fig.update_layout(height=380, margin={"t": 40, "b": 10}, legend={"orientation": "h", "y": -0.2},
-                      legend_title="configuration (band: Wilson 95%)")
+    fig.update_yaxes(
+        title_text="CRR (share of the KB's chunks recovered)", tickformat=".0%", rangemode="tozero", row=1, col=1
+    )
+    fig.update_layout(
+        height=380,
+        margin={"t": 40, "b": 10},
+        legend={"orientation": "h", "y": -0.2},
+        legend_title="configuration (band: Wilson 95%)",
+    )
     return fig

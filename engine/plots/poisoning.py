@@ -1,4 +1,5 @@
 """Figures for the poisoning lab and sweeps (pure: inputs → plotly figure)."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -17,11 +18,22 @@ def table1_heatmap(table: pd.DataFrame, k: int) -> go.Figure:
         return go.Figure()
     ylabels = [" / ".join(map(str, idx)) if isinstance(idx, tuple) else str(idx) for idx in table.index]
     z = table.to_numpy(dtype=float)
-    fig = go.Figure(go.Heatmap(z=z, x=[str(c) for c in table.columns], y=ylabels, zmin=0, zmax=1,
-                               colorscale="Reds", text=np.round(z, 2), texttemplate="%{text}",
-                               colorbar={"title": f"ASR@{k}"}))
-    fig.update_layout(title=f"Top-{k} attack success rate", yaxis={"autorange": "reversed"},
-                      height=max(300, 28 * len(ylabels) + 120))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[str(c) for c in table.columns],
+            y=ylabels,
+            zmin=0,
+            zmax=1,
+            colorscale="Reds",
+            text=np.round(z, 2),
+            texttemplate="%{text}",
+            colorbar={"title": f"ASR@{k}"},
+        )
+    )
+    fig.update_layout(
+        title=f"Top-{k} attack success rate", yaxis={"autorange": "reversed"}, height=max(300, 28 * len(ylabels) + 120)
+    )
     return fig
 
 
@@ -32,11 +44,23 @@ def asr_curves(events: Sequence[Event], ks: Sequence[int] = (1, 2, 5)) -> go.Fig
     for i, k in enumerate(ks):
         y = asr_curve(events, k)
         dash, symbol, size = styles[i % len(styles)]
-        fig.add_trace(go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines+markers", name=f"ASR@{k}",
-                                 line={"dash": dash, "width": 2}, marker={"symbol": symbol, "size": size}))
-    fig.update_layout(xaxis_title="queries attacked", yaxis_title="attack success rate", yaxis_range=[0, 1.05],
-                      xaxis={"tickformat": "d", "range": [0.5, max(1, len(asr_curve(events, ks[0]))) + 0.5]},
-                      margin={"t": 30})
+        fig.add_trace(
+            go.Scatter(
+                x=list(range(1, len(y) + 1)),
+                y=y,
+                mode="lines+markers",
+                name=f"ASR@{k}",
+                line={"dash": dash, "width": 2},
+                marker={"symbol": symbol, "size": size},
+            )
+        )
+    fig.update_layout(
+        xaxis_title="queries attacked",
+        yaxis_title="attack success rate",
+        yaxis_range=[0, 1.05],
+        xaxis={"tickformat": "d", "range": [0.5, max(1, len(asr_curve(events, ks[0]))) + 0.5]},
+        margin={"t": 30},
+    )
     return fig
 
 
@@ -73,8 +97,7 @@ def score_histogram(clean: np.ndarray, poison: np.ndarray, threshold: float, nam
     fig.add_trace(go.Histogram(x=clean, name="clean (held out)", opacity=0.6, nbinsx=40, marker_color="#1f77b4"))
     fig.add_trace(go.Histogram(x=poison, name="poisoned", opacity=0.7, nbinsx=40, marker_color="#d62728"))
     fig.add_vline(x=threshold, line_dash="dash", annotation_text="threshold")
-    fig.update_layout(barmode="overlay", xaxis_title=f"{name} score", yaxis_title="documents",
-                      margin={"t": 30})
+    fig.update_layout(barmode="overlay", xaxis_title=f"{name} score", yaxis_title="documents", margin={"t": 30})
     return fig
 
 
@@ -97,8 +120,12 @@ def roc_from_scores(curves: dict[str, tuple[np.ndarray, np.ndarray]]) -> go.Figu
 def embedding_scatter(df: pd.DataFrame, detector: str | None = None) -> go.Figure:
     """2-D PCA map of a round: query, clean top-K, poison (marked by the detector's verdict), anchors."""
     fig = go.Figure()
-    styles = {"anchor sample": ("#bbbbbb", "circle", 6), "clean top-K": ("#1f77b4", "circle", 10),
-              "query": ("#2ca02c", "star", 16), "poison": ("#d62728", "x", 14)}
+    styles = {
+        "anchor sample": ("#bbbbbb", "circle", 6),
+        "clean top-K": ("#1f77b4", "circle", 10),
+        "query": ("#2ca02c", "star", 16),
+        "poison": ("#d62728", "x", 14),
+    }
     for kind, (color, symbol, size) in styles.items():
         part = df[df.kind == kind]
         if part.empty:
@@ -107,20 +134,37 @@ def embedding_scatter(df: pd.DataFrame, detector: str | None = None) -> go.Figur
         if kind == "poison" and detector and f"{detector}_flagged" in part:
             flagged = bool(part[f"{detector}_flagged"].eq(True).any())
             label = f"poison ({'flagged' if flagged else 'missed'} by {detector})"
-        fig.add_trace(go.Scatter(x=part.x, y=part.y, mode="markers", name=label, text=part.doc_id,
-                                 hovertemplate="%{text}<extra></extra>",
-                                 marker={"color": color, "symbol": symbol, "size": size}))
+        fig.add_trace(
+            go.Scatter(
+                x=part.x,
+                y=part.y,
+                mode="markers",
+                name=label,
+                text=part.doc_id,
+                hovertemplate="%{text}<extra></extra>",
+                marker={"color": color, "symbol": symbol, "size": size},
+            )
+        )
     fig.update_layout(xaxis_title="PC 1", yaxis_title="PC 2", margin={"t": 30})
     return fig
 
 
 def correlation_scatter(df: pd.DataFrame, x: str, y: str, labels: dict[str, str], stats_: dict) -> go.Figure:
     """Scatter of two per-query features with the correlation in the title."""
-    fig = go.Figure(go.Scatter(x=df[x], y=df[y], mode="markers", text=df.get("query_id"),
-                               hovertemplate="%{text}<br>%{x}, %{y}<extra></extra>",
-                               marker={"size": 7, "opacity": 0.7}))
-    title = (f"Pearson r = {stats_['pearson_r']:.2f} (p = {stats_['pearson_p']:.2g}), "
-             f"Spearman ρ = {stats_['spearman_rho']:.2f} (p = {stats_['spearman_p']:.2g}), n = {stats_['n']}")
+    fig = go.Figure(
+        go.Scatter(
+            x=df[x],
+            y=df[y],
+            mode="markers",
+            text=df.get("query_id"),
+            hovertemplate="%{text}<br>%{x}, %{y}<extra></extra>",
+            marker={"size": 7, "opacity": 0.7},
+        )
+    )
+    title = (
+        f"Pearson r = {stats_['pearson_r']:.2f} (p = {stats_['pearson_p']:.2g}), "
+        f"Spearman ρ = {stats_['spearman_rho']:.2f} (p = {stats_['spearman_p']:.2g}), n = {stats_['n']}"
+    )
     fig.update_layout(xaxis_title=labels.get(x, x), yaxis_title=labels.get(y, y), title=title, margin={"t": 40})
     return fig
 
@@ -131,6 +175,11 @@ def asr_compare(runs: dict[str, Sequence[Event]], k: int = 2) -> go.Figure:
     for name, events in runs.items():
         y = asr_curve(list(events), k)
         fig.add_trace(go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines", name=name))
-    fig.update_layout(xaxis_title="queries attacked", yaxis_title=f"ASR@{k}", yaxis_range=[0, 1.05],
-                      xaxis={"tickformat": "d"}, margin={"t": 30})
+    fig.update_layout(
+        xaxis_title="queries attacked",
+        yaxis_title=f"ASR@{k}",
+        yaxis_range=[0, 1.05],
+        xaxis={"tickformat": "d"},
+        margin={"t": 30},
+    )
     return fig

@@ -1,4 +1,5 @@
 """A defended RAG system: retrieve → defenses by stage → prompt → generate, with every step reported."""
+
 from __future__ import annotations
 
 import time
@@ -15,22 +16,21 @@ from ..store import BaseIndex, RunStore, StoreSettings, shared_base_index
 from .prompts import PromptTemplate, get_template, render
 
 
-
 @dataclass(frozen=True)
 class RagAnswer:
     """One question through the pipeline: what was retrieved, what the generator saw, what it said."""
 
     question: str
-    retrieved: tuple[Chunk, ...]             # the raw top-K
-    context: tuple[Chunk, ...]               # after retrieval- and context-stage defenses
+    retrieved: tuple[Chunk, ...]  # the raw top-K
+    context: tuple[Chunk, ...]  # after retrieval- and context-stage defenses
     messages: tuple[Mapping[str, str], ...]
     answer: str
     generation: Optional[Generation]
-    blocked_by: str = ""                      # the defense that refused the query, if any
+    blocked_by: str = ""  # the defense that refused the query, if any
     actions: tuple[DefenseAction, ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
-    context_tokens: int = 0                   # generator tokens of the chunks in the context
-    answer_budget: int = 0                    # the most tokens the answer was allowed
+    context_tokens: int = 0  # generator tokens of the chunks in the context
+    answer_budget: int = 0  # the most tokens the answer was allowed
 
     @property
     def recoverable_tokens(self) -> int:
@@ -47,8 +47,9 @@ def covering_budget(context_tokens: int, floor: int) -> int:
     return max(int(floor), -(-11 * int(context_tokens) // 10) + 32)
 
 
-def screen_query(question: str, defenses: Sequence[Defense], ctx: DefenseContext
-                 ) -> tuple[list[DefenseAction], Defense | None]:
+def screen_query(
+    question: str, defenses: Sequence[Defense], ctx: DefenseContext
+) -> tuple[list[DefenseAction], Defense | None]:
     """Query stage: each query-stage defense's action, and the defense that blocked the question (else None)."""
     actions: list[DefenseAction] = []
     for d in (d for d in defenses if d.stage == "query"):
@@ -59,8 +60,9 @@ def screen_query(question: str, defenses: Sequence[Defense], ctx: DefenseContext
     return actions, None
 
 
-def defend_context(question: str, retrieved: Sequence[Chunk], defenses: Sequence[Defense], ctx: DefenseContext
-                   ) -> tuple[list[Chunk], list[DefenseAction]]:
+def defend_context(
+    question: str, retrieved: Sequence[Chunk], defenses: Sequence[Defense], ctx: DefenseContext
+) -> tuple[list[Chunk], list[DefenseAction]]:
     """Retrieval stage (filters) then context stage (rewrites) over the retrieved chunks: what the generator
     will see, and what each defense did."""
     context, actions = list(retrieved), []
@@ -77,9 +79,17 @@ def prompt_additions(defenses: Sequence[Defense]) -> tuple[list[str], list[Defen
     return [d.system_prompt() for d in ds], [d.action("system-prompt") for d in ds]
 
 
-def defended_generation(question: str, messages: Sequence[dict], retrieved: Sequence[Chunk], context: Sequence[Chunk],
-                        defenses: Sequence[Defense], ctx: DefenseContext, generator: Any, max_tokens: int,
-                        on_text: TextCallback | None = None) -> tuple[Generation, list[DefenseAction]]:
+def defended_generation(
+    question: str,
+    messages: Sequence[dict],
+    retrieved: Sequence[Chunk],
+    context: Sequence[Chunk],
+    defenses: Sequence[Defense],
+    ctx: DefenseContext,
+    generator: Any,
+    max_tokens: int,
+    on_text: TextCallback | None = None,
+) -> tuple[Generation, list[DefenseAction]]:
     """Generation stage: the last generation-stage defense answers (with the retrieved chunks as protected text),
     else the generator; returns the generation and the defense's action."""
     gen_stage = [d for d in defenses if d.stage == "generation"]
@@ -100,10 +110,20 @@ class RagSystem:
     never touch each other's collections.
     """
 
-    def __init__(self, corpus: Corpus, retriever: Retriever, generator: Optional[Generator],
-                 defenses: Sequence[Defense] = (), *, top_k: int = 5, template: str | PromptTemplate = "rag-privacy",
-                 max_tokens: int = 128, settings: StoreSettings | None = None, run_id: str | None = None,
-                 answer_budget: str = "fixed") -> None:
+    def __init__(
+        self,
+        corpus: Corpus,
+        retriever: Retriever,
+        generator: Optional[Generator],
+        defenses: Sequence[Defense] = (),
+        *,
+        top_k: int = 5,
+        template: str | PromptTemplate = "rag-privacy",
+        max_tokens: int = 128,
+        settings: StoreSettings | None = None,
+        run_id: str | None = None,
+        answer_budget: str = "fixed",
+    ) -> None:
         if len(corpus) == 0:
             raise ConfigError(f"the knowledge base {corpus.name!r} is empty: nothing to retrieve")
         self.corpus = corpus
@@ -151,18 +171,26 @@ class RagSystem:
         if self.store is None:
             self.build()
         res = self.store.search([question], self.top_k)[0]
-        return [Chunk(h.doc_id, self._text.get(h.doc_id) or self.store.text_of(h.doc_id), float(h.score), h.rank)
-                for h in res.hits]
+        return [
+            Chunk(h.doc_id, self._text.get(h.doc_id) or self.store.text_of(h.doc_id), float(h.score), h.rank)
+            for h in res.hits
+        ]
 
     def count_tokens(self, texts: Sequence[str]) -> int:
         """Generator tokens of ``texts`` (the generator's own tokenizer; an estimate for remote models)."""
-        if self.generator is None:   # a generation-stage defense answers alone: estimate
+        if self.generator is None:  # a generation-stage defense answers alone: estimate
             return sum(max(1, round(len(t.split()) * 4 / 3)) for t in texts if t.strip())
         return sum(self.generator.count_tokens(t) for t in texts)
 
-    def answer(self, question: str, *, options: Mapping[str, str] | None = None,
-               template: PromptTemplate | None = None, max_tokens: int | None = None,
-               on_text: TextCallback | None = None) -> RagAnswer:
+    def answer(
+        self,
+        question: str,
+        *,
+        options: Mapping[str, str] | None = None,
+        template: PromptTemplate | None = None,
+        max_tokens: int | None = None,
+        on_text: TextCallback | None = None,
+    ) -> RagAnswer:
         """One question through the pipeline. ``on_text`` receives the answer piece by piece as it is
         generated (a refusal or a non-streaming defense delivers it in one piece)."""
         t0 = time.perf_counter()
@@ -171,8 +199,17 @@ class RagSystem:
             refusal = str(actions[-1].detail.get("refusal", ""))
             if on_text is not None and refusal:
                 on_text(refusal)
-            return RagAnswer(question, (), (), (), refusal, None, blocked_by=blocker.name,
-                             actions=tuple(actions), timings={"defenses": time.perf_counter() - t0})
+            return RagAnswer(
+                question,
+                (),
+                (),
+                (),
+                refusal,
+                None,
+                blocked_by=blocker.name,
+                actions=tuple(actions),
+                timings={"defenses": time.perf_counter() - t0},
+            )
         t1 = time.perf_counter()
         retrieved = self.retrieve(question)
         t_retrieval = time.perf_counter() - t1
@@ -180,19 +217,28 @@ class RagSystem:
         actions += acts
         extra, acts = prompt_additions(self.defenses)
         actions += acts
-        messages = render(template or self.template, question, [c.text for c in context], options=options,
-                          extra_system=extra)
+        messages = render(
+            template or self.template, question, [c.text for c in context], options=options, extra_system=extra
+        )
         t_def = time.perf_counter() - t0 - t_retrieval
         t2 = time.perf_counter()
         n = max_tokens or self.max_tokens
         context_tokens = self.count_tokens([c.text for c in context])
         if self.answer_budget == "context" and max_tokens is None:
             n = covering_budget(context_tokens, n)
-        gen, acts = defended_generation(question, messages, retrieved, context, self.defenses, self.ctx,
-                                        self.generator, n, on_text)
+        gen, acts = defended_generation(
+            question, messages, retrieved, context, self.defenses, self.ctx, self.generator, n, on_text
+        )
         actions += acts
-        return RagAnswer(question, tuple(retrieved), tuple(context), tuple(messages), gen.text, gen,
-                         actions=tuple(actions),
-                         timings={"retrieval": t_retrieval, "defenses": t_def,
-                                  "generation": time.perf_counter() - t2},
-                         context_tokens=context_tokens, answer_budget=n)
+        return RagAnswer(
+            question,
+            tuple(retrieved),
+            tuple(context),
+            tuple(messages),
+            gen.text,
+            gen,
+            actions=tuple(actions),
+            timings={"retrieval": t_retrieval, "defenses": t_def, "generation": time.perf_counter() - t2},
+            context_tokens=context_tokens,
+            answer_budget=n,
+        )

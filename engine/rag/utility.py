@@ -10,6 +10,7 @@
   ``judge`` (any generator, e.g. through litellm) an LLM decides instead, sentence by sentence
   (yes/no). Answers with no sentence count as fully faithful (nothing unsupported was said).
 """
+
 from __future__ import annotations
 
 import random
@@ -35,8 +36,10 @@ def mc_options(query: Query, pool: Sequence[Query], seed: int = 0, n: int = 4) -
     gold = md.get("answer")
     if not isinstance(gold, str) or not gold.strip():
         return None
-    others = sorted({str(q.metadata.get("answer")) for q in pool
-                     if q.id != query.id and isinstance(q.metadata.get("answer"), str)} - {gold})
+    others = sorted(
+        {str(q.metadata.get("answer")) for q in pool if q.id != query.id and isinstance(q.metadata.get("answer"), str)}
+        - {gold}
+    )
     if len(others) < n - 1:
         return None
     rng = random.Random(f"{seed}:{query.id}")
@@ -50,8 +53,11 @@ def parse_choice(text: str, options: Mapping[str, str]) -> Optional[str]:
     """The option letter an answer commits to: a leading/standalone letter, or an option's text."""
     letters = "".join(options)
     t = text.strip()
-    m = re.match(rf"^\W*\(?([{letters}])\b", t) or re.search(rf"answer(?: is)?\W*\(?([{letters}])\b", t, re.I) \
+    m = (
+        re.match(rf"^\W*\(?([{letters}])\b", t)
+        or re.search(rf"answer(?: is)?\W*\(?([{letters}])\b", t, re.I)
         or re.search(rf"(?<![A-Za-z])([{letters}])(?:[).:]|\s*$)", t)
+    )
     if m:
         return m.group(1)
     low = t.lower()
@@ -59,15 +65,18 @@ def parse_choice(text: str, options: Mapping[str, str]) -> Optional[str]:
     return found[0] if len(found) == 1 else None
 
 
-_STOP = frozenset("""a an the and or of to in on for with by at from as is are was were be been being it its this that
+_STOP = frozenset(
+    """a an the and or of to in on for with by at from as is are was were be been being it its this that
 these those you your i we he she they them his her our their not no do does did can could would should will may
 might must have has had there here what which who whom when where why how than then so if but also just more most
-very please yes about into over under""".split())
+very please yes about into over under""".split()
+)
 
 
 def _content_words(text: str) -> list[str]:
     from rouge_score.tokenize import tokenize
     from nltk.stem import porter  # rouge-score's own dependency
+
     stem = porter.PorterStemmer().stem
     return [stem(w) for w in tokenize(text, None) if w not in _STOP and len(w) > 1]
 
@@ -77,8 +86,7 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip().split()) >= 3]
 
 
-def faithfulness(answer: str, context: Sequence[str], *, support: float = 0.5,
-                 judge: Generator | None = None) -> float:
+def faithfulness(answer: str, context: Sequence[str], *, support: float = 0.5, judge: Generator | None = None) -> float:
     """Share of answer sentences supported by the context (see the module docstring)."""
     sents = split_sentences(answer)
     if not sents:
@@ -87,9 +95,16 @@ def faithfulness(answer: str, context: Sequence[str], *, support: float = 0.5,
     if judge is not None:
         ok = 0
         for s in sents:
-            g = judge.chat([{"role": "system", "content": "You check facts. Reply yes or no only."},
-                            {"role": "user", "content": f"Context:\n{ctx}\n\nClaim: {s}\n\n"
-                                                        "Is the claim supported by the context?"}], max_tokens=3)
+            g = judge.chat(
+                [
+                    {"role": "system", "content": "You check facts. Reply yes or no only."},
+                    {
+                        "role": "user",
+                        "content": f"Context:\n{ctx}\n\nClaim: {s}\n\nIs the claim supported by the context?",
+                    },
+                ],
+                max_tokens=3,
+            )
             ok += g.text.strip().lower().startswith("yes")
         return ok / len(sents)
     vocab = set(_content_words(ctx))
@@ -116,9 +131,16 @@ class UtilityItem:
     blocked: bool
 
 
-def evaluate_utility(system: RagSystem, queries: Sequence[Query], *, seed: int = 0, limit: int | None = None,
-                     judge: Generator | None = None, max_tokens: int = 48,
-                     progress: Progress | None = None) -> dict:
+def evaluate_utility(
+    system: RagSystem,
+    queries: Sequence[Query],
+    *,
+    seed: int = 0,
+    limit: int | None = None,
+    judge: Generator | None = None,
+    max_tokens: int = 48,
+    progress: Progress | None = None,
+) -> dict:
     """ACC and faithfulness of ``system`` over ``queries`` (multiple choice where options exist)."""
     mcq = get_template("mcq")
     items: list[UtilityItem] = []
@@ -135,5 +157,11 @@ def evaluate_utility(system: RagSystem, queries: Sequence[Query], *, seed: int =
     graded = [it for it in items if it.gold is not None]
     acc = sum(it.predicted == it.gold for it in graded) / len(graded) if graded else None
     faith = sum(it.faithfulness for it in items) / len(items) if items else None
-    return {"acc": acc, "faithfulness": faith, "n": len(items), "n_graded": len(graded),
-            "blocked": sum(it.blocked for it in items), "items": items}
+    return {
+        "acc": acc,
+        "faithfulness": faith,
+        "n": len(items),
+        "n_graded": len(graded),
+        "blocked": sum(it.blocked for it in items),
+        "items": items,
+    }

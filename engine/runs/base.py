@@ -1,4 +1,5 @@
 """What every runner shares: an id, an output folder, a progress callback and its event log."""
+
 from __future__ import annotations
 
 import time
@@ -10,12 +11,12 @@ from ..events import Event, event_to_json
 from ..progress import Progress
 
 
-
 def finished_rounds(events: list[Event]) -> tuple[list[Event], int, str]:
     """What a resume keeps of a run's events: those up to its last finished round (a round cut short, and a
     ``run_ended``, are dropped), the number of that round, and the status the run had ended with
     ('interrupted' when it had not ended)."""
     from ..events import RoundEnded, RoundStarted, RunEnded
+
     last = max((e.round for e in events if isinstance(e, RoundEnded)), default=0)
     cut = next((i for i, e in enumerate(events) if isinstance(e, RoundStarted) and e.round > last), None)
     if cut is None:
@@ -27,17 +28,19 @@ def finished_rounds(events: list[Event]) -> tuple[list[Event], int, str]:
 class EventRunner:
     """Appends numbered, typed events to ``events`` and, once a sink is open, to ``events.jsonl``."""
 
-    def __init__(self, *, out_dir: str | Path | None = None, progress: Progress | None = None,
-                 run_id: str | None = None) -> None:
+    def __init__(
+        self, *, out_dir: str | Path | None = None, progress: Progress | None = None, run_id: str | None = None
+    ) -> None:
         self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
         if out_dir:
             from ..paths import writable_dir
-            writable_dir(out_dir)          # a file in the way or a read-only place: one clear error, before any work
+
+            writable_dir(out_dir)  # a file in the way or a read-only place: one clear error, before any work
         self.out_dir = Path(out_dir) / self.run_id if out_dir else None
         self.progress = progress
         self.events: list[Event] = []
         self._sink = None
-        self._lock = None          # the run folder's lock while events are written (engine.folder_lock)
+        self._lock = None  # the run folder's lock while events are written (engine.folder_lock)
         self._round = 0
         self._prepared = False
         self._finished = False
@@ -58,6 +61,7 @@ class EventRunner:
         """Take the run folder's lock (one writer per run: a live run, or a resume), unless held already."""
         if self._lock is None:
             from ..folder_lock import run_lock
+
             lock = run_lock(folder, self.run_id)
             lock.acquire()
             self._lock = lock
@@ -73,6 +77,7 @@ class EventRunner:
         """Resume in place: rewrite ``path`` with the ``kept`` events, record ``run_resumed``, go on after round
         ``last``."""
         from ..events import RunResumed
+
         self._hold(path.parent)
         self.events = []
         self._sink = open(path, "w", encoding="utf-8")
@@ -106,6 +111,7 @@ class EventRunner:
         self._finished = True
         if self.out_dir:
             from ..files import atomic_write
+
             atomic_write(self.out_dir / "summary.json", json.dumps(jsonable(summary), indent=2, default=str))
         self.close()
         return self.events[start:]

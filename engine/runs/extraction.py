@@ -12,6 +12,7 @@ finished round is already on disk, and :meth:`ExtractionRun.resume` continues fr
 (the agent's state is restored from its last ``attacker_state`` event; the leakage metrics are
 recomputed from the recorded answers, which is deterministic).
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,22 @@ from ..secrets import scrub, scrub_known
 from ..rag import RagSystem
 from ..store import StoreSettings
 from ..summaries import ExtractionSummary
-from ..events import (AttackerState, DefenseApplied, Event, Generated, IndexBuilt, LeakScored, QueryIssued,
-                     Retrieved, RoundEnded, RoundStarted, RunEnded, RunStarted, jsonable, read_events)
+from ..events import (
+    AttackerState,
+    DefenseApplied,
+    Event,
+    Generated,
+    IndexBuilt,
+    LeakScored,
+    QueryIssued,
+    Retrieved,
+    RoundEnded,
+    RoundStarted,
+    RunEnded,
+    RunStarted,
+    jsonable,
+    read_events,
+)
 from .base import EventRunner, finished_rounds
 from .kb_snapshot import KB_FILE, load_kb, save_kb
 from .manifest import build_manifest
@@ -55,6 +70,7 @@ def events_file(run_dir: Path) -> Path | None:
     if not path.is_file() and packed.is_file():
         import gzip
         import shutil
+
         with gzip.open(packed, "rb") as src, open(path, "wb") as dst:
             shutil.copyfileobj(src, dst)
     return path if path.is_file() else None
@@ -72,13 +88,22 @@ class RunInterrupted(EngineError):
 class ExtractionRun(EventRunner):
     """One extraction attack against one defended RAG configuration."""
 
-    def __init__(self, config: ExtractionConfig, *, out_dir: str | Path | None = None,
-                 progress: Progress | None = None, run_id: str | None = None, corpus: Corpus | None = None,
-                 generator: Any = None, settings: StoreSettings | None = None,
-                 secrets: Mapping[str, str] | None = None, target: Any = None) -> None:
+    def __init__(
+        self,
+        config: ExtractionConfig,
+        *,
+        out_dir: str | Path | None = None,
+        progress: Progress | None = None,
+        run_id: str | None = None,
+        corpus: Corpus | None = None,
+        generator: Any = None,
+        settings: StoreSettings | None = None,
+        secrets: Mapping[str, str] | None = None,
+        target: Any = None,
+    ) -> None:
         super().__init__(out_dir=out_dir, progress=progress, run_id=run_id)
         self.config = config
-        self._secrets = dict(secrets or {})      # a target's ${NAME} values: kept in memory only
+        self._secrets = dict(secrets or {})  # a target's ${NAME} values: kept in memory only
         self._target_override = target
         self.transcript: list[Exchange] = []
         self._corpus_override = corpus
@@ -91,7 +116,7 @@ class ExtractionRun(EventRunner):
         self.window = None
         self.attacker_meter: Optional[MeteredGenerator] = None
         self._exhausted = False
-        self._agent_state: dict[str, Any] | None = None    # the last full state written (the next event's base)
+        self._agent_state: dict[str, Any] | None = None  # the last full state written (the next event's base)
 
     @property
     def rounds_done(self) -> int:
@@ -120,17 +145,27 @@ class ExtractionRun(EventRunner):
         defenses = make_defenses(c.defenses, dict(c.defense_params or {}))
         self._tick("loading knowledge base", 0, 1)
         self.window = retriever_window(retriever)
-        corpus = self._corpus_override or load_corpus(c.kb, data_dir=data_dir, chunk_size=c.chunk_size,
-                                                      chunk_overlap=c.chunk_overlap, window=self.window)
+        corpus = self._corpus_override or load_corpus(
+            c.kb, data_dir=data_dir, chunk_size=c.chunk_size, chunk_overlap=c.chunk_overlap, window=self.window
+        )
         if len(corpus) == 0:
             raise ConfigError(f"the knowledge base {c.kb!r} is empty")
         if c.top_k > len(corpus):
             raise ConfigError(f"top-k ({c.top_k}) is larger than the knowledge base ({len(corpus)} chunks)")
         self.corpus = corpus
         self._make_agent(retriever, defenses)
-        self.system = RagSystem(corpus, retriever, generator, defenses, top_k=c.top_k, template=c.template,
-                                max_tokens=c.max_tokens, settings=self.settings, run_id=self.run_id.replace("_", "-"),
-                                answer_budget=c.answer_budget)
+        self.system = RagSystem(
+            corpus,
+            retriever,
+            generator,
+            defenses,
+            top_k=c.top_k,
+            template=c.template,
+            max_tokens=c.max_tokens,
+            settings=self.settings,
+            run_id=self.run_id.replace("_", "-"),
+            answer_budget=c.answer_budget,
+        )
         return retriever, generator
 
     def _attacker_llm(self, generator: Any = None) -> Any:
@@ -138,8 +173,12 @@ class ExtractionRun(EventRunner):
         c = self.config
         if not c.attacker_llm:
             return None
-        same = generator is not None and c.attacker_llm == c.generator and \
-            dict(c.attacker_llm_params or {}) == dict(c.generator_params or {}) and self._generator_override is None
+        same = (
+            generator is not None
+            and c.attacker_llm == c.generator
+            and dict(c.attacker_llm_params or {}) == dict(c.generator_params or {})
+            and self._generator_override is None
+        )
         llm = generator if same else GENERATORS.create(c.attacker_llm, dict(c.attacker_llm_params or {}))
         self.attacker_meter = MeteredGenerator(llm)
         return self.attacker_meter
@@ -149,10 +188,18 @@ class ExtractionRun(EventRunner):
         ap = {**dict(c.attack_params or {}), "budget": c.rounds}
         if attacker_llm is None and self.attacker_meter is not None:
             attacker_llm = self.attacker_meter
-        self.agent = make_agent(c.attack, ap, AttackContext(seed=c.seed, data_dir=c.data_dir or None,
-                                                            attacker_llm=attacker_llm, embedder=retriever,
-                                                            kb_hint=KB_HINTS.get(c.kb, ""),
-                                                            known_defenses=tuple(defenses)))
+        self.agent = make_agent(
+            c.attack,
+            ap,
+            AttackContext(
+                seed=c.seed,
+                data_dir=c.data_dir or None,
+                attacker_llm=attacker_llm,
+                embedder=retriever,
+                kb_hint=KB_HINTS.get(c.kb, ""),
+                known_defenses=tuple(defenses),
+            ),
+        )
 
     def _build_target(self, retriever: Any) -> tuple[Any, Any]:
         """An audit target instead of the built-in pipeline: the reference KB is ``kb`` (a name or path), the
@@ -160,9 +207,11 @@ class ExtractionRun(EventRunner):
         the report says they could not be computed)."""
         from ..targets import make_target
         from ..targets.system import TargetSystem
+
         c = self.config
-        target = self._target_override or make_target(c.target, dict(c.target_params or {}), secrets=self._secrets,
-                                                      data_dir=c.data_dir or None)
+        target = self._target_override or make_target(
+            c.target, dict(c.target_params or {}), secrets=self._secrets, data_dir=c.data_dir or None
+        )
         self._tick("loading knowledge base", 0, 1)
         self.window = retriever_window(retriever)
         if self._corpus_override is not None:
@@ -171,11 +220,18 @@ class ExtractionRun(EventRunner):
             target.open(self._tick)
             corpus = target.reference_corpus()
             if corpus is None:
-                raise ConfigError(f"target {c.target!r} cannot be read as the reference knowledge base: give the "
-                                  "knowledge base's files as kb")
+                raise ConfigError(
+                    f"target {c.target!r} cannot be read as the reference knowledge base: give the "
+                    "knowledge base's files as kb"
+                )
         elif c.kb.strip():
-            corpus = load_corpus(c.kb, data_dir=c.data_dir or None, chunk_size=c.chunk_size,
-                                 chunk_overlap=c.chunk_overlap, window=self.window)
+            corpus = load_corpus(
+                c.kb,
+                data_dir=c.data_dir or None,
+                chunk_size=c.chunk_size,
+                chunk_overlap=c.chunk_overlap,
+                window=self.window,
+            )
         else:
             corpus = Corpus("unknown", ())
         self.corpus = corpus
@@ -193,13 +249,20 @@ class ExtractionRun(EventRunner):
         retriever, generator = self._build()
         self._open_sink()
         corpus = self.corpus
-        manifest = build_manifest(config=c.to_dict(), config_hash=c.config_hash(), seed=c.seed,
-                                  corpus={"name": corpus.name, "size": len(corpus), "fingerprint": corpus.fingerprint},
-                                  retriever={"name": retriever.name, "model_id": retriever.model_id},
-                                  extra={"kind": "extract", "run_id": self.run_id,
-                                         ("target" if c.external else "generator"): generator.describe(),
-                                         "attack": self.agent.describe(),
-                                         "defenses": [d.describe() for d in self.system.defenses]})
+        manifest = build_manifest(
+            config=c.to_dict(),
+            config_hash=c.config_hash(),
+            seed=c.seed,
+            corpus={"name": corpus.name, "size": len(corpus), "fingerprint": corpus.fingerprint},
+            retriever={"name": retriever.name, "model_id": retriever.model_id},
+            extra={
+                "kind": "extract",
+                "run_id": self.run_id,
+                ("target" if c.external else "generator"): generator.describe(),
+                "attack": self.agent.describe(),
+                "defenses": [d.describe() for d in self.system.defenses],
+            },
+        )
         self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
         if self.out_dir:
             atomic_write(self.out_dir / "manifest.json", json.dumps(jsonable(manifest), indent=2, default=str))
@@ -207,26 +270,34 @@ class ExtractionRun(EventRunner):
             if self._corpus_override is not None or (c.external and c.kb == "target"):
                 save_kb(corpus, self.out_dir)
         self._index_events(retriever)
-        self.tracker = LeakageTracker(corpus, retriever=retriever, crr_tau=c.crr_tau,
-                                      semantic_threshold=c.semantic_threshold)
+        self.tracker = LeakageTracker(
+            corpus, retriever=retriever, crr_tau=c.crr_tau, semantic_threshold=c.semantic_threshold
+        )
         self._prepared = True
         return self.events[start:]
 
     def _index_events(self, retriever: Any) -> None:
         t0 = time.perf_counter()
         actions = self.system.build(progress=self._tick)
-        base = self.system.index           # None against an audit target: its store is its own
-        self._emit(IndexBuilt, corpus=self.corpus.name, n_docs=len(self.corpus), retriever=self.config.retriever,
-                   model_id=retriever.model_id, similarity=retriever.similarity,
-                   dim=int(base.vectors.shape[1]) if base is not None and base.dense else 0,
-                   n_embedded_now=base.n_encoded if base is not None else 0,
-                   seconds=round(time.perf_counter() - t0, 3),
-                   corpus_stats=stats_for(self.corpus, self.window) if len(self.corpus) else {})
+        base = self.system.index  # None against an audit target: its store is its own
+        self._emit(
+            IndexBuilt,
+            corpus=self.corpus.name,
+            n_docs=len(self.corpus),
+            retriever=self.config.retriever,
+            model_id=retriever.model_id,
+            similarity=retriever.similarity,
+            dim=int(base.vectors.shape[1]) if base is not None and base.dense else 0,
+            n_embedded_now=base.n_encoded if base is not None else 0,
+            seconds=round(time.perf_counter() - t0, 3),
+            corpus_stats=stats_for(self.corpus, self.window) if len(self.corpus) else {},
+        )
         for a in actions:
             self._emit(DefenseApplied, round=0, defense=a.defense, stage=a.stage, action=a.action, detail=a.detail)
 
-    def step(self, count: int = 1, *, on_query: QueryCallback | None = None,
-             on_text: TextCallback | None = None) -> list[Event]:
+    def step(
+        self, count: int = 1, *, on_query: QueryCallback | None = None, on_text: TextCallback | None = None
+    ) -> list[Event]:
         """Play the next ``count`` rounds; returns their events. Live views: ``on_query(round, text)`` as
         soon as the attacker has chosen its query, ``on_text(piece)`` as the answer is generated."""
         if not self._prepared:
@@ -260,22 +331,45 @@ class ExtractionRun(EventRunner):
             self._fail(str(e), r)
         for a in ans.actions:
             self._emit(DefenseApplied, round=r, defense=a.defense, stage=a.stage, action=a.action, detail=a.detail)
-        self._emit(Retrieved, round=r, query_id=qid, doc_ids=tuple(c.doc_id for c in ans.retrieved),
-                   scores=tuple(round(c.score, 5) for c in ans.retrieved), ranks=tuple(c.rank for c in ans.retrieved),
-                   is_poison=tuple(False for _ in ans.retrieved))
+        self._emit(
+            Retrieved,
+            round=r,
+            query_id=qid,
+            doc_ids=tuple(c.doc_id for c in ans.retrieved),
+            scores=tuple(round(c.score, 5) for c in ans.retrieved),
+            ranks=tuple(c.rank for c in ans.retrieved),
+            is_poison=tuple(False for _ in ans.retrieved),
+        )
         g = ans.generation
-        answer = scrub_known(ans.answer)     # a key the engine was given never reaches the events, even echoed
-        self._emit(Generated, round=r, text=answer, context_ids=tuple(c.doc_id for c in ans.context),
-                   blocked_by=ans.blocked_by, model=g.model if g else "", prompt_tokens=g.prompt_tokens if g else 0,
-                   completion_tokens=g.completion_tokens if g else 0, seconds=round(g.seconds, 4) if g else 0.0,
-                   info=dict(g.info) if g else {}, context_tokens=ans.context_tokens,
-                   answer_budget=ans.answer_budget if g else 0)
+        answer = scrub_known(ans.answer)  # a key the engine was given never reaches the events, even echoed
+        self._emit(
+            Generated,
+            round=r,
+            text=answer,
+            context_ids=tuple(c.doc_id for c in ans.context),
+            blocked_by=ans.blocked_by,
+            model=g.model if g else "",
+            prompt_tokens=g.prompt_tokens if g else 0,
+            completion_tokens=g.completion_tokens if g else 0,
+            seconds=round(g.seconds, 4) if g else 0.0,
+            info=dict(g.info) if g else {},
+            context_tokens=ans.context_tokens,
+            answer_budget=ans.answer_budget if g else 0,
+        )
         t1 = time.perf_counter()
         leak = self.tracker.update(answer, [c.doc_id for c in ans.context], [c.doc_id for c in ans.retrieved])
         t_metrics = time.perf_counter() - t1
-        self._emit(LeakScored, round=r, recovered=leak.recovered, recall=leak.recall,
-                   repeat_contexts=leak.repeat_contexts, rouge_contexts=leak.rouge_contexts, semantic=leak.semantic,
-                   pii=leak.pii, metrics=leak.metrics)
+        self._emit(
+            LeakScored,
+            round=r,
+            recovered=leak.recovered,
+            recall=leak.recall,
+            repeat_contexts=leak.repeat_contexts,
+            rouge_contexts=leak.rouge_contexts,
+            semantic=leak.semantic,
+            pii=leak.pii,
+            metrics=leak.metrics,
+        )
         self.transcript.append(Exchange(query, answer))
         state = jsonable(self.agent.state())
         whole, appended = state_delta(self._agent_state, state)
@@ -284,17 +378,18 @@ class ExtractionRun(EventRunner):
         timings = {"attack": t_attack, **ans.timings, "metrics": t_metrics}
         used = self.attacker_meter.totals() if self.attacker_meter else {}
         usage = {k: round(used[k] - used0.get(k, 0), 6) for k in used}
-        self._emit(RoundEnded, round=r, query_id=qid, timings={k: round(v, 4) for k, v in timings.items()},
-                   usage=usage)
+        self._emit(RoundEnded, round=r, query_id=qid, timings={k: round(v, 4) for k, v in timings.items()}, usage=usage)
         self._round = r
 
     def _fail(self, message: str, r: int) -> None:
         message = scrub(message)
         where = f"; resume with: python -m engine extract --resume {self.out_dir}" if self.out_dir else ""
-        self._emit(RunEnded, status="failed", summary={"error": message, "rounds_done": self._round,
-                                                       "failed_round": r})
-        raise RunInterrupted(f"run {self.run_id} stopped in round {r} ({message}); {self._round} finished "
-                             f"round(s) kept{where}", self.out_dir, self._round)
+        self._emit(RunEnded, status="failed", summary={"error": message, "rounds_done": self._round, "failed_round": r})
+        raise RunInterrupted(
+            f"run {self.run_id} stopped in round {r} ({message}); {self._round} finished round(s) kept{where}",
+            self.out_dir,
+            self._round,
+        )
 
     def finish(self) -> list[Event]:
         """End the run: the summary event and ``summary.json`` (a no-op once finished); returns the new events."""
@@ -323,27 +418,51 @@ class ExtractionRun(EventRunner):
 
     # ------------------------------------------------------------------ resume
     @classmethod
-    def resume(cls, run_dir: str | Path, *, progress: Progress | None = None, generator: Any = None,
-               config_overrides: dict | None = None, secrets: Mapping[str, str] | None = None,
-               target: Any = None) -> "ExtractionRun":
+    def resume(
+        cls,
+        run_dir: str | Path,
+        *,
+        progress: Progress | None = None,
+        generator: Any = None,
+        config_overrides: dict | None = None,
+        secrets: Mapping[str, str] | None = None,
+        target: Any = None,
+    ) -> "ExtractionRun":
         """Reopen a run folder: replay its finished rounds, then continue where it stopped. The folder is locked
         first: a second resume (or a live run) of the same folder stops at once with one line."""
         from ..folder_lock import run_lock
+
         if not str(run_dir).strip() or not Path(run_dir).is_dir():
             raise ConfigError(f"--resume: {str(run_dir)!r} is not a run folder")
         run_dir = Path(run_dir)
         lock = run_lock(run_dir, run_dir.name)
         lock.acquire()
         try:
-            return cls._resume(run_dir, lock, progress=progress, generator=generator,
-                               config_overrides=config_overrides, secrets=secrets, target=target)
+            return cls._resume(
+                run_dir,
+                lock,
+                progress=progress,
+                generator=generator,
+                config_overrides=config_overrides,
+                secrets=secrets,
+                target=target,
+            )
         except BaseException:
             lock.release()
             raise
 
     @classmethod
-    def _resume(cls, run_dir: Path, lock: Any, *, progress: Progress | None, generator: Any,
-                config_overrides: dict | None, secrets: Mapping[str, str] | None, target: Any) -> "ExtractionRun":
+    def _resume(
+        cls,
+        run_dir: Path,
+        lock: Any,
+        *,
+        progress: Progress | None,
+        generator: Any,
+        config_overrides: dict | None,
+        secrets: Mapping[str, str] | None,
+        target: Any,
+    ) -> "ExtractionRun":
         path = events_file(run_dir)
         if path is None:
             raise ConfigError(f"{run_dir} holds no events.jsonl: not a run folder")
@@ -353,21 +472,32 @@ class ExtractionRun(EventRunner):
             raise ConfigError(f"{path} has no run_started event")
         kind = (started.manifest or {}).get("kind", "poison")
         if kind != "extract":
-            raise ConfigError(f"{run_dir} holds a {'poisoning' if kind == 'poison' else kind} run: only extraction "
-                              f"runs can be resumed (a poisoning run is re-run from its preset, with the same seed)")
+            raise ConfigError(
+                f"{run_dir} holds a {'poisoning' if kind == 'poison' else kind} run: only extraction "
+                f"runs can be resumed (a poisoning run is re-run from its preset, with the same seed)"
+            )
         cfg = ExtractionConfig.from_dict({**dict(started.config), **(config_overrides or {})}, where=str(run_dir))
         kept, last_done, prev = finished_rounds(events)
         corpus = None
         if (run_dir / KB_FILE).is_file() or cfg.kb == "upload":
             saved = dict(started.manifest.get("corpus") or {})
             corpus = load_kb(run_dir, saved.get("name") or cfg.kb, saved.get("fingerprint"))
-        run = cls(cfg, out_dir=run_dir.parent, progress=progress, run_id=started.run_id, generator=generator,
-                  corpus=corpus, secrets=secrets, target=target)
+        run = cls(
+            cfg,
+            out_dir=run_dir.parent,
+            progress=progress,
+            run_id=started.run_id,
+            generator=generator,
+            corpus=corpus,
+            secrets=secrets,
+            target=target,
+        )
         run._lock = lock
         retriever, _ = run._build()
         run.system.build(progress=run._tick)
-        run.tracker = LeakageTracker(run.corpus, retriever=retriever, crr_tau=cfg.crr_tau,
-                                     semantic_threshold=cfg.semantic_threshold)
+        run.tracker = LeakageTracker(
+            run.corpus, retriever=retriever, crr_tau=cfg.crr_tau, semantic_threshold=cfg.semantic_threshold
+        )
         queries = {e.round: e.text for e in kept if isinstance(e, QueryIssued)}
         answers = {e.round: e for e in kept if isinstance(e, Generated)}
         context = {e.round: e.context_ids for e in kept if isinstance(e, Generated)}
@@ -399,40 +529,75 @@ def summarize_extraction(events: list[Event], config: ExtractionConfig | None = 
     attacker = {k: sum(float(e.usage.get(k, 0)) for e in ends) for k in usage_keys}
     gen_cost = [g.info.get("cost_usd") for g in gens if "cost_usd" in g.info]
     out = {
-        **{k: final.get(k, 0) for k in ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts",
-                                        "repeat_prompts", "rouge_prompts", "semantic_leak", "pii_leaked", "pii_total",
-                                        "kb_size", "recovered", "retrieved", "ee_retrieval", "ee_generation",
-                                        "exploration")},
+        **{
+            k: final.get(k, 0)
+            for k in (
+                "crr",
+                "retrieved_coverage",
+                "repeat_contexts",
+                "rouge_contexts",
+                "repeat_prompts",
+                "rouge_prompts",
+                "semantic_leak",
+                "pii_leaked",
+                "pii_total",
+                "kb_size",
+                "recovered",
+                "retrieved",
+                "ee_retrieval",
+                "ee_generation",
+                "exploration",
+            )
+        },
         "corpus_stats": dict(built.corpus_stats) if built else {},
         "answer_budget": {
             "mode": cfg.get("answer_budget", "fixed"),
             "context_tokens": sum(g.context_tokens for g in answered),
             "recoverable_tokens": sum(min(g.context_tokens, g.answer_budget) for g in answered),
             "capped_rounds": sum(g.answer_budget < g.context_tokens for g in answered),
-            "answered_rounds": len(answered)},
+            "answered_rounds": len(answered),
+        },
         "cost": {
             "queries": len(ends),
-            "generator_tokens": {"prompt": sum(g.prompt_tokens for g in gens),
-                                 "completion": sum(g.completion_tokens for g in gens)},
-            "attacker_tokens": {"prompt": int(attacker.get("prompt_tokens", 0)),
-                                "completion": int(attacker.get("completion_tokens", 0)),
-                                "calls": int(attacker.get("calls", 0))},
+            "generator_tokens": {
+                "prompt": sum(g.prompt_tokens for g in gens),
+                "completion": sum(g.completion_tokens for g in gens),
+            },
+            "attacker_tokens": {
+                "prompt": int(attacker.get("prompt_tokens", 0)),
+                "completion": int(attacker.get("completion_tokens", 0)),
+                "calls": int(attacker.get("calls", 0)),
+            },
             "seconds": round(sum(sum(e.timings.values()) for e in ends), 3),
-            "usd": (sum(gen_cost) + attacker.get("cost_usd", 0.0)) if gen_cost or attacker.get("cost_usd") else None},
+            "usd": (sum(gen_cost) + attacker.get("cost_usd", 0.0)) if gen_cost or attacker.get("cost_usd") else None,
+        },
         "rounds": len(ends),
-        "attack": cfg.get("attack"), "defenses": list(cfg.get("defenses") or ()), "kb": cfg.get("kb"),
+        "attack": cfg.get("attack"),
+        "defenses": list(cfg.get("defenses") or ()),
+        "kb": cfg.get("kb"),
         "blocked": sum(bool(g.blocked_by) for g in gens),
-        "curves": {k: [e.metrics.get(k, 0) for e in scored] for k in
-                   ("crr", "retrieved_coverage", "repeat_contexts", "rouge_contexts", "semantic_leak", "pii_leaked",
-                    "ee_generation", "exploration")},
+        "curves": {
+            k: [e.metrics.get(k, 0) for e in scored]
+            for k in (
+                "crr",
+                "retrieved_coverage",
+                "repeat_contexts",
+                "rouge_contexts",
+                "semantic_leak",
+                "pii_leaked",
+                "ee_generation",
+                "exploration",
+            )
+        },
         "tokens": {"prompt": sum(g.prompt_tokens for g in gens), "completion": sum(g.completion_tokens for g in gens)},
         "seconds": {k: round(sum(e.timings.get(k, 0.0) for e in ends), 3) for k in timing_keys},
         "round_seconds": [round(sum(e.timings.values()), 3) for e in ends],
     }
     if cascade:
-        out["cascade"] = {k: sum(float(i.get(k, 0)) for i in cascade) for k in
-                          ("accepted", "rejected", "suppressed", "flops_draft", "flops_verifier",
-                           "flops_verifier_only")}
+        out["cascade"] = {
+            k: sum(float(i.get(k, 0)) for i in cascade)
+            for k in ("accepted", "rejected", "suppressed", "flops_draft", "flops_verifier", "flops_verifier_only")
+        }
     kb, rec, pii, pii_n = int(out["kb_size"]), int(out["recovered"]), int(out["pii_leaked"]), int(out["pii_total"])
     out["crr_ci"] = wilson(rec, kb) if kb else None
     out["pii_ci"] = wilson(pii, pii_n) if pii_n else None

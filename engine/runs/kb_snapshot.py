@@ -6,6 +6,7 @@ leaked chunks viewable later) the run folder keeps the chunks it attacked in ``k
 object per chunk, ``{"id", "text", "metadata"}``, texts exactly as indexed — and checks them against
 the fingerprint in the run's manifest when they are read back.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,6 +47,8 @@ def load_kb(run_dir: str | Path, name: str, expected_fingerprint: str | None = N
                 raise ConfigError(f"{path}: line {n} is not a saved chunk") from None
     fp = fingerprint(docs)
     if expected_fingerprint and fp != expected_fingerprint:
-        raise ConfigError(f"{path} does not match the run's manifest (fingerprint {fp[:12]}… vs "
-                          f"{expected_fingerprint[:12]}…): it was changed after the run")
+        raise ConfigError(
+            f"{path} does not match the run's manifest (fingerprint {fp[:12]}… vs "
+            f"{expected_fingerprint[:12]}…): it was changed after the run"
+        )
     return Corpus(name, tuple(docs), fp)

@@ -1,6 +1,7 @@
 """Audit targets (registry): the RAG systems an audit attacks — the built-in pipeline, any JSON-over-HTTP
 service, an OpenAI-compatible chat endpoint, a Python callable (e.g. a LlamaIndex query engine) and a Chroma
 collection the engine builds the RAG around."""
+
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -22,8 +23,13 @@ TARGETS.register("python")(PythonTarget)
 TARGETS.register("chroma")(ChromaTarget)
 
 
-def make_target(kind: str, params: Mapping[str, Any] | None = None, *, secrets: Mapping[str, str] | None = None,
-                data_dir: str | None = None) -> Target:
+def make_target(
+    kind: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    secrets: Mapping[str, str] | None = None,
+    data_dir: str | None = None,
+) -> Target:
     """A target by registry name with validated ``params``; ``secrets`` fill its ``${NAME}`` references (else the
     environment), ``data_dir`` is where benchmark corpora lie."""
     cls = TARGETS.get(kind)
@@ -36,9 +42,11 @@ def check_shared_audit(kind: str, params: Mapping[str, Any] | None, kb: str) -> 
     from ..config import PRESETS_DIR
     from ..corpora import BENCHMARK_CORPORA, BUNDLED
     from ..errors import ConfigError
+
     if TARGETS.get(kind).server_side:
-        raise ConfigError(f"target {kind!r} reads this server's files or runs its code: not offered on a shared "
-                          "deployment")
+        raise ConfigError(
+            f"target {kind!r} reads this server's files or runs its code: not offered on a shared deployment"
+        )
     names = set(BUNDLED) | set(BENCHMARK_CORPORA) | {"", "none", "target"}
     p = dict(params or {})
     for what, value in (("reference knowledge base", kb), ("kb", str(p.get("kb") or ""))):
@@ -55,6 +63,19 @@ def check_target(kind: str, params: Mapping[str, Any] | None) -> None:
     TARGETS.get(kind).Params.from_dict(params, where=f"target {kind}")
 
 
-__all__ = ["TARGETS", "Target", "TargetReply", "SourceItem", "TargetError", "BudgetSpent", "check_shared_audit",
-           "check_target", "make_target",
-           "PipelineTarget", "HttpTarget", "OpenAIChatTarget", "PythonTarget", "ChromaTarget"]
+__all__ = [
+    "TARGETS",
+    "Target",
+    "TargetReply",
+    "SourceItem",
+    "TargetError",
+    "BudgetSpent",
+    "check_shared_audit",
+    "check_target",
+    "make_target",
+    "PipelineTarget",
+    "HttpTarget",
+    "OpenAIChatTarget",
+    "PythonTarget",
+    "ChromaTarget",
+]

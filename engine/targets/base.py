@@ -14,6 +14,7 @@ credentials are named as ``${NAME}``, see :mod:`engine.targets.credentials`), re
 :data:`engine.targets.TARGETS`. ``open()`` connects or loads, ``close()`` releases; a failure is a
 :class:`~engine.targets.http_client.TargetError` with one clear line.
 """
+
 from __future__ import annotations
 
 import time
@@ -60,17 +61,18 @@ class Target:
 
     name: ClassVar[str] = ""
     runs_engine_defenses: ClassVar[bool] = False
-    readable: ClassVar[bool] = False          # reference_corpus() can read the knowledge base back
-    writable: ClassVar[bool] = False          # ingest / remove always work (remote targets: when configured)
-    verifiable: ClassVar[bool] = False        # exists() can tell whether a planted document is still there
-    server_side: ClassVar[bool] = False       # reads the server's own files or runs its code (python, chroma paths):
-                                              # not offered to web users of a shared deployment
+    readable: ClassVar[bool] = False  # reference_corpus() can read the knowledge base back
+    writable: ClassVar[bool] = False  # ingest / remove always work (remote targets: when configured)
+    verifiable: ClassVar[bool] = False  # exists() can tell whether a planted document is still there
+    server_side: ClassVar[bool] = False  # reads the server's own files or runs its code (python, chroma paths):
+    # not offered to web users of a shared deployment
 
     class Params(Params):
         pass
 
-    def __init__(self, params: Params, *, secrets: Mapping[str, str] | None = None,
-                 data_dir: str | None = None) -> None:
+    def __init__(
+        self, params: Params, *, secrets: Mapping[str, str] | None = None, data_dir: str | None = None
+    ) -> None:
         self.params = params
         self.secrets = dict(secrets or {})
         self.data_dir = data_dir
@@ -119,8 +121,10 @@ class Target:
 
     def ingest(self, docs: Sequence[Document]) -> list[str]:
         """Plant ``docs`` (their ids are the audit's own); returns the ids the target keeps them under."""
-        raise TargetError(f"target {self.name} has no knowledge-base write surface: poisoning cannot run "
-                          "against it (see the target's ingest parameters)")
+        raise TargetError(
+            f"target {self.name} has no knowledge-base write surface: poisoning cannot run "
+            "against it (see the target's ingest parameters)"
+        )
 
     def remove(self, ids: Sequence[str]) -> None:
         """Remove planted documents by the ids :meth:`ingest` returned (removing an absent id is not an error)."""
@@ -140,8 +144,7 @@ class Target:
         return {"kind": self.name, "params": self.params.to_dict(), "endpoint": self.endpoint()}
 
 
-def timed_reply(t0: float, answer: str, contexts: Sequence[SourceItem], reported: bool,
-                **info: Any) -> TargetReply:
+def timed_reply(t0: float, answer: str, contexts: Sequence[SourceItem], reported: bool, **info: Any) -> TargetReply:
     """A :class:`TargetReply` with the seconds since ``t0``."""
     return TargetReply(str(answer or ""), tuple(contexts), reported, round(time.perf_counter() - t0, 4), info)
 
@@ -150,6 +153,7 @@ def as_sources(items: Any, text_keys: tuple[str, ...], id_keys: tuple[str, ...])
     """Contexts as returned by a service or a library — strings, objects with a text and an id, or LlamaIndex
     nodes (``NodeWithScore``) — as :class:`SourceItem` (items with no text are dropped)."""
     from .json_path import first_key
+
     if items is None:
         return []
     if isinstance(items, (str, dict)) or not isinstance(items, (list, tuple)):
@@ -163,7 +167,7 @@ def as_sources(items: Any, text_keys: tuple[str, ...], id_keys: tuple[str, ...])
             text = first_key(it, text_keys)
             cid = first_key(it, id_keys)
             score = it.get("score")
-        else:     # a LlamaIndex NodeWithScore / TextNode, or any object with text and id attributes
+        else:  # a LlamaIndex NodeWithScore / TextNode, or any object with text and id attributes
             node = getattr(it, "node", it)
             text = node.get_content() if hasattr(node, "get_content") else getattr(node, "text", None)
             cid = getattr(node, "node_id", None) or getattr(node, "id_", None) or getattr(node, "id", None)

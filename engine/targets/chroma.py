@@ -10,6 +10,7 @@ a scratch store of the audit's own, and from then on the target queries the copy
 never changed. Only with ``in_place`` on are documents planted in the collection itself — each id journaled
 before it is planted and removed (and checked gone) afterwards by the audit.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -44,32 +45,56 @@ class ChromaTarget(Target):
 
     runs_engine_defenses = True
     readable = writable = verifiable = True
-    server_side = True        # opens a folder of the machine it runs on (or any Chroma server it can reach)
+    server_side = True  # opens a folder of the machine it runs on (or any Chroma server it can reach)
 
     class Params(Params):
         path: str = param("", help="Folder of a persistent Chroma store (blank: use host and port)")
         host: str = param("127.0.0.1", help="Chroma server host (used when no path is given)")
         port: int = param(8000, min=1, max=65535, help="Chroma server port")
         collection: str = param("documents", help="Name of the collection")
-        text_key: str = param("", help="Metadata key holding a record's text when the collection stores no "
-                                       "documents (blank: the documents)")
-        retriever: str = param("minilm", group=PIPELINE, help="The embedding model that embedded the collection "
-                                                              "(registered name or sentence-transformers model)")
-        generator: str = param("local:qwen2.5-0.5b", group=PIPELINE,
-                               help="Generator: local:<model>, a .gguf path or a litellm provider string")
+        text_key: str = param(
+            "",
+            help="Metadata key holding a record's text when the collection stores no documents (blank: the documents)",
+        )
+        retriever: str = param(
+            "minilm",
+            group=PIPELINE,
+            help="The embedding model that embedded the collection (registered name or sentence-transformers model)",
+        )
+        generator: str = param(
+            "local:qwen2.5-0.5b",
+            group=PIPELINE,
+            help="Generator: local:<model>, a .gguf path or a litellm provider string",
+        )
         generator_params: Mapping[str, Any] | None = param(None, group=PIPELINE, help="Generator parameters")
         top_k: int = param(3, min=1, max=1000, group=PIPELINE, help="Records retrieved per query")
         template: str = param("rag-privacy", choices=("rag-privacy", "chat"), group=PIPELINE, help="Prompt template")
-        max_tokens: int = param(192, min=8, max=8192, group=PIPELINE, help="Tokens per answer (the floor when the "
-                                                                            "budget covers the context)")
-        answer_budget: str = param("context", choices=("context", "fixed"), group=PIPELINE,
-                                   help="context: answers as long as their context; fixed: max_tokens")
-        defenses: tuple[str, ...] = param((), group=PIPELINE, help="The engine's defenses in front of the collection "
-                                                                   "(query, retrieval, context, prompt, generation "
-                                                                   "stages)")
+        max_tokens: int = param(
+            192,
+            min=8,
+            max=8192,
+            group=PIPELINE,
+            help="Tokens per answer (the floor when the budget covers the context)",
+        )
+        answer_budget: str = param(
+            "context",
+            choices=("context", "fixed"),
+            group=PIPELINE,
+            help="context: answers as long as their context; fixed: max_tokens",
+        )
+        defenses: tuple[str, ...] = param(
+            (),
+            group=PIPELINE,
+            help="The engine's defenses in front of the collection "
+            "(query, retrieval, context, prompt, generation "
+            "stages)",
+        )
         defense_params: Mapping[str, Any] | None = param(None, group=PIPELINE, help="Per-defense parameters")
-        in_place: bool = param(False, group=KB_WRITE, help="Plant poisons in the collection itself (journaled, "
-                                                           "removed after); off: in a copy")
+        in_place: bool = param(
+            False,
+            group=KB_WRITE,
+            help="Plant poisons in the collection itself (journaled, removed after); off: in a copy",
+        )
 
         def validate(self) -> None:
             if not self.collection.strip():
@@ -77,11 +102,15 @@ class ChromaTarget(Target):
             if not self.path.strip() and not self.host.strip():
                 raise ConfigError("give the store's folder (path) or a Chroma server (host and port)")
             from ..defenses import DEFENSES
+
             for d in self.defenses:
                 if DEFENSES.get(d).stage == "index":
-                    raise ConfigError(f"defense {d!r} rebuilds the index: not available on your own collection "
-                                      "(it would have to re-embed it)")
+                    raise ConfigError(
+                        f"defense {d!r} rebuilds the index: not available on your own collection "
+                        "(it would have to re-embed it)"
+                    )
             from ..generators.spec import parse_generator
+
             parse_generator(self.generator)
 
     def __init__(self, params: Params, **kw: Any) -> None:
@@ -98,11 +127,13 @@ class ChromaTarget(Target):
     def _connect(self) -> Any:
         import chromadb
         from chromadb.config import Settings
+
         p = self.params
         settings = Settings(anonymized_telemetry=False, allow_reset=False)
         try:
             if p.path.strip():
                 from pathlib import Path
+
                 folder = Path(p.path).expanduser()
                 if not (folder / "chroma.sqlite3").is_file():
                     raise ConfigError(f"path: {p.path!r} holds no Chroma store (no chroma.sqlite3)")
@@ -114,8 +145,10 @@ class ChromaTarget(Target):
             raise
         except Exception as e:
             where = p.path or f"{p.host}:{p.port}"
-            raise TargetError(f"cannot open the Chroma store at {where} ({type(e).__name__}: "
-                              f"{str(e).splitlines()[0][:200] if str(e) else ''})") from None
+            raise TargetError(
+                f"cannot open the Chroma store at {where} ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:200] if str(e) else ''})"
+            ) from None
 
     def open(self, progress: Progress | None = None) -> None:
         if self._col is not None:
@@ -124,6 +157,7 @@ class ChromaTarget(Target):
         from ..embedders import make_retriever
         from ..generators import GENERATORS
         from ..generators.spec import parse_generator
+
         p = self.params
         self._client = self._connect()
         try:
@@ -133,12 +167,12 @@ class ChromaTarget(Target):
                 names = sorted(c if isinstance(c, str) else c.name for c in self._client.list_collections())
             except Exception:
                 names = []
-            raise ConfigError(f"collection {p.collection!r} not found" +
-                              (f" (the store holds: {', '.join(names[:20])})" if names else " (the store is empty)")
-                              ) from None
+            raise ConfigError(
+                f"collection {p.collection!r} not found"
+                + (f" (the store holds: {', '.join(names[:20])})" if names else " (the store is empty)")
+            ) from None
         conf = getattr(self._col, "configuration", None) or {}
-        self.space = ((conf.get("hnsw") or {}).get("space") or (self._col.metadata or {}).get("hnsw:space")
-                      or "l2")
+        self.space = (conf.get("hnsw") or {}).get("space") or (self._col.metadata or {}).get("hnsw:space") or "l2"
         self.retriever = make_retriever(p.retriever)
         peek = self._col.get(limit=1, include=["embeddings"])
         if not peek["ids"]:
@@ -146,8 +180,10 @@ class ChromaTarget(Target):
         dim = len(peek["embeddings"][0])
         got = self.retriever.encode_transient(["dimension check"]).shape[1]
         if dim != got:
-            raise ConfigError(f"the collection's vectors have {dim} dimensions but retriever {p.retriever!r} gives "
-                              f"{got}: choose the model that embedded the collection")
+            raise ConfigError(
+                f"the collection's vectors have {dim} dimensions but retriever {p.retriever!r} gives "
+                f"{got}: choose the model that embedded the collection"
+            )
         name, gparams = parse_generator(p.generator)
         self.generator = GENERATORS.create(name, {**gparams, **dict(p.generator_params or {})})
         self.defenses = make_defenses(p.defenses, dict(p.defense_params or {}))
@@ -184,14 +220,18 @@ class ChromaTarget(Target):
                 self.open()
             docs = []
             for got in self._records(self._col, ["documents", "metadatas"]):
-                for i, doc, meta in zip(got["ids"], got["documents"] or [None] * len(got["ids"]),
-                                        got["metadatas"] or [None] * len(got["ids"])):
+                for i, doc, meta in zip(
+                    got["ids"],
+                    got["documents"] or [None] * len(got["ids"]),
+                    got["metadatas"] or [None] * len(got["ids"]),
+                ):
                     text = self._text(doc, meta)
                     if text.strip():
                         docs.append(Document(str(i), text, dict(meta or {})))
             if not docs:
-                raise ConfigError(f"collection {self.params.collection!r} holds no text (set text_key if the text "
-                                  "is in the metadata)")
+                raise ConfigError(
+                    f"collection {self.params.collection!r} holds no text (set text_key if the text is in the metadata)"
+                )
             self._corpus = Corpus(f"chroma:{self.params.collection}", tuple(docs), fingerprint(docs))
         return self._corpus
 
@@ -207,18 +247,21 @@ class ChromaTarget(Target):
         if self._col is None:
             self.open()
         q = np.asarray(self.retriever.encode_transient([text]), dtype=np.float32)
-        got = self._col.query(query_embeddings=q.tolist(), n_results=self.params.top_k,
-                              include=["documents", "metadatas", "distances"])
+        got = self._col.query(
+            query_embeddings=q.tolist(), n_results=self.params.top_k, include=["documents", "metadatas", "distances"]
+        )
         ids, docs = got["ids"][0], (got["documents"] or [[None] * len(got["ids"][0])])[0]
         metas = (got["metadatas"] or [[None] * len(ids)])[0]
-        return [SourceItem(self._text(d, m), str(i), self._score(dist))
-                for i, d, m, dist in zip(ids, docs, metas, got["distances"][0])]
+        return [
+            SourceItem(self._text(d, m), str(i), self._score(dist))
+            for i, d, m, dist in zip(ids, docs, metas, got["distances"][0])
+        ]
 
     def query(self, text: str, *, session: str = "") -> TargetReply:
         from ..defenses import Chunk
         from ..rag.prompts import get_template, render
-        from ..rag.system import covering_budget, defend_context, defended_generation, prompt_additions, \
-            screen_query
+        from ..rag.system import covering_budget, defend_context, defended_generation, prompt_additions, screen_query
+
         t0 = time.perf_counter()
         if self._col is None:
             self.open()
@@ -235,9 +278,16 @@ class ChromaTarget(Target):
         if p.answer_budget == "context":
             n = covering_budget(sum(self.generator.count_tokens(c.text) for c in context), n)
         gen, _ = defended_generation(text, messages, chunks, context, self.defenses, self._ctx, self.generator, n)
-        return timed_reply(t0, gen.text, [SourceItem(c.text, c.doc_id, c.score) for c in context], True,
-                           retrieved=[c.doc_id for c in chunks], model=gen.model, prompt_tokens=gen.prompt_tokens,
-                           completion_tokens=gen.completion_tokens)
+        return timed_reply(
+            t0,
+            gen.text,
+            [SourceItem(c.text, c.doc_id, c.score) for c in context],
+            True,
+            retrieved=[c.doc_id for c in chunks],
+            model=gen.model,
+            prompt_tokens=gen.prompt_tokens,
+            completion_tokens=gen.completion_tokens,
+        )
 
     # writing ------------------------------------------------------------------------------------
     @property
@@ -255,15 +305,22 @@ class ChromaTarget(Target):
         from chromadb.config import Settings
 
         from ..paths import cache_dir
+
         self._copy_dir = tempfile.mkdtemp(prefix="chroma-copy-", dir=str(cache_dir("audit-copies")))
-        self._copy_client = chromadb.PersistentClient(path=self._copy_dir,
-                                                      settings=Settings(anonymized_telemetry=False))
-        copy = self._copy_client.create_collection(f"copy-{uuid.uuid4().hex[:12]}", embedding_function=None,
-                                                   configuration={"hnsw": {"space": self.space}})
+        self._copy_client = chromadb.PersistentClient(
+            path=self._copy_dir, settings=Settings(anonymized_telemetry=False)
+        )
+        copy = self._copy_client.create_collection(
+            f"copy-{uuid.uuid4().hex[:12]}", embedding_function=None, configuration={"hnsw": {"space": self.space}}
+        )
         for got in self._records(self._col, ["embeddings", "documents", "metadatas"]):
             metas = got["metadatas"] if got["metadatas"] and any(m for m in got["metadatas"]) else None
-            copy.add(ids=got["ids"], embeddings=np.asarray(got["embeddings"], dtype=np.float32),
-                     documents=got["documents"], metadatas=metas)
+            copy.add(
+                ids=got["ids"],
+                embeddings=np.asarray(got["embeddings"], dtype=np.float32),
+                documents=got["documents"],
+                metadatas=metas,
+            )
         self._col = copy
         return copy
 
@@ -271,10 +328,20 @@ class ChromaTarget(Target):
         col = self._writable()
         vecs, _ = self.retriever.encode_documents([d.text for d in docs])
         meta_key = self.params.text_key
-        metas = [{**{k: v for k, v in dict(d.metadata).items() if isinstance(v, (str, int, float, bool))},
-                  "planted_by": "rag-playground-audit", **({meta_key: d.text} if meta_key else {})} for d in docs]
-        col.add(ids=[d.id for d in docs], embeddings=np.asarray(vecs, dtype=np.float32),
-                documents=[d.text for d in docs], metadatas=metas)
+        metas = [
+            {
+                **{k: v for k, v in dict(d.metadata).items() if isinstance(v, (str, int, float, bool))},
+                "planted_by": "rag-playground-audit",
+                **({meta_key: d.text} if meta_key else {}),
+            }
+            for d in docs
+        ]
+        col.add(
+            ids=[d.id for d in docs],
+            embeddings=np.asarray(vecs, dtype=np.float32),
+            documents=[d.text for d in docs],
+            metadatas=metas,
+        )
         return [d.id for d in docs]
 
     def remove(self, ids: Sequence[str]) -> None:

@@ -9,6 +9,7 @@ literal value: it would be written to disk with the run, so it is refused with a
 Every value looked up is registered with :func:`engine.secrets.register_secret`, so it is scrubbed from any
 message, answer or error that echoes it.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,9 +36,11 @@ def check_headers(headers: Mapping[str, Any] | None, *, what: str = "headers") -
         if "\n" in name or "\n" in value or "\r" in value:
             raise ConfigError(f"{what}: header {name!r} holds a line break")
         if SENSITIVE.search(name) and value.strip() and not references(value):
-            raise ConfigError(f"{what}: header {name!r} holds a literal credential, which would be written to the "
-                              f"run's files; name it instead, e.g. \"Bearer ${{RAG_API_KEY}}\", and set RAG_API_KEY "
-                              f"in the environment (or type the key in the app)")
+            raise ConfigError(
+                f"{what}: header {name!r} holds a literal credential, which would be written to the "
+                f'run\'s files; name it instead, e.g. "Bearer ${{RAG_API_KEY}}", and set RAG_API_KEY '
+                f"in the environment (or type the key in the app)"
+            )
 
 
 def resolve(text: str, secrets: Mapping[str, str] | None = None, *, what: str = "header") -> str:
@@ -49,8 +52,10 @@ def resolve(text: str, secrets: Mapping[str, str] | None = None, *, what: str = 
         name = m.group(1)
         v = secrets.get(name) or os.environ.get(name)
         if not v:
-            raise ConfigError(f"{what} refers to ${{{name}}}, which is not set: export {name}=… before the run "
-                              f"(or type it in the app's key field)")
+            raise ConfigError(
+                f"{what} refers to ${{{name}}}, which is not set: export {name}=… before the run "
+                f"(or type it in the app's key field)"
+            )
         register_secret(v)
         return v
 

@@ -1,4 +1,5 @@
 """Any JSON-over-HTTP RAG endpoint as a target, with optional ingest / delete endpoints for poisoning."""
+
 from __future__ import annotations
 
 import time
@@ -23,32 +24,68 @@ METHODS = ("POST", "GET", "PUT")
 class RemoteParams(Params):
     """What every remote target shares: credentials by name, limits, and the optional write surface."""
 
-    headers: Mapping[str, Any] | None = param(None, group=CONNECTION, help="Request headers as JSON; name "
-                                              "credentials as ${VAR}, e.g. {\"Authorization\": \"Bearer ${RAG_KEY}\"}"
-                                              " — the value comes from the environment or the app's key field")
+    headers: Mapping[str, Any] | None = param(
+        None,
+        group=CONNECTION,
+        help="Request headers as JSON; name "
+        'credentials as ${VAR}, e.g. {"Authorization": "Bearer ${RAG_KEY}"}'
+        " — the value comes from the environment or the app's key field",
+    )
     timeout: float = param(60.0, min=1.0, max=3600.0, group=CONNECTION, help="Seconds for one whole response")
-    retries: int = param(4, min=0, max=20, group=CONNECTION, help="Retries on 429 / 5xx / a dropped connection "
-                                                                  "(exponential backoff, Retry-After honoured)")
-    max_retry_wait: float = param(60.0, min=0.0, max=3600.0, group=CONNECTION,
-                                  help="Longest single wait a Retry-After may ask for (longer: the run stops)")
+    retries: int = param(
+        4,
+        min=0,
+        max=20,
+        group=CONNECTION,
+        help="Retries on 429 / 5xx / a dropped connection (exponential backoff, Retry-After honoured)",
+    )
+    max_retry_wait: float = param(
+        60.0,
+        min=0.0,
+        max=3600.0,
+        group=CONNECTION,
+        help="Longest single wait a Retry-After may ask for (longer: the run stops)",
+    )
     rate: float = param(2.0, min=0.01, max=1000.0, group=CONNECTION, help="Most requests a second (every kind)")
-    max_requests: int = param(2000, min=1, max=10_000_000, group=CONNECTION,
-                              help="Request budget of one audit process (queries, plants, removals, retries)")
-    max_response_bytes: int = param(2_000_000, min=1024, max=500_000_000, group=CONNECTION,
-                                    help="Largest response read; a bigger one is cut off and reported")
-    ingest_url: str = param("", group=KB_WRITE, help="Endpoint that adds a document (enables poisoning), e.g. "
-                                                     "http://host/documents")
+    max_requests: int = param(
+        2000,
+        min=1,
+        max=10_000_000,
+        group=CONNECTION,
+        help="Request budget of one audit process (queries, plants, removals, retries)",
+    )
+    max_response_bytes: int = param(
+        2_000_000,
+        min=1024,
+        max=500_000_000,
+        group=CONNECTION,
+        help="Largest response read; a bigger one is cut off and reported",
+    )
+    ingest_url: str = param(
+        "", group=KB_WRITE, help="Endpoint that adds a document (enables poisoning), e.g. http://host/documents"
+    )
     ingest_method: str = param("POST", choices=METHODS, group=KB_WRITE, help="HTTP method of ingest_url")
-    ingest_body: str = param('{"id": "{id}", "text": "{text}"}', group=KB_WRITE,
-                             help="JSON body of one plant: {id} (the audit's own id), {text}, {metadata}")
-    ingest_ids_path: str = param("", group=KB_WRITE, help="Where the ingest response gives the stored id when the "
-                                                         "service assigns its own (blank: the audit's id is kept)")
-    delete_url: str = param("", group=KB_WRITE, help="Endpoint that removes a document, with {id}, e.g. "
-                                                     "http://host/documents/{id}")
+    ingest_body: str = param(
+        '{"id": "{id}", "text": "{text}"}',
+        group=KB_WRITE,
+        help="JSON body of one plant: {id} (the audit's own id), {text}, {metadata}",
+    )
+    ingest_ids_path: str = param(
+        "",
+        group=KB_WRITE,
+        help="Where the ingest response gives the stored id when the "
+        "service assigns its own (blank: the audit's id is kept)",
+    )
+    delete_url: str = param(
+        "", group=KB_WRITE, help="Endpoint that removes a document, with {id}, e.g. http://host/documents/{id}"
+    )
     delete_method: str = param("DELETE", choices=("DELETE", "POST"), group=KB_WRITE, help="HTTP method of delete_url")
-    delete_body: str = param("", group=KB_WRITE, help="JSON body of a removal (optional), e.g. {\"ids\": \"{ids}\"}")
-    exists_url: str = param("", group=KB_WRITE, help="Endpoint answering 200 while a document exists and 404 once "
-                                                     "removed, with {id} (verifies the cleanup)")
+    delete_body: str = param("", group=KB_WRITE, help='JSON body of a removal (optional), e.g. {"ids": "{ids}"}')
+    exists_url: str = param(
+        "",
+        group=KB_WRITE,
+        help="Endpoint answering 200 while a document exists and 404 once removed, with {id} (verifies the cleanup)",
+    )
 
     def validate(self) -> None:
         check_headers(self.headers)
@@ -81,10 +118,16 @@ class RemoteTarget(Target):
     def open(self, progress: Progress | None = None) -> None:
         if self.client is None:
             p = self.params
-            self.client = HttpClient(headers=resolve_headers(p.headers, self.secrets), timeout=p.timeout,
-                                     retries=p.retries, max_retry_wait=p.max_retry_wait, rate=p.rate,
-                                     max_requests=p.max_requests, max_bytes=p.max_response_bytes,
-                                     secrets=tuple(secret_values(p.headers, self.secrets)) + self._extra_secrets())
+            self.client = HttpClient(
+                headers=resolve_headers(p.headers, self.secrets),
+                timeout=p.timeout,
+                retries=p.retries,
+                max_retry_wait=p.max_retry_wait,
+                rate=p.rate,
+                max_requests=p.max_requests,
+                max_bytes=p.max_response_bytes,
+                secrets=tuple(secret_values(p.headers, self.secrets)) + self._extra_secrets(),
+            )
             self.session_id = f"audit-{uuid.uuid4().hex[:12]}"
         super().open(progress)
 
@@ -118,8 +161,9 @@ class RemoteTarget(Target):
         out = []
         for d in docs:
             values = {"id": d.id, "text": d.text, "metadata": dict(d.metadata)}
-            r = self._http().request(p.ingest_method, fill_url(p.ingest_url, values), body=fill(template, values),
-                                     what="planting a document")
+            r = self._http().request(
+                p.ingest_method, fill_url(p.ingest_url, values), body=fill(template, values), what="planting a document"
+            )
             if p.ingest_ids_path:
                 got = extract(r.json(what="the ingest response"), p.ingest_ids_path, what="ingest_ids_path")
                 out.append(str(got[0] if isinstance(got, list) and got else got))
@@ -136,23 +180,37 @@ class RemoteTarget(Target):
         batches = [[i] for i in ids] if per_id else [list(ids)]
         for batch in batches:
             values = {"id": batch[0] if batch else "", "ids": batch}
-            self._http().request(p.delete_method, fill_url(p.delete_url, values),
-                                 body=fill(template, values) if template is not None else None, allow_404=True,
-                                 what="removing a planted document")
+            self._http().request(
+                p.delete_method,
+                fill_url(p.delete_url, values),
+                body=fill(template, values) if template is not None else None,
+                allow_404=True,
+                what="removing a planted document",
+            )
 
     def exists(self, ids: Sequence[str]) -> list[bool] | None:
         if not self.can_verify:
             return None
-        return [self._http().request("GET", fill_url(self.params.exists_url, {"id": i}), allow_404=True,
-                                     what="checking a planted document").status != 404 for i in ids]
+        return [
+            self._http()
+            .request(
+                "GET", fill_url(self.params.exists_url, {"id": i}), allow_404=True, what="checking a planted document"
+            )
+            .status
+            != 404
+            for i in ids
+        ]
 
     def _contexts(self, body: Any) -> list[SourceItem]:
         p = self.params
         if not p.contexts_path:
             return []
         found = extract(body, p.contexts_path, what="contexts_path")
-        return as_sources(found, (p.context_text_key,) if p.context_text_key else TEXT_KEYS,
-                          (p.context_id_key,) if p.context_id_key else ID_KEYS)
+        return as_sources(
+            found,
+            (p.context_text_key,) if p.context_text_key else TEXT_KEYS,
+            (p.context_id_key,) if p.context_id_key else ID_KEYS,
+        )
 
 
 class HttpTarget(RemoteTarget):
@@ -169,17 +227,25 @@ class HttpTarget(RemoteTarget):
     class Params(RemoteParams):
         url: str = param("http://127.0.0.1:8000/query", help="The RAG service's query endpoint")
         method: str = param("POST", choices=METHODS, help="HTTP method (GET: put {query} in the URL)")
-        body: str = param('{"question": "{query}"}', help="JSON body with {query} (and optionally {session}); "
-                                                         "values are inserted as JSON strings, never pasted")
-        answer_path: str = param("answer", help="Where the answer text is in the response, e.g. "
-                                                "data.answer or choices[0].message.content")
-        contexts_path: str = param("", help="Where the retrieved contexts are, if the service returns them, e.g. "
-                                            "sources or sources[*].text (blank: not reported)")
-        context_text_key: str = param("", help="Key of a context object's text (blank: text, content, "
-                                               "page_content, …)")
+        body: str = param(
+            '{"question": "{query}"}',
+            help="JSON body with {query} (and optionally {session}); values are inserted as JSON strings, never pasted",
+        )
+        answer_path: str = param(
+            "answer", help="Where the answer text is in the response, e.g. data.answer or choices[0].message.content"
+        )
+        contexts_path: str = param(
+            "",
+            help="Where the retrieved contexts are, if the service returns them, e.g. "
+            "sources or sources[*].text (blank: not reported)",
+        )
+        context_text_key: str = param("", help="Key of a context object's text (blank: text, content, page_content, …)")
         context_id_key: str = param("", help="Key of a context object's id (blank: id, doc_id, node_id, source, …)")
-        session: str = param("per-query", choices=("per-query", "per-run"),
-                             help="{session}: a new conversation for every query, or one for the whole run")
+        session: str = param(
+            "per-query",
+            choices=("per-query", "per-run"),
+            help="{session}: a new conversation for every query, or one for the whole run",
+        )
 
         def validate(self) -> None:
             super().validate()
@@ -210,7 +276,15 @@ class HttpTarget(RemoteTarget):
         data = r.json(what="the answer")
         answer = extract(data, p.answer_path, what="answer_path")
         if isinstance(answer, (dict, list)):
-            raise TargetError(f"answer_path {p.answer_path!r} leads to {type(answer).__name__}, not text: point it "
-                              "at the answer's text")
-        return timed_reply(t0, "" if answer is None else str(answer), self._contexts(data), self.reports_contexts,
-                           status=r.status, http_seconds=round(r.seconds, 4))
+            raise TargetError(
+                f"answer_path {p.answer_path!r} leads to {type(answer).__name__}, not text: point it "
+                "at the answer's text"
+            )
+        return timed_reply(
+            t0,
+            "" if answer is None else str(answer),
+            self._contexts(data),
+            self.reports_contexts,
+            status=r.status,
+            http_seconds=round(r.seconds, 4),
+        )

@@ -17,6 +17,7 @@ Every request of an HTTP or OpenAI-compatible target goes through :class:`HttpCl
 * **errors** — 401/403 say the credentials were refused, other statuses give the first 200 characters of
   the body; every message is scrubbed of the credentials (:func:`engine.secrets.scrub`).
 """
+
 from __future__ import annotations
 
 import json
@@ -53,6 +54,7 @@ def origin(url: str) -> str:
 def check_url(url: str, *, what: str) -> None:
     """An http(s) URL with a host, else one ConfigError naming the parameter."""
     from ..errors import ConfigError
+
     u = urlsplit((url or "").strip())
     if u.scheme not in ("http", "https") or not u.hostname:
         raise ConfigError(f"{what}: {url!r} is not an http:// or https:// URL with a host")
@@ -80,30 +82,44 @@ class HttpResponse:
         except (ValueError, UnicodeDecodeError):
             kind = self.headers.get("content-type", "no content type")
             looks = " (an HTML page)" if self.text.lstrip()[:15].lower().startswith(("<!doctype", "<html")) else ""
-            raise TargetError(scrub(f"{what} from {self.url} is not JSON{looks} ({kind}); it began: "
-                                    f"{preview(self.text)}")) from None
+            raise TargetError(
+                scrub(f"{what} from {self.url} is not JSON{looks} ({kind}); it began: {preview(self.text)}")
+            ) from None
 
 
 class HttpClient:
     """Bounded, rate-capped requests with retries (see the module docstring)."""
 
-    def __init__(self, *, headers: Mapping[str, str] | None = None, timeout: float = 60.0, retries: int = 4,
-                 max_retry_wait: float = 60.0, rate: float = 2.0, max_requests: int = 1000,
-                 max_bytes: int = 2_000_000, secrets: tuple[str, ...] = (),
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+        retries: int = 4,
+        max_retry_wait: float = 60.0,
+        rate: float = 2.0,
+        max_requests: int = 1000,
+        max_bytes: int = 2_000_000,
+        secrets: tuple[str, ...] = (),
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         import httpx
+
         self.headers = {"User-Agent": USER_AGENT, **dict(headers or {})}
         self.timeout, self.retries, self.max_retry_wait = float(timeout), int(retries), float(max_retry_wait)
         self.rate, self.max_requests, self.max_bytes = float(rate), int(max_requests), int(max_bytes)
         self.secrets = tuple(s for s in secrets if s)
         self.sleep = sleep
-        self.sent = 0                    # requests sent (retries and redirects included)
-        self.waited = 0.0                # seconds spent waiting on the rate cap and retries
+        self.sent = 0  # requests sent (retries and redirects included)
+        self.waited = 0.0  # seconds spent waiting on the rate cap and retries
         self._reached: set[str] = set()  # origins that have answered at least once
         self._next_at = 0.0
         self._lock = threading.Lock()
-        self._client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
-                                    follow_redirects=False, trust_env=False)
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+            follow_redirects=False,
+            trust_env=False,
+        )
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -116,8 +132,10 @@ class HttpClient:
         """Wait for the rate cap, then count one request against the budget."""
         with self._lock:
             if self.sent >= self.max_requests:
-                raise BudgetSpent(f"the target's request budget is spent ({self.max_requests:,} requests, "
-                                  f"max_requests); raise it to go on")
+                raise BudgetSpent(
+                    f"the target's request budget is spent ({self.max_requests:,} requests, "
+                    f"max_requests); raise it to go on"
+                )
             now = time.monotonic()
             wait = max(0.0, self._next_at - now)
             self._next_at = max(now, self._next_at) + (1.0 / self.rate if self.rate > 0 else 0.0)
@@ -137,20 +155,31 @@ class HttpClient:
             for chunk in r.iter_bytes():
                 buf += chunk
                 if len(buf) > self.max_bytes:
-                    raise TargetError(f"the response from {url} is larger than max_response_bytes="
-                                      f"{self.max_bytes:,}; it was cut off unread (raise the cap if the service "
-                                      f"really answers this much)")
+                    raise TargetError(
+                        f"the response from {url} is larger than max_response_bytes="
+                        f"{self.max_bytes:,}; it was cut off unread (raise the cap if the service "
+                        f"really answers this much)"
+                    )
                 if time.monotonic() - t0 > self.timeout:
-                    raise TargetError(f"the response from {url} did not finish within timeout={self.timeout:g} s "
-                                      f"(it kept trickling in); raise timeout if the service is this slow")
-            return HttpResponse(r.status_code, bytes(buf), str(r.url), time.monotonic() - t0,
-                                {k.lower(): v for k, v in r.headers.items()})
+                    raise TargetError(
+                        f"the response from {url} did not finish within timeout={self.timeout:g} s "
+                        f"(it kept trickling in); raise timeout if the service is this slow"
+                    )
+            return HttpResponse(
+                r.status_code,
+                bytes(buf),
+                str(r.url),
+                time.monotonic() - t0,
+                {k.lower(): v for k, v in r.headers.items()},
+            )
 
-    def request(self, method: str, url: str, *, body: Any = None, allow_404: bool = False,
-                what: str = "the request") -> HttpResponse:
+    def request(
+        self, method: str, url: str, *, body: Any = None, allow_404: bool = False, what: str = "the request"
+    ) -> HttpResponse:
         """Send one request (rate cap, budget, retries, same-origin redirects); a 2xx response (or a 404 when
         ``allow_404``) is returned, anything else raises :class:`TargetError` with one clean line."""
         import httpx
+
         attempt, hops, started = 0, 0, time.monotonic()
         while True:
             self._take_slot()
@@ -159,26 +188,40 @@ class HttpClient:
                 r = self._send(method, url, body)
             except httpx.TimeoutException as e:
                 if isinstance(e, httpx.ConnectTimeout) and origin(url) not in self._reached:
-                    raise TargetError(self._clean(f"cannot connect to {origin(url)} within "
-                                                  f"{min(self.timeout, 10.0):g} s: is the address right and the "
-                                                  f"service running?")) from None
-                raise TargetError(self._clean(f"no answer from {url} within timeout={self.timeout:g} s; raise "
-                                              f"timeout if the service is this slow")) from None
+                    raise TargetError(
+                        self._clean(
+                            f"cannot connect to {origin(url)} within "
+                            f"{min(self.timeout, 10.0):g} s: is the address right and the "
+                            f"service running?"
+                        )
+                    ) from None
+                raise TargetError(
+                    self._clean(
+                        f"no answer from {url} within timeout={self.timeout:g} s; raise "
+                        f"timeout if the service is this slow"
+                    )
+                ) from None
             except httpx.TransportError as e:
                 reason = _reason(e)
                 if origin(url) not in self._reached or attempt >= self.retries:
-                    raise TargetError(self._clean(f"cannot connect to {origin(url)} ({reason})"
-                                                  + ("" if origin(url) not in self._reached else
-                                                     f" after {attempt + 1} tries"))) from None
-                wait = min(2.0 ** attempt, self.max_retry_wait)
+                    raise TargetError(
+                        self._clean(
+                            f"cannot connect to {origin(url)} ({reason})"
+                            + ("" if origin(url) not in self._reached else f" after {attempt + 1} tries")
+                        )
+                    ) from None
+                wait = min(2.0**attempt, self.max_retry_wait)
             else:
                 self._reached.add(origin(url))
                 if 300 <= r.status < 400 and r.headers.get("location"):
                     nxt = urljoin(url, r.headers["location"])
                     if origin(nxt) != origin(url):
-                        raise TargetError(self._clean(
-                            f"{what}: {url} redirected to another host ({origin(nxt)}); not followed — the audit "
-                            f"sends traffic only to the target you named (use the final URL if it is yours)"))
+                        raise TargetError(
+                            self._clean(
+                                f"{what}: {url} redirected to another host ({origin(nxt)}); not followed — the audit "
+                                f"sends traffic only to the target you named (use the final URL if it is yours)"
+                            )
+                        )
                     hops += 1
                     if hops > 3:
                         raise TargetError(self._clean(f"{what}: more than 3 redirects from {url}"))
@@ -187,25 +230,35 @@ class HttpClient:
                 if 200 <= r.status < 300 or (allow_404 and r.status == 404):
                     return r
                 if r.status in (401, 403):
-                    raise TargetError(self._clean(
-                        f"{what}: {url} refused the credentials ({r.status} "
-                        f"{'Unauthorized' if r.status == 401 else 'Forbidden'}): check the headers' "
-                        f"${{…}} keys; the service said: {preview(r.text)}"))
+                    raise TargetError(
+                        self._clean(
+                            f"{what}: {url} refused the credentials ({r.status} "
+                            f"{'Unauthorized' if r.status == 401 else 'Forbidden'}): check the headers' "
+                            f"${{…}} keys; the service said: {preview(r.text)}"
+                        )
+                    )
                 if r.status not in RETRY_STATUSES:
-                    raise TargetError(self._clean(f"{what}: {url} answered {r.status}; the body began: "
-                                                  f"{preview(r.text)}"))
+                    raise TargetError(
+                        self._clean(f"{what}: {url} answered {r.status}; the body began: {preview(r.text)}")
+                    )
                 if attempt >= self.retries:
                     spent = time.monotonic() - started
-                    hint = (f"; lower rate (now {self.rate:g} requests/s) or try later" if r.status == 429 else "")
-                    raise TargetError(self._clean(
-                        f"{what}: {url} kept answering {r.status} ({attempt + 1} tries over {spent:.0f} s){hint}; "
-                        f"the body began: {preview(r.text)}"))
+                    hint = f"; lower rate (now {self.rate:g} requests/s) or try later" if r.status == 429 else ""
+                    raise TargetError(
+                        self._clean(
+                            f"{what}: {url} kept answering {r.status} ({attempt + 1} tries over {spent:.0f} s){hint}; "
+                            f"the body began: {preview(r.text)}"
+                        )
+                    )
                 asked = retry_after(r.headers.get("retry-after"))
                 if asked is not None and asked > self.max_retry_wait:
-                    raise TargetError(self._clean(
-                        f"{what}: {url} answered {r.status} and asks to wait {asked:.0f} s (Retry-After), more "
-                        f"than max_retry_wait={self.max_retry_wait:g} s; try later or raise max_retry_wait"))
-                wait = asked if asked is not None else min(2.0 ** attempt, self.max_retry_wait)
+                    raise TargetError(
+                        self._clean(
+                            f"{what}: {url} answered {r.status} and asks to wait {asked:.0f} s (Retry-After), more "
+                            f"than max_retry_wait={self.max_retry_wait:g} s; try later or raise max_retry_wait"
+                        )
+                    )
+                wait = asked if asked is not None else min(2.0**attempt, self.max_retry_wait)
             attempt += 1
             self.waited += wait
             self.sleep(wait)
@@ -216,7 +269,11 @@ def _reason(e: Exception) -> str:
     low = text.lower()
     if "refused" in low:
         return "connection refused: nothing listens there"
-    if "name or service not known" in low or "nodename nor servname" in low or "temporary failure in name" in low \
-            or "no address associated" in low:
+    if (
+        "name or service not known" in low
+        or "nodename nor servname" in low
+        or "temporary failure in name" in low
+        or "no address associated" in low
+    ):
         return "no such host"
     return text.splitlines()[0][:200]

@@ -9,6 +9,7 @@ A path that does not lead anywhere raises :class:`PathError` naming the step tha
 instead (the keys of the object, the length of the list) and the first 200 characters of the response, so
 the user can fix the path from the message alone.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,10 @@ def parse_path(path: str) -> list[Any]:
     while pos < len(p):
         m = _TOKEN.match(p, pos)
         if not m or m.end() == pos:
-            raise PathError(f"JSON path {path!r}: cannot read it at character {pos + 1} ({p[pos:pos + 10]!r}); "
-                            "write keys with dots and list items as [0] or [*], e.g. choices[0].message.content")
+            raise PathError(
+                f"JSON path {path!r}: cannot read it at character {pos + 1} ({p[pos : pos + 10]!r}); "
+                "write keys with dots and list items as [0] or [*], e.g. choices[0].message.content"
+            )
         key, index, dq, sq = m.groups()
         if key is not None:
             steps.append(key.strip())
@@ -86,23 +89,33 @@ def extract(body: Any, path: str, *, what: str = "path") -> Any:
         where = _step_name(steps, i)
         if s is WILDCARD:
             if not isinstance(value, list):
-                raise PathError(f"{what} {path!r}: [*] needs a list at {where}, found {_describe(value)}; "
-                                f"the response began: {preview(body)}")
+                raise PathError(
+                    f"{what} {path!r}: [*] needs a list at {where}, found {_describe(value)}; "
+                    f"the response began: {preview(body)}"
+                )
             return [walk(v, i + 1) for v in value]
         if isinstance(s, int):
             if not isinstance(value, list):
-                raise PathError(f"{what} {path!r}: [{s}] needs a list at {where}, found {_describe(value)}; "
-                                f"the response began: {preview(body)}")
+                raise PathError(
+                    f"{what} {path!r}: [{s}] needs a list at {where}, found {_describe(value)}; "
+                    f"the response began: {preview(body)}"
+                )
             if not -len(value) <= s < len(value):
-                raise PathError(f"{what} {path!r}: item [{s}] is not in the list at {where} ({len(value)} item(s));"
-                                f" the response began: {preview(body)}")
+                raise PathError(
+                    f"{what} {path!r}: item [{s}] is not in the list at {where} ({len(value)} item(s));"
+                    f" the response began: {preview(body)}"
+                )
             return walk(value[s], i + 1)
         if not isinstance(value, dict):
-            raise PathError(f"{what} {path!r}: key {s!r} needs an object at {where}, found {_describe(value)}; "
-                            f"the response began: {preview(body)}")
+            raise PathError(
+                f"{what} {path!r}: key {s!r} needs an object at {where}, found {_describe(value)}; "
+                f"the response began: {preview(body)}"
+            )
         if s not in value:
-            raise PathError(f"{what} {path!r}: key {s!r} not found at {where} ({_describe(value)}); "
-                            f"the response began: {preview(body)}")
+            raise PathError(
+                f"{what} {path!r}: key {s!r} not found at {where} ({_describe(value)}); "
+                f"the response began: {preview(body)}"
+            )
         return walk(value[s], i + 1)
 
     return walk(body, 0)

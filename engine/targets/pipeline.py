@@ -7,6 +7,7 @@ layer adds no measurement of its own. Extraction cells against this target run t
 recorded, as in the extraction lab); its knowledge base is the reference, and poisoning plants into the
 run's own overlay store (the shared index is never changed).
 """
+
 from __future__ import annotations
 
 import time
@@ -34,17 +35,31 @@ class PipelineTarget(Target):
     readable = writable = verifiable = True
 
     class Params(Params):
-        preset: str = param("quick-extraction-demo", help="An extraction preset (bundled name or YAML path): "
-                                                          "its knowledge base, retriever, generator and defenses")
-        kb: str = param("", group=OVERRIDES, label="Knowledge base",
-                        help="Knowledge base instead of the preset's (blank: the preset's)")
-        generator: str = param("", group=OVERRIDES, help="Generator spec instead of the preset's, e.g. "
-                                                         "local:qwen2.5-1.5b (blank: the preset's)")
-        defenses: str = param("", group=OVERRIDES, help="Defenses instead of the preset's, comma-separated "
-                                                       "(blank: the preset's; none: no defense)")
+        preset: str = param(
+            "quick-extraction-demo",
+            help="An extraction preset (bundled name or YAML path): "
+            "its knowledge base, retriever, generator and defenses",
+        )
+        kb: str = param(
+            "",
+            group=OVERRIDES,
+            label="Knowledge base",
+            help="Knowledge base instead of the preset's (blank: the preset's)",
+        )
+        generator: str = param(
+            "",
+            group=OVERRIDES,
+            help="Generator spec instead of the preset's, e.g. local:qwen2.5-1.5b (blank: the preset's)",
+        )
+        defenses: str = param(
+            "",
+            group=OVERRIDES,
+            help="Defenses instead of the preset's, comma-separated (blank: the preset's; none: no defense)",
+        )
         defense_params: Mapping[str, Any] | None = param(None, group=OVERRIDES, help="Per-defense parameters")
-        top_k: int = param(0, min=0, max=1000, group=OVERRIDES, label="Top-K",
-                           help="Top-K instead of the preset's (0: the preset's)")
+        top_k: int = param(
+            0, min=0, max=1000, group=OVERRIDES, label="Top-K", help="Top-K instead of the preset's (0: the preset's)"
+        )
 
         def validate(self) -> None:
             self.base_config()
@@ -52,15 +67,19 @@ class PipelineTarget(Target):
         def base_config(self) -> ExtractionConfig:
             """The preset's configuration with the overrides applied (validated)."""
             from ..config import load_preset
+
             kind, cfg, _ = load_preset(self.preset)
             if kind != "extract":
-                raise ConfigError(f"preset: {self.preset!r} is a {kind} preset; choose an extraction preset "
-                                  "(e.g. quick-extraction-demo)")
+                raise ConfigError(
+                    f"preset: {self.preset!r} is a {kind} preset; choose an extraction preset "
+                    "(e.g. quick-extraction-demo)"
+                )
             over: dict[str, Any] = {}
             if self.kb:
                 over["kb"] = self.kb
             if self.generator:
                 from ..generators.spec import parse_generator
+
                 name, gp = parse_generator(self.generator)
                 over.update(generator=name, generator_params=gp)
             if self.defenses.strip():
@@ -93,13 +112,26 @@ class PipelineTarget(Target):
             from ..embedders import make_retriever
             from ..generators import GENERATORS
             from ..rag import RagSystem
+
             c = self.extraction_config()
             retriever = make_retriever(c.retriever, dict(c.retriever_params or {}))
-            corpus = load_corpus(c.kb, data_dir=c.data_dir or None, chunk_size=c.chunk_size,
-                                 chunk_overlap=c.chunk_overlap, window=retriever_window(retriever))
-            self.system = RagSystem(corpus, retriever, GENERATORS.create(c.generator, dict(c.generator_params or {})),
-                                    make_defenses(c.defenses, dict(c.defense_params or {})), top_k=c.top_k,
-                                    template=c.template, max_tokens=c.max_tokens, answer_budget=c.answer_budget)
+            corpus = load_corpus(
+                c.kb,
+                data_dir=c.data_dir or None,
+                chunk_size=c.chunk_size,
+                chunk_overlap=c.chunk_overlap,
+                window=retriever_window(retriever),
+            )
+            self.system = RagSystem(
+                corpus,
+                retriever,
+                GENERATORS.create(c.generator, dict(c.generator_params or {})),
+                make_defenses(c.defenses, dict(c.defense_params or {})),
+                top_k=c.top_k,
+                template=c.template,
+                max_tokens=c.max_tokens,
+                answer_budget=c.answer_budget,
+            )
             self.system.build(progress=progress)
         super().open(progress)
 
@@ -119,10 +151,17 @@ class PipelineTarget(Target):
         t0 = time.perf_counter()
         ans = self.system.answer(text)
         g = ans.generation
-        return timed_reply(t0, ans.answer, [SourceItem(c.text, c.doc_id, c.score) for c in ans.context], True,
-                           retrieved=[c.doc_id for c in ans.retrieved], blocked_by=ans.blocked_by,
-                           model=g.model if g else "", prompt_tokens=g.prompt_tokens if g else 0,
-                           completion_tokens=g.completion_tokens if g else 0)
+        return timed_reply(
+            t0,
+            ans.answer,
+            [SourceItem(c.text, c.doc_id, c.score) for c in ans.context],
+            True,
+            retrieved=[c.doc_id for c in ans.retrieved],
+            blocked_by=ans.blocked_by,
+            model=g.model if g else "",
+            prompt_tokens=g.prompt_tokens if g else 0,
+            completion_tokens=g.completion_tokens if g else 0,
+        )
 
     def reference_corpus(self) -> Corpus:
         if self.system is None:

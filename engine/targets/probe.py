@@ -6,6 +6,7 @@ them), the seconds, and the target's surfaces (reads back its store, accepts pla
 A wrong JSON path, a refused key, an HTML error page, a timeout: each is the error's one line (a path error
 quotes the start of the response), never a traceback.
 """
+
 from __future__ import annotations
 
 import time
@@ -17,11 +18,18 @@ from ..secrets import scrub
 PROBE_QUESTION = "What kind of information can you help me with?"
 
 
-def probe(kind: str, params: Mapping[str, Any] | None = None, *, secrets: Mapping[str, str] | None = None,
-          question: str = PROBE_QUESTION, data_dir: str | None = None) -> dict[str, Any]:
+def probe(
+    kind: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    secrets: Mapping[str, str] | None = None,
+    question: str = PROBE_QUESTION,
+    data_dir: str | None = None,
+) -> dict[str, Any]:
     """``{"ok": True, "answer", "contexts": [{"id", "text", "score"}], "contexts_reported", "seconds",
     "endpoint", "can_write", "can_verify", "readable"}`` or ``{"ok": False, "error": one line, "endpoint"}``."""
     from . import make_target
+
     endpoint = ""
     t0 = time.perf_counter()
     try:
@@ -34,7 +42,15 @@ def probe(kind: str, params: Mapping[str, Any] | None = None, *, secrets: Mappin
             target.close()
     except EngineError as e:
         return {"ok": False, "error": scrub(str(e)), "endpoint": endpoint}
-    return {"ok": True, "endpoint": endpoint, "question": question, "answer": reply.answer,
-            "contexts": [{"id": s.id, "text": s.text, "score": s.score} for s in reply.contexts],
-            "contexts_reported": reply.contexts_reported, "seconds": round(time.perf_counter() - t0, 3),
-            "can_write": target.can_write, "can_verify": target.can_verify, "readable": target.readable}
+    return {
+        "ok": True,
+        "endpoint": endpoint,
+        "question": question,
+        "answer": reply.answer,
+        "contexts": [{"id": s.id, "text": s.text, "score": s.score} for s in reply.contexts],
+        "contexts_reported": reply.contexts_reported,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "can_write": target.can_write,
+        "can_verify": target.can_verify,
+        "readable": target.readable,
+    }

@@ -13,6 +13,7 @@ open the knowledge base to poisoning: ``ingest(docs)`` gets a list of ``{"id", "
 and may return the ids it stored them under, ``remove(ids)`` removes them, ``exists(ids)`` returns one bool
 per id.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -53,9 +54,10 @@ def load_callable(spec: str, *, path: str = "", what: str = "callable") -> Any:
             sys.path.insert(0, folder)
     try:
         obj: Any = importlib.import_module(module_name.strip())
-    except Exception as e:     # the user's module: any error it raises on import is theirs to see
-        raise ConfigError(f"{what} {spec!r}: cannot import {module_name!r} ({type(e).__name__}: "
-                          f"{scrub(str(e))[:300]})") from None
+    except Exception as e:  # the user's module: any error it raises on import is theirs to see
+        raise ConfigError(
+            f"{what} {spec!r}: cannot import {module_name!r} ({type(e).__name__}: {scrub(str(e))[:300]})"
+        ) from None
     for part in attr.strip().split("."):
         if not hasattr(obj, part):
             raise ConfigError(f"{what} {spec!r}: {module_name!r} has no attribute {part!r}")
@@ -72,17 +74,24 @@ def normalise(result: Any) -> tuple[str, Any, bool]:
     if isinstance(result, dict):
         answer = next((result[k] for k in _ANSWER_KEYS if k in result), None)
         if answer is None:
-            raise TargetError(f"the callable returned a dict without an answer (keys: {', '.join(map(str, result))};"
-                              f" expected one of {', '.join(_ANSWER_KEYS)})")
+            raise TargetError(
+                f"the callable returned a dict without an answer (keys: {', '.join(map(str, result))};"
+                f" expected one of {', '.join(_ANSWER_KEYS)})"
+            )
         key = next((k for k in _CONTEXT_KEYS if k in result), None)
         return str(answer), (result[key] if key else None), key is not None
-    if hasattr(result, "response") and hasattr(result, "source_nodes"):      # LlamaIndex Response
+    if hasattr(result, "response") and hasattr(result, "source_nodes"):  # LlamaIndex Response
         return str(result.response or ""), list(result.source_nodes or []), True
-    if hasattr(result, "response"):                                         # a chat response
-        return str(result.response or ""), list(getattr(result, "source_nodes", None) or []), \
-            hasattr(result, "source_nodes")
-    raise TargetError(f"the callable returned {type(result).__name__}; return a string, (answer, contexts), a dict "
-                      f"with 'answer', or a LlamaIndex Response")
+    if hasattr(result, "response"):  # a chat response
+        return (
+            str(result.response or ""),
+            list(getattr(result, "source_nodes", None) or []),
+            hasattr(result, "source_nodes"),
+        )
+    raise TargetError(
+        f"the callable returned {type(result).__name__}; return a string, (answer, contexts), a dict "
+        f"with 'answer', or a LlamaIndex Response"
+    )
 
 
 class PythonTarget(Target):
@@ -93,20 +102,31 @@ class PythonTarget(Target):
     query engine over Chroma and a local GGUF model that this target audits.
     """
 
-    server_side = True        # imports and calls code of the machine it runs on
+    server_side = True  # imports and calls code of the machine it runs on
 
     class Params(Params):
-        callable: str = param("examples.llamaindex_rag:build_query_engine",
-                              help="module:attribute of the engine or function (dotted attributes allowed); the "
-                                   "default is the documented LlamaIndex example")
+        callable: str = param(
+            "examples.llamaindex_rag:build_query_engine",
+            help="module:attribute of the engine or function (dotted attributes allowed); the "
+            "default is the documented LlamaIndex example",
+        )
         path: str = param("", help="Folder put first on the import path (blank: the current one)")
-        factory: bool = param(True, help="Call the attribute once with no arguments to build the engine (off: "
-                                         "the attribute is the engine or the query function itself)")
-        ingest: str = param("examples.llamaindex_rag:ingest", group=KB_WRITE,
-                            help="module:attribute of ingest(docs) (enables poisoning; blank: none)")
+        factory: bool = param(
+            True,
+            help="Call the attribute once with no arguments to build the engine (off: "
+            "the attribute is the engine or the query function itself)",
+        )
+        ingest: str = param(
+            "examples.llamaindex_rag:ingest",
+            group=KB_WRITE,
+            help="module:attribute of ingest(docs) (enables poisoning; blank: none)",
+        )
         remove: str = param("examples.llamaindex_rag:remove", group=KB_WRITE, help="module:attribute of remove(ids)")
-        exists: str = param("examples.llamaindex_rag:exists", group=KB_WRITE,
-                            help="module:attribute of exists(ids) -> list of bools (verifies the cleanup)")
+        exists: str = param(
+            "examples.llamaindex_rag:exists",
+            group=KB_WRITE,
+            help="module:attribute of exists(ids) -> list of bools (verifies the cleanup)",
+        )
 
         def validate(self) -> None:
             _check_spec(self.callable, "callable")
@@ -129,8 +149,10 @@ class PythonTarget(Target):
                 obj = self._call(obj, "building the engine")
             fn = getattr(obj, "query", None) or getattr(obj, "chat", None) or obj
             if not callable(fn):
-                raise ConfigError(f"callable {p.callable!r} is a {type(obj).__name__}: neither callable nor an "
-                                  "object with query() or chat()")
+                raise ConfigError(
+                    f"callable {p.callable!r} is a {type(obj).__name__}: neither callable nor an "
+                    "object with query() or chat()"
+                )
             self._fn = fn
             for name in ("ingest", "remove", "exists"):
                 if getattr(p, name):
@@ -145,7 +167,7 @@ class PythonTarget(Target):
     def _call(self, fn: Callable, what: str, *args: Any) -> Any:
         try:
             return fn(*args)
-        except Exception as e:   # the user's code: report it in one line, keep the run resumable
+        except Exception as e:  # the user's code: report it in one line, keep the run resumable
             raise TargetError(f"{what}: the callable raised {type(e).__name__}: {scrub(str(e))[:300]}") from None
 
     def endpoint(self) -> str:
@@ -175,8 +197,11 @@ class PythonTarget(Target):
             return super().ingest(docs)
         if self._fn is None:
             self.open()
-        got = self._call(self._hooks["ingest"], "planting documents",
-                         [{"id": d.id, "text": d.text, "metadata": dict(d.metadata)} for d in docs])
+        got = self._call(
+            self._hooks["ingest"],
+            "planting documents",
+            [{"id": d.id, "text": d.text, "metadata": dict(d.metadata)} for d in docs],
+        )
         ids = [str(i) for i in got] if isinstance(got, (list, tuple)) else [d.id for d in docs]
         if len(ids) != len(docs):
             raise TargetError(f"ingest returned {len(ids)} id(s) for {len(docs)} document(s)")

@@ -8,6 +8,7 @@ reference chunk that holds the largest in-order share of its words (LCS over ste
 0.8 by default: a service that chunks differently still maps each context to the chunk it came from). A
 context that matches nothing is kept under an ``ext:`` id of its own, outside the reference.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -60,7 +61,7 @@ class ContextMatcher:
         for i, ref in self._stems.items():
             if sum((self._bags[i] & bag).values()) < need or lcs_bound(stems, ref) < need:
                 continue
-            share = rouge_l(stems, ref)[0]        # recall of the context's tokens inside the chunk
+            share = rouge_l(stems, ref)[0]  # recall of the context's tokens inside the chunk
             if share >= self.min_share and share > best_share:
                 best, best_share = i, share
         return best

@@ -7,6 +7,7 @@ The contexts a target reports are mapped to reference chunks (:mod:`engine.targe
 also records, per reported context, how much of it the answer reproduced (ROUGE-L recall), the measure that
 needs no reference knowledge base at all.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,7 +22,7 @@ from ..secrets import scrub_known
 from .base import Target
 from .reference import ContextMatcher
 
-CONTEXT_TEXT_CAP = 1500      # characters of each reported context kept in the round's event
+CONTEXT_TEXT_CAP = 1500  # characters of each reported context kept in the round's event
 
 
 def estimate_tokens(text: str) -> int:
@@ -61,14 +62,29 @@ class TargetSystem:
             rid = self.matcher.match(s.text, s.id)
             chunks.append(Chunk(rid, s.text, float(s.score) if s.score is not None else 0.0, rank))
             recall = rouge_l(stemmed_tokens(s.text), out_stems)[0] if out_stems else 0.0
-            reported.append({"id": s.id, "matched": rid, "recall": round(recall, 4),
-                             "text": scrub_known(s.text[:CONTEXT_TEXT_CAP])})
+            reported.append(
+                {"id": s.id, "matched": rid, "recall": round(recall, 4), "text": scrub_known(s.text[:CONTEXT_TEXT_CAP])}
+            )
         info = {k: v for k, v in dict(reply.info).items() if k not in ("blocked_by",)}
         info.update(contexts_reported=bool(reply.contexts_reported), contexts=reported, target=self.target.name)
-        gen = Generation(text=answer, prompt_tokens=int(info.get("prompt_tokens") or 0),
-                         completion_tokens=int(info.get("completion_tokens") or estimate_tokens(answer)),
-                         model=str(info.get("model") or self.target.name), seconds=reply.seconds, info=info)
+        gen = Generation(
+            text=answer,
+            prompt_tokens=int(info.get("prompt_tokens") or 0),
+            completion_tokens=int(info.get("completion_tokens") or estimate_tokens(answer)),
+            model=str(info.get("model") or self.target.name),
+            seconds=reply.seconds,
+            info=info,
+        )
         context_tokens = sum(estimate_tokens(c.text) for c in chunks)
-        return RagAnswer(question, tuple(chunks), tuple(chunks), (), answer, gen,
-                         blocked_by=str(reply.info.get("blocked_by") or ""),
-                         timings={"target": reply.seconds}, context_tokens=context_tokens, answer_budget=0)
+        return RagAnswer(
+            question,
+            tuple(chunks),
+            tuple(chunks),
+            (),
+            answer,
+            gen,
+            blocked_by=str(reply.info.get("blocked_by") or ""),
+            timings={"target": reply.seconds},
+            context_tokens=context_tokens,
+            answer_budget=0,
+        )

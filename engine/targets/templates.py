@@ -6,6 +6,7 @@ parsed strings, so an attacker's query with quotes, backslashes or newlines alwa
 string pasting). A string that is exactly one placeholder takes the value whole: ``"{ids}"`` becomes a JSON
 list, ``"{metadata}"`` an object. In a URL the values are percent-encoded.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,13 +31,17 @@ def parse_body(template: str, *, what: str, needs: tuple[str, ...] = ()) -> Any:
     try:
         parsed = json.loads(t)
     except ValueError as e:
-        raise ConfigError(f"{what}: not valid JSON ({e.msg} at character {e.pos + 1}); write it as JSON with the "
-                          f"placeholders inside strings, e.g. {{\"question\": \"{{query}}\"}}") from None
+        raise ConfigError(
+            f"{what}: not valid JSON ({e.msg} at character {e.pos + 1}); write it as JSON with the "
+            f'placeholders inside strings, e.g. {{"question": "{{query}}"}}'
+        ) from None
     found = set(_PH.findall(t))
     missing = [n for n in needs if n not in found]
     if missing:
-        raise ConfigError(f"{what}: the template has no {', '.join('{' + m + '}' for m in missing)} "
-                          f"(where the {'query' if 'query' in missing else missing[0]} goes)")
+        raise ConfigError(
+            f"{what}: the template has no {', '.join('{' + m + '}' for m in missing)} "
+            f"(where the {'query' if 'query' in missing else missing[0]} goes)"
+        )
     return parsed
 
 

@@ -2,13 +2,23 @@
 summaries of its configuration, budget and cost. Pure data (no plotting, no Streamlit): a live run and a run
 reopened from its ``events.jsonl`` are shown the same way; ``engine.plots.extraction`` draws figures from these.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
 from ..attacker_states import last_state
-from ..events import (DefenseApplied, Event, Generated, LeakScored, QueryIssued, Retrieved, RoundEnded,
-                      RunEnded, RunStarted)
+from ..events import (
+    DefenseApplied,
+    Event,
+    Generated,
+    LeakScored,
+    QueryIssued,
+    Retrieved,
+    RoundEnded,
+    RunEnded,
+    RunStarted,
+)
 from ..metrics.overlap import shared_spans
 
 UNTOUCHED, RETRIEVED, LEAKED = 0, 1, 2
@@ -44,22 +54,30 @@ def leaked_ids(leak: LeakScored) -> list[str]:
 
 def round_view(events: Sequence[Event], rnd: int) -> dict[str, Any] | None:
     """Everything one round did: query, retrieval, defense actions, answer, leakage."""
+
     def one(cls):
         return next((e for e in events if isinstance(e, cls) and e.round == rnd), None)
 
     query, ret, gen, leak = one(QueryIssued), one(Retrieved), one(Generated), one(LeakScored)
     if query is None:
         return None
-    actions = [{"defense": e.defense, "stage": e.stage, "action": e.action, "detail": dict(e.detail)}
-               for e in events if isinstance(e, DefenseApplied) and e.round == rnd]
+    actions = [
+        {"defense": e.defense, "stage": e.stage, "action": e.action, "detail": dict(e.detail)}
+        for e in events
+        if isinstance(e, DefenseApplied) and e.round == rnd
+    ]
     return {
-        "round": rnd, "query": query.text,
+        "round": rnd,
+        "query": query.text,
         "retrieved": list(zip(ret.doc_ids, ret.scores)) if ret else [],
         "actions": actions,
-        "answer": gen.text if gen else "", "blocked_by": gen.blocked_by if gen else "",
-        "context_tokens": gen.context_tokens if gen else 0, "answer_budget": gen.answer_budget if gen else 0,
+        "answer": gen.text if gen else "",
+        "blocked_by": gen.blocked_by if gen else "",
+        "context_tokens": gen.context_tokens if gen else 0,
+        "answer_budget": gen.answer_budget if gen else 0,
         "completion_tokens": gen.completion_tokens if gen else 0,
-        "context_ids": list(gen.context_ids) if gen else [], "info": dict(gen.info) if gen else {},
+        "context_ids": list(gen.context_ids) if gen else [],
+        "info": dict(gen.info) if gen else {},
         "leaked": leaked_ids(leak) if leak else [],
         "recovered": list(leak.recovered) if leak else [],
         "repeat_contexts": list(leak.repeat_contexts) if leak else [],
@@ -78,11 +96,15 @@ def budget_note(view: Mapping[str, Any]) -> tuple[str, bool]:
         return "", False
     n_ctx = len(view.get("context_ids") or ())
     got = len(view.get("recovered") or ())
-    line = (f"In context: {n_ctx} chunk(s), {ctx:,} tokens · answer budget {budget:,} tokens · answer "
-            f"{int(view.get('completion_tokens') or 0):,} tokens · recovered this round: {got} chunk(s)")
+    line = (
+        f"In context: {n_ctx} chunk(s), {ctx:,} tokens · answer budget {budget:,} tokens · answer "
+        f"{int(view.get('completion_tokens') or 0):,} tokens · recovered this round: {got} chunk(s)"
+    )
     if budget < ctx:
-        return (line + f" — the budget caps this round: at most {budget / max(ctx, 1):.0%} of the context could "
-                       "be reproduced, so CRR undercounts what the model would leak"), True
+        return (
+            line + f" — the budget caps this round: at most {budget / max(ctx, 1):.0%} of the context could "
+            "be reproduced, so CRR undercounts what the model would leak"
+        ), True
     return line, False
 
 
@@ -92,11 +114,14 @@ def cost_line(summary: Mapping[str, Any]) -> str:
     if not c:
         return ""
     g, a = c.get("generator_tokens") or {}, c.get("attacker_tokens") or {}
-    line = (f"Cost so far: {c.get('queries', 0)} queries · the system read {g.get('prompt', 0):,} tokens and wrote "
-            f"{g.get('completion', 0):,} · {c.get('seconds', 0):.0f} s")
+    line = (
+        f"Cost so far: {c.get('queries', 0)} queries · the system read {g.get('prompt', 0):,} tokens and wrote "
+        f"{g.get('completion', 0):,} · {c.get('seconds', 0):.0f} s"
+    )
     if a.get("calls"):
-        line += (f" · the attacker's own LLM: {a['calls']} calls, {a.get('prompt', 0):,} in / "
-                 f"{a.get('completion', 0):,} out")
+        line += (
+            f" · the attacker's own LLM: {a['calls']} calls, {a.get('prompt', 0):,} in / {a.get('completion', 0):,} out"
+        )
     if c.get("usd") is not None:
         line += f" · ${c['usd']:.4f}"
     return line
@@ -108,15 +133,24 @@ def config_summary(cfg: Mapping[str, Any]) -> str:
     gen = gp.get("model") or cfg.get("generator", "")
     ap = dict(cfg.get("attacker_llm_params") or {})
     from ..attacks.extraction import EXTRACTION_ATTACKS
+
     attack = str(cfg.get("attack", ""))
     if attack in EXTRACTION_ATTACKS and EXTRACTION_ATTACKS.get(attack).uses_attacker_llm:
-        attack += (f" (reflections by {ap.get('model') or cfg.get('attacker_llm')})" if cfg.get("attacker_llm")
-                   else " (rule-based continuation: each stolen chunk's first and last sentence)")
-    budget = ("answers as long as their context" if cfg.get("answer_budget", "fixed") == "context"
-              else f"answers capped at {cfg.get('max_tokens')} tokens")
+        attack += (
+            f" (reflections by {ap.get('model') or cfg.get('attacker_llm')})"
+            if cfg.get("attacker_llm")
+            else " (rule-based continuation: each stolen chunk's first and last sentence)"
+        )
+    budget = (
+        "answers as long as their context"
+        if cfg.get("answer_budget", "fixed") == "context"
+        else f"answers capped at {cfg.get('max_tokens')} tokens"
+    )
     defenses = "+".join(cfg.get("defenses") or ()) or "no defense"
-    return (f"{attack} vs {gen} · KB {cfg.get('kb')} · {cfg.get('retriever', 'minilm')} top-{cfg.get('top_k')} · "
-            f"{cfg.get('template', 'rag-privacy')} prompt · {budget} · {defenses}")
+    return (
+        f"{attack} vs {gen} · KB {cfg.get('kb')} · {cfg.get('retriever', 'minilm')} top-{cfg.get('top_k')} · "
+        f"{cfg.get('template', 'rag-privacy')} prompt · {budget} · {defenses}"
+    )
 
 
 def marked_segments(source: str, answer: str, min_words: int = 4) -> list[tuple[str, bool]]:
@@ -167,10 +201,17 @@ def attacker_state(events: Sequence[Event]) -> tuple[str, int, dict[str, Any]]:
 
 def cascade_rows(events: Sequence[Event]) -> list[dict[str, Any]]:
     """Per answer of the cascade generator: accepted / rejected / suppressed token counts."""
-    return [{"round": g.round, "accepted": int(g.info.get("accepted", 0)), "rejected": int(g.info.get("rejected", 0)),
-             "suppressed": int(g.info.get("suppressed", 0)),
-             "verifier_tokens": sum(1 for d in g.info.get("decisions", ()) if d == "verifier")}
-            for g in events if isinstance(g, Generated) and "accepted" in g.info]
+    return [
+        {
+            "round": g.round,
+            "accepted": int(g.info.get("accepted", 0)),
+            "rejected": int(g.info.get("rejected", 0)),
+            "suppressed": int(g.info.get("suppressed", 0)),
+            "verifier_tokens": sum(1 for d in g.info.get("decisions", ()) if d == "verifier"),
+        }
+        for g in events
+        if isinstance(g, Generated) and "accepted" in g.info
+    ]
 
 
 def metrics_rows(events: Sequence[Event]) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
 """Streamlit AppTest over every page, the live stepping, session isolation and bad uploads."""
+
 from pathlib import Path
 
 import pytest
@@ -9,9 +10,18 @@ from engine.runs import PoisoningRun
 from engine.events import Retrieved
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = ["pages/home.py", "pages/pipeline.py", "pages/poisoning_lab.py", "pages/analysis.py", "pages/sweeps.py",
-         "pages/runs.py", "pages/extraction_lab.py", "pages/defense_comparison.py", "pages/teaching.py",
-         "pages/audit.py"]
+PAGES = [
+    "pages/home.py",
+    "pages/pipeline.py",
+    "pages/poisoning_lab.py",
+    "pages/analysis.py",
+    "pages/sweeps.py",
+    "pages/runs.py",
+    "pages/extraction_lab.py",
+    "pages/defense_comparison.py",
+    "pages/teaching.py",
+    "pages/audit.py",
+]
 
 
 def app(timeout=300) -> AppTest:
@@ -50,8 +60,14 @@ def test_home_opens_the_extraction_demo():
     next(b for b in at.button if b.label == "Open the extraction demo").click().run()
     assert not at.exception
     s = at.session_state["extract"]
-    assert (s["attack"], s["rounds"], s["generator"], s["attacker_llm"], s["top_k"], s["answer_budget"]) == \
-        ("rag-thief", 10, "qwen2.5-0.5b", "none", 2, "context")
+    assert (s["attack"], s["rounds"], s["generator"], s["attacker_llm"], s["top_k"], s["answer_budget"]) == (
+        "rag-thief",
+        10,
+        "qwen2.5-0.5b",
+        "none",
+        2,
+        "context",
+    )
 
 
 def test_pipeline_controls_build_and_try_a_query():
@@ -106,8 +122,9 @@ def test_lab_panels_render_after_steps():
     labels = {m.label for m in at.metric}
     assert {"TPR", "FPR", "AUROC"} <= labels  # detector panel
     # each detector's own parameters re-score it (from its Params, not a per-detector widget)
-    beta = at.number_input(key=next(n.key for n in at.number_input if n.key and n.key.startswith("pf.rescore.mahal")
-                                    and ".beta." in n.key))
+    beta = at.number_input(
+        key=next(n.key for n in at.number_input if n.key and n.key.startswith("pf.rescore.mahal") and ".beta." in n.key)
+    )
     before = [m.value for m in at.metric if m.label == "beta"]
     beta.set_value(0.5).run()
     assert not at.exception and [m.value for m in at.metric if m.label == "beta"] == ["0.5"] != before
@@ -132,11 +149,12 @@ def test_lab_answers_show_the_attackers_information_in_the_answer():
         marked += [m.value for m in at.markdown if ":red-background[" in m.value]
     # the punchline: an answer repeats the fake name / e-mail / phone, highlighted, next to retrieval ASR
     assert any("repeats the attacker's information" in v for v in shown)
-    assert marked                                  # the repeated items are highlighted in the answer
+    assert marked  # the repeated items are highlighted in the answer
     metrics = {m.label: m.value for m in at.metric}
     assert float(metrics["ASR (answers)"]) > 0 and "ASR@2" in metrics
-    assert any(c.value.startswith("95% Wilson intervals after 4 questions") and "answers [" in c.value
-               for c in at.caption)
+    assert any(
+        c.value.startswith("95% Wilson intervals after 4 questions") and "answers [" in c.value for c in at.caption
+    )
 
 
 def test_lab_defenses_filter_the_top_k_and_report_asr_after_them():
@@ -215,8 +233,9 @@ def test_bad_uploads_give_a_clear_message_and_keep_the_app_usable(name, content,
     at = app()
     at.switch_page("pages/pipeline.py").run()
     at.radio[0].set_value("Upload").run()
-    at.file_uploader[0].set_value([(name, content, "application/octet-stream"),
-                                   ("good.txt", b"Aspirin thins the blood.", "text/plain")]).run()
+    at.file_uploader[0].set_value(
+        [(name, content, "application/octet-stream"), ("good.txt", b"Aspirin thins the blood.", "text/plain")]
+    ).run()
     assert not at.exception
     assert any(message in e.value for e in at.error), [e.value for e in at.error]
     assert any("1 documents" in s.value for s in at.success)  # the good file is kept
@@ -226,6 +245,7 @@ def test_bad_uploads_give_a_clear_message_and_keep_the_app_usable(name, content,
 
 def test_oversized_upload_is_refused(monkeypatch):
     from engine import corpora
+
     monkeypatch.setattr(corpora, "MAX_UPLOAD_BYTES", 10)
     at = app()
     at.switch_page("pages/pipeline.py").run()
@@ -250,6 +270,7 @@ def test_sweep_runs_in_the_background_and_draws_the_heat_map(tmp_path, monkeypat
     """The grid runs in the background, draws its heat map, and saves every finished cell in a folder named
     after the grid: a refresh loses nothing (the same grid resumes), and the folder opens beside the paper."""
     import pandas as pd
+
     monkeypatch.setenv("RAG_PLAYGROUND_CACHE", str(tmp_path))
     at = app()
     at.switch_page("pages/sweeps.py").run()
@@ -268,18 +289,19 @@ def test_sweep_runs_in_the_background_and_draws_the_heat_map(tmp_path, monkeypat
     next(b for b in at.button if b.label.startswith("Show beside")).click().run()
     assert at.text_input(key="t1_folder").value == str(folder) and not at.exception
 
-    fresh = app()                                   # a refresh: a new session, the same grid
+    fresh = app()  # a refresh: a new session, the same grid
     fresh.switch_page("pages/sweeps.py").run()
     next(n for n in fresh.number_input if n.label.startswith("Questions per set")).set_value(5)
     next(b for b in fresh.button if b.label == "Start sweep").click().run()
     assert fresh.session_state["sweep_already"] == 4 and fresh.session_state["sweep_folder"] == str(folder)
     job = fresh.session_state["sweep_job"]
     job.wait(300)
-    assert job.result.complete and len(job.result.cells) == 4 and job.done_count == 0     # nothing re-run
+    assert job.result.complete and len(job.result.cells) == 4 and job.done_count == 0  # nothing re-run
 
     from engine.folder_lock import exclusive_folder
+
     saved = (folder / "sweep_cells.csv").read_bytes()
-    with exclusive_folder(folder, "a sweep"):       # another session is running the same grid right now
+    with exclusive_folder(folder, "a sweep"):  # another session is running the same grid right now
         third = app()
         third.switch_page("pages/sweeps.py").run()
         next(n for n in third.number_input if n.label.startswith("Questions per set")).set_value(5)
@@ -287,7 +309,7 @@ def test_sweep_runs_in_the_background_and_draws_the_heat_map(tmp_path, monkeypat
         third.session_state["sweep_job"].wait(60)
         third.run()
     assert any("already running" in e.value for e in third.error) and not third.exception
-    assert (folder / "sweep_cells.csv").read_bytes() == saved                            # the other run's cells kept
+    assert (folder / "sweep_cells.csv").read_bytes() == saved  # the other run's cells kept
 
 
 def test_the_sweep_form_says_how_corpora_are_chunked(tmp_path, monkeypatch):
@@ -310,7 +332,8 @@ def test_the_sweep_form_says_how_corpora_are_chunked(tmp_path, monkeypatch):
 def test_sweep_runs_its_cells_on_ray_when_asked(tmp_path, monkeypatch):
     """The executor section of the form: the same grid as Ray tasks (a local Ray started for the run)."""
     pytest.importorskip("ray")
-    import components.state                       # no saved cells to resume from: every cell runs on Ray
+    import components.state  # no saved cells to resume from: every cell runs on Ray
+
     monkeypatch.setattr(components.state, "my_sweeps_dir", lambda: tmp_path)
     at = app()
     at.switch_page("pages/sweeps.py").run()
@@ -329,12 +352,35 @@ def test_sweep_runs_its_cells_on_ray_when_asked(tmp_path, monkeypatch):
 
 def test_sweeps_page_shows_a_saved_sweep_beside_the_papers_table1(tmp_path):
     import pandas as pd
-    pd.DataFrame([{"corpus": "bioasq", "retriever": "minilm", "query_set": "mirage:pubmedqa", "target": "pii",
-                   "asr@1": 0.9, "asr@2": 0.97, "asr@5": 1.0, "n_queries": 300, "variants": 3,
-                   "poisons_over_window": 0},
-                  {"corpus": "bioasq", "retriever": "bm25", "query_set": "mirage:pubmedqa", "target": "pii",
-                   "asr@1": 1.0, "asr@2": 1.0, "asr@5": 1.0, "n_queries": 300, "variants": 3,
-                   "poisons_over_window": 0}]).to_csv(tmp_path / "sweep_cells.csv", index=False)
+
+    pd.DataFrame(
+        [
+            {
+                "corpus": "bioasq",
+                "retriever": "minilm",
+                "query_set": "mirage:pubmedqa",
+                "target": "pii",
+                "asr@1": 0.9,
+                "asr@2": 0.97,
+                "asr@5": 1.0,
+                "n_queries": 300,
+                "variants": 3,
+                "poisons_over_window": 0,
+            },
+            {
+                "corpus": "bioasq",
+                "retriever": "bm25",
+                "query_set": "mirage:pubmedqa",
+                "target": "pii",
+                "asr@1": 1.0,
+                "asr@2": 1.0,
+                "asr@5": 1.0,
+                "n_queries": 300,
+                "variants": 3,
+                "poisons_over_window": 0,
+            },
+        ]
+    ).to_csv(tmp_path / "sweep_cells.csv", index=False)
     at = app()
     at.switch_page("pages/sweeps.py").run()
     at.text_input(key="t1_folder").set_value(str(tmp_path)).run()
@@ -343,7 +389,7 @@ def test_sweeps_page_shows_a_saved_sweep_beside_the_papers_table1(tmp_path):
     row = table[(table["query_set"] == "PubMedQA") & (table["target"] == "PPI")].iloc[0]
     assert row["ours · minilm"] == 0.97 and row["ours · bm25"] == 1.0 and row["paper · MedCPT"] == 0.93
     assert row["paper · Contriever"] == 0.78
-    at.radio(key="t1_k").set_value(1).run()                    # top-1: the paper's Table 7
+    at.radio(key="t1_k").set_value(1).run()  # top-1: the paper's Table 7
     row = _frame_with(at, "ours · minilm").iloc[0]
     assert row["ours · minilm"] == 0.9 and row["paper · Contriever"] == 0.76 and row["paper · MedCPT"] == 0.91
     at.text_input(key="t1_folder").set_value(str(tmp_path / "nothing")).run()
@@ -362,24 +408,54 @@ def test_sweeps_page_reproduces_table8_detection_and_tables34_from_saved_files(t
     (Figures 3-9), analyze's tables (Tables 3-4); a folder without them is one clear line, not a crash."""
     import json
     import pandas as pd
+
     (tmp_path / "t8" / "mpnet").mkdir(parents=True)
-    (tmp_path / "t8" / "mpnet" / "pubmedqa.json").write_text(json.dumps({
-        "retriever": "mpnet", "queries": "mirage:pubmedqa", "target": "pii",
-        "detectors": {"mahalanobis": {"beta": 0.05}},
-        "beta_sweep": [{"beta": b, "tpr": t, "fpr": 0.05, "auroc": 0.9, "n_anchors": 900}
-                       for b, t in ((0.001, 0.7), (0.05, 0.9), (0.2, 0.8))]}))
+    (tmp_path / "t8" / "mpnet" / "pubmedqa.json").write_text(
+        json.dumps(
+            {
+                "retriever": "mpnet",
+                "queries": "mirage:pubmedqa",
+                "target": "pii",
+                "detectors": {"mahalanobis": {"beta": 0.05}},
+                "beta_sweep": [
+                    {"beta": b, "tpr": t, "fpr": 0.05, "auroc": 0.9, "n_anchors": 900}
+                    for b, t in ((0.001, 0.7), (0.05, 0.9), (0.2, 0.8))
+                ],
+            }
+        )
+    )
     det = tmp_path / "results" / "detection-bioasq-mpnet"
     det.mkdir(parents=True)
-    pd.DataFrame([{"corpus": "bioasq", "retriever": "mpnet", "query_set": "mirage:mmlu", "target": t,
-                   "asr@1": 0.8, "asr@2": 0.9, "asr@5": 1.0, "n_queries": 200, "variants": 1,
-                   "poisons_over_window": 0, "l2_tpr": 0.05, "l2_fpr": 0.05, "l2_auroc": 0.5,
-                   "mahalanobis_tpr": v, "mahalanobis_fpr": 0.06, "mahalanobis_auroc": 0.95,
-                   "question_tokens": 30, "target_embedded": 0.8}
-                  for t, v in (("pii", 0.97), ("hotpotqa", 1.0))]).to_csv(det / "sweep_cells.csv", index=False)
-    t3 = {"target: pii": {"f(q)ᵀf(p)": "0.1 ± 0.05", "∠(f(q⊕p)−f(q), f(q)) [°]": "98 ± 4"}}   # DataFrame.to_dict()
+    pd.DataFrame(
+        [
+            {
+                "corpus": "bioasq",
+                "retriever": "mpnet",
+                "query_set": "mirage:mmlu",
+                "target": t,
+                "asr@1": 0.8,
+                "asr@2": 0.9,
+                "asr@5": 1.0,
+                "n_queries": 200,
+                "variants": 1,
+                "poisons_over_window": 0,
+                "l2_tpr": 0.05,
+                "l2_fpr": 0.05,
+                "l2_auroc": 0.5,
+                "mahalanobis_tpr": v,
+                "mahalanobis_fpr": 0.06,
+                "mahalanobis_auroc": 0.95,
+                "question_tokens": 30,
+                "target_embedded": 0.8,
+            }
+            for t, v in (("pii", 0.97), ("hotpotqa", 1.0))
+        ]
+    ).to_csv(det / "sweep_cells.csv", index=False)
+    t3 = {"target: pii": {"f(q)ᵀf(p)": "0.1 ± 0.05", "∠(f(q⊕p)−f(q), f(q)) [°]": "98 ± 4"}}  # DataFrame.to_dict()
     (tmp_path / "t34").mkdir()
-    (tmp_path / "t34" / "bioasq.json").write_text(json.dumps(
-        {"retrievers": {"mpnet": {"table3_orthogonal_augmentation": t3}}}, ensure_ascii=False))
+    (tmp_path / "t34" / "bioasq.json").write_text(
+        json.dumps({"retrievers": {"mpnet": {"table3_orthogonal_augmentation": t3}}}, ensure_ascii=False)
+    )
     at = app()
     at.switch_page("pages/sweeps.py").run()
     at.text_input(key="t8_folder").set_value(str(tmp_path / "t8")).run()
@@ -405,6 +481,7 @@ def test_sweep_can_be_stopped():
     from engine.config import SweepConfig
     from engine.jobs import Job
     from engine.sweep import run_sweep
+
     cfg = SweepConfig(retrievers=("minilm", "bm25"), targets=("pii", "diagnosis"), limit=3)
     job = Job("t", lambda progress, stop: run_sweep(cfg, progress=progress, stop=stop))
     job.stop()  # asked to stop before the first cell
@@ -415,6 +492,7 @@ def test_sweep_can_be_stopped():
 def test_lab_runs_are_saved_and_can_be_compared_and_reported(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_PLAYGROUND_CACHE", str(tmp_path))  # an empty run folder, same embeddings semantics
     from engine.embedders import cache as cache_mod
+
     cache_mod._shared.clear()
     at = prepare_lab(app(), limit=3)
     for _ in range(3):
@@ -435,8 +513,12 @@ def test_lab_runs_are_saved_and_can_be_compared_and_reported(tmp_path, monkeypat
 
 def test_html_report_escapes_corpus_text():
     from engine.report import run_report_html
-    run = PoisoningRun(PoisonConfig(limit=2, detectors=("mahalanobis",), target="custom",
-                                    target_text="<script>alert('x')</script> call now"))
+
+    run = PoisoningRun(
+        PoisonConfig(
+            limit=2, detectors=("mahalanobis",), target="custom", target_text="<script>alert('x')</script> call now"
+        )
+    )
     run.run()
     page = run_report_html(run.events)
     assert "<script>alert('x')</script>" not in page and "&lt;script&gt;" in page

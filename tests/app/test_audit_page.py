@@ -1,5 +1,6 @@
 """AppTest: the Audit page — a target's form by groups, Test connection (an answer, or the line that failed),
 an audit run in the background with its report, keys typed in the page that reach the target and no file."""
+
 from __future__ import annotations
 
 import json
@@ -18,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 def audits(tmp_path, monkeypatch):
     """The page's audits are written to a temporary folder."""
     from engine import saved
+
     monkeypatch.setattr(saved, "audits_dir", lambda owner=None: tmp_path)
     return tmp_path
 
@@ -31,8 +33,12 @@ def page() -> AppTest:
 
 
 def field(at: AppTest, label: str):
-    return next(w for kind in ("text_input", "text_area", "number_input", "checkbox", "selectbox")
-                for w in getattr(at, kind) if w.label == label)
+    return next(
+        w
+        for kind in ("text_input", "text_area", "number_input", "checkbox", "selectbox")
+        for w in getattr(at, kind)
+        if w.label == label
+    )
 
 
 def button(at: AppTest, label: str):

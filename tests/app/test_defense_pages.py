@@ -1,4 +1,5 @@
 """AppTest: the defense comparison and teaching pages — render, run tiny experiments, report, bad input."""
+
 import time
 from pathlib import Path
 
@@ -33,6 +34,7 @@ def cache(tmp_path, monkeypatch):
     """Comparisons are written under the cache: keep them in a temporary folder (embeddings/models stay shared)."""
     from engine import saved
     from engine.analysis import comparison_view
+
     for module in (saved, comparison_view):
         monkeypatch.setattr(module, "comparisons_dir", lambda owner=None: tmp_path)
     return tmp_path
@@ -120,7 +122,7 @@ def test_teaching_level_two_leaks_and_shows_the_record_beside_the_answer():
     assert res["met"] and res["metrics"]["PII items leaked"] > 0 and res["leaks"]
     assert any("Goal met" in s.value for s in at.success)
     assert any(c.value == "Private record (source)" for c in at.caption)
-    assert any(":red-background[" in m.value for m in at.markdown)      # the copied spans are marked
+    assert any(":red-background[" in m.value for m in at.markdown)  # the copied spans are marked
 
 
 def test_reopened_ragfort_ablation_shows_the_verdict_and_the_cluster_view(monkeypatch):
@@ -132,22 +134,51 @@ def test_reopened_ragfort_ablation_shows_the_verdict_and_the_cluster_view(monkey
     from engine.analysis import reindex_view
     from engine.compare import add_ratios
 
-    fake = SimpleNamespace(labels=np.array([0, 0, 1, 1, -1]), projection_before=np.zeros((5, 2)),
-                           projection_after=np.ones((5, 2)), separation_before={"silhouette": 0.2, "gap": 0.1},
-                           separation_after={"silhouette": 0.4, "gap": 0.3}, n_clusters=2, n_noise=1)
+    fake = SimpleNamespace(
+        labels=np.array([0, 0, 1, 1, -1]),
+        projection_before=np.zeros((5, 2)),
+        projection_after=np.ones((5, 2)),
+        separation_before={"silhouette": 0.2, "gap": 0.1},
+        separation_after={"silhouette": 0.4, "gap": 0.3},
+        n_clusters=2,
+        n_noise=1,
+    )
     monkeypatch.setattr(reindex_view, "reindex_view_for", lambda base, progress=None: fake)
-    rows = [{"attack": "rag-thief", "configuration": c, "defenses": c.split("+") if c != "none" else [], "crr": v,
-             "retrieved_coverage": v, "repeat_contexts": 0, "rouge_contexts": 0, "semantic_leak": 0.0,
-             "pii_leaked": 1, "utility_acc": 0.5, "utility_faithfulness": 0.5, "curves": {"crr": [v]},
-             "n_runs": 2, "seeds": [0, 1], "crr_std": 0.05}
-            for c, v in (("none", 0.4), ("reindex", 0.3), ("cascade", 0.2), ("reindex+cascade", 0.1))]
-    rows += [{**r, "attack": "worm", "crr": v, "curves": {"crr": [v]}}
-             for r, v in zip(rows, (0.2, 0.2, 0.1, 0.1))]       # worm alone: the direction does not hold
+    rows = [
+        {
+            "attack": "rag-thief",
+            "configuration": c,
+            "defenses": c.split("+") if c != "none" else [],
+            "crr": v,
+            "retrieved_coverage": v,
+            "repeat_contexts": 0,
+            "rouge_contexts": 0,
+            "semantic_leak": 0.0,
+            "pii_leaked": 1,
+            "utility_acc": 0.5,
+            "utility_faithfulness": 0.5,
+            "curves": {"crr": [v]},
+            "n_runs": 2,
+            "seeds": [0, 1],
+            "crr_std": 0.05,
+        }
+        for c, v in (("none", 0.4), ("reindex", 0.3), ("cascade", 0.2), ("reindex+cascade", 0.1))
+    ]
+    rows += [
+        {**r, "attack": "worm", "crr": v, "curves": {"crr": [v]}} for r, v in zip(rows, (0.2, 0.2, 0.1, 0.1))
+    ]  # worm alone: the direction does not hold
     add_ratios(rows)
     at = AppTest.from_file(str(REPO / "pages/defense_comparison.py"), default_timeout=60)
-    at.session_state["cmp_view"] = {"config": {"base": {"kb": "clinic_records"}, "attacks": ["rag-thief", "worm"],
-                                               "configurations": [r["configuration"] for r in rows]},
-                                    "rows": rows, "dir": "synthetic", "complete": True}
+    at.session_state["cmp_view"] = {
+        "config": {
+            "base": {"kb": "clinic_records"},
+            "attacks": ["rag-thief", "worm"],
+            "configurations": [r["configuration"] for r in rows],
+        },
+        "rows": rows,
+        "dir": "synthetic",
+        "complete": True,
+    }
     at.run()
     assert not at.exception and not at.error
     assert any("ablation direction for rag-thief" in s.value and "holds" in s.value for s in at.success)
@@ -158,7 +189,7 @@ def test_reopened_ragfort_ablation_shows_the_verdict_and_the_cluster_view(monkey
     assert {"crr_std", "n_runs"} <= set(at.dataframe[0].value.columns)
     assert any("HDBSCAN clusters" in c.value for c in at.caption)
     charts = [c.key for c in at.get("plotly_chart")]
-    assert charts[:4] == ["cmp_curves", "cmp_ratios", "cmp_tradeoff", "cmp_cluster_fig"]   # then the long runs
+    assert charts[:4] == ["cmp_curves", "cmp_ratios", "cmp_tradeoff", "cmp_cluster_fig"]  # then the long runs
 
 
 def test_a_long_experiments_folder_shows_its_curves_table_and_finished_cells(tmp_path):
@@ -175,8 +206,8 @@ def test_a_long_experiments_folder_shows_its_curves_table_and_finished_cells(tmp
     done = table[table["configuration"] == "none"].iloc[0]
     assert done["rounds"] == "200/200" and done["chunks recovered"] == "146 of 1377"
     assert done["CRR @ 200"] == "0.106"
-    assert 0 < done["median seconds a round"] < done["mean seconds a round"]   # each round's time is kept
-    for _, row in table.iterrows():    # a checkpoint a running cell has not reached reads "not yet", not None
+    assert 0 < done["median seconds a round"] < done["mean seconds a round"]  # each round's time is kept
+    for _, row in table.iterrows():  # a checkpoint a running cell has not reached reads "not yet", not None
         reached = int(row["rounds"].split("/")[0])
         for col in (c for c in table.columns if c.startswith("CRR @ ")):
             assert (row[col] == "not yet") == (reached < int(col[6:])), (row["rounds"], col, row[col])

@@ -1,4 +1,5 @@
 """Extraction lab through Streamlit's AppTest, with the real small offline model (SmolLM2-135M)."""
+
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,13 @@ from engine.runs.extraction import ExtractionRun
 REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-test-SECRET-12345"
 # lean settings: Zeng (no attacker LLM), SmolLM2, 2 rounds, top-2, 16 tokens per answer
-LEAN = {"Rounds (query budget)": 2, "Top-k": 2, "Tokens per answer (minimum)": 16, "Answer budget": "fixed",
-        "Generator": "smollm2-135m"}
+LEAN = {
+    "Rounds (query budget)": 2,
+    "Top-k": 2,
+    "Tokens per answer (minimum)": 16,
+    "Answer budget": "fixed",
+    "Generator": "smollm2-135m",
+}
 
 
 @pytest.fixture
@@ -75,11 +81,22 @@ def test_live_crr_equals_the_engine(cache):
     shown = {m.label: m.value for m in at.metric}
     assert len(at.get("plotly_chart")) >= 2  # coverage map + leakage curves
     assert any("2/2 rounds" in c.value for c in at.caption)
-    cfg = ExtractionConfig.from_dict({"kb": "clinic_records", "attack": "zeng", "rounds": 2, "top_k": 2,
-                                      "max_tokens": 16, "answer_budget": "fixed", "generator": "local",
-                                      "generator_params": {"model": "smollm2-135m", "max_tokens": 16},
-                                      "attacker_llm": "", "seed": 0, "data_dir": run.config.data_dir,
-                                      "attack_params": dict(run.config.attack_params or {})})
+    cfg = ExtractionConfig.from_dict(
+        {
+            "kb": "clinic_records",
+            "attack": "zeng",
+            "rounds": 2,
+            "top_k": 2,
+            "max_tokens": 16,
+            "answer_budget": "fixed",
+            "generator": "local",
+            "generator_params": {"model": "smollm2-135m", "max_tokens": 16},
+            "attacker_llm": "",
+            "seed": 0,
+            "data_dir": run.config.data_dir,
+            "attack_params": dict(run.config.attack_params or {}),
+        }
+    )
     assert cfg == run.config
     headless = ExtractionRun(cfg)
     headless.run()
@@ -116,8 +133,17 @@ def test_api_key_is_never_written(cache, llama_server):
     assert at.session_state["llm_api_key"] == KEY
     at.switch_page("pages/extraction_lab.py").run()
     # 1) a real OpenAI-compatible server (llama.cpp serving SmolLM2 as "smol")
-    prepare(setup(at, **{"Generator": "litellm", "litellm model": "openai/smol", "API base (optional)": llama_server,
-                         "Rounds (query budget)": 1}))
+    prepare(
+        setup(
+            at,
+            **{
+                "Generator": "litellm",
+                "litellm model": "openai/smol",
+                "API base (optional)": llama_server,
+                "Rounds (query budget)": 1,
+            },
+        )
+    )
     assert not at.error, [e.value for e in at.error]
     run = at.session_state["extract_run"]
     assert run.config.generator == "litellm" and run.system.generator._api_key == KEY  # the key was used
@@ -126,8 +152,15 @@ def test_api_key_is_never_written(cache, llama_server):
     assert run.done and not at.error, [e.value for e in at.error]
     # 2) a closed loopback port: the round fails with a clear message (and a failed run on disk)
     from helpers import free_port
-    setup(at, **{"Generator": "litellm", "API base (optional)": f"http://127.0.0.1:{free_port()}/v1",
-                 "Rounds (query budget)": 1})
+
+    setup(
+        at,
+        **{
+            "Generator": "litellm",
+            "API base (optional)": f"http://127.0.0.1:{free_port()}/v1",
+            "Rounds (query budget)": 1,
+        },
+    )
     prepare(at)
     step(at)
     assert any("the round failed" in e.value for e in at.error), [e.value for e in at.error]
@@ -167,6 +200,7 @@ def test_while_local_generation_is_being_built_the_page_says_so(tmp_path, monkey
     import time
 
     from engine.generators import runtime
+
     status = tmp_path / "llama-status"
     status.write_text(f"state=building\nstarted={time.time() - 130:.0f}\nstep=compiling llama.cpp (avx512 build)\n")
     monkeypatch.setattr(runtime, "STATUS_FILE", status)
@@ -181,4 +215,4 @@ def test_while_local_generation_is_being_built_the_page_says_so(tmp_path, monkey
     status.write_text("state=ready\nstep=local generation is installed\n")
     at.run()
     notices = [e.value for e in (*at.info, *at.error) if "local generation" in e.value]
-    assert not notices and not at.error                 # installed: no notice at all
+    assert not notices and not at.error  # installed: no notice at all

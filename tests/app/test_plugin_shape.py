@@ -1,6 +1,7 @@
 """One shape for every plugin: a plugin registered in one file (plus its registration line) shows up with its
 parameters on every page where its kind appears, with no page edit. Throwaway plugins of each kind are
 registered for this test only, then found through AppTest by their widgets."""
+
 from pathlib import Path
 
 import pytest
@@ -69,9 +70,14 @@ class ThrowawayTarget(Target):
         zz_target_knob: int = param(3, min=1, max=9, help="Throwaway target knob")
 
 
-PLUGINS = [(POISONING_ATTACKS, "zz-poison", ThrowawayPoisoning), (DETECTORS, "zz-detector", ThrowawayDetector),
-           (DEFENSES, "zz-defense", ThrowawayDefense), (EXTRACTION_ATTACKS, "zz-agent", ThrowawayAgent),
-           (GENERATORS, "zz-generator", ThrowawayGenerator), (TARGETS, "zz-target", ThrowawayTarget)]
+PLUGINS = [
+    (POISONING_ATTACKS, "zz-poison", ThrowawayPoisoning),
+    (DETECTORS, "zz-detector", ThrowawayDetector),
+    (DEFENSES, "zz-defense", ThrowawayDefense),
+    (EXTRACTION_ATTACKS, "zz-agent", ThrowawayAgent),
+    (GENERATORS, "zz-generator", ThrowawayGenerator),
+    (TARGETS, "zz-target", ThrowawayTarget),
+]
 
 
 @pytest.fixture
@@ -99,8 +105,11 @@ def offers(widget, name: str) -> bool:
 
 
 def labels(at: AppTest) -> set[str]:
-    return {w.label for kind in ("number_input", "text_input", "text_area", "checkbox", "selectbox", "toggle",
-                                 "multiselect") for w in getattr(at, kind)}
+    return {
+        w.label
+        for kind in ("number_input", "text_input", "text_area", "checkbox", "selectbox", "toggle", "multiselect")
+        for w in getattr(at, kind)
+    }
 
 
 def test_a_plugin_of_each_kind_appears_with_its_parameters_on_every_page(throwaway_plugins):
@@ -127,22 +136,26 @@ def test_a_plugin_of_each_kind_appears_with_its_parameters_on_every_page(throwaw
     assert "Zz defense knob" in labels(at)
 
 
-def test_a_target_added_by_the_recipe_appears_in_the_cli_presets_and_the_audit_page(throwaway_plugins, tmp_path,
-                                                                                    capsys):
+def test_a_target_added_by_the_recipe_appears_in_the_cli_presets_and_the_audit_page(
+    throwaway_plugins, tmp_path, capsys
+):
     import json
 
     from engine.audit import Audit
     from engine.cli import main
     from engine.config import load_preset
     from engine.errors import ConfigError
+
     # the command line lists it
     assert main(["list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert "zz-target" in listed["audit_targets"] and listed["sources"]["audit_targets"]["zz-target"]
     # a preset names it with its parameters, validated when the audit starts
     preset = tmp_path / "zz.yaml"
-    preset.write_text("kind: audit\ntarget: zz-target\ntarget_params: {zz_target_knob: 5}\n"
-                      "extraction_attacks: [zeng]\npoisoning_attacks: []\n")
+    preset.write_text(
+        "kind: audit\ntarget: zz-target\ntarget_params: {zz_target_knob: 5}\n"
+        "extraction_attacks: [zeng]\npoisoning_attacks: []\n"
+    )
     kind, cfg, _ = load_preset(str(preset))
     assert kind == "audit" and cfg.target == "zz-target"
     Audit(cfg, tmp_path / "out")

@@ -1,5 +1,6 @@
 """Saved runs belong to the browser that made them on a shared deployment; damaged run files never show a
 traceback. Real AppTest sessions over a fresh cache."""
+
 import shutil
 from pathlib import Path
 
@@ -10,8 +11,16 @@ from engine.config import ExtractionConfig
 from engine.runs.extraction import ExtractionRun
 
 REPO = Path(__file__).resolve().parents[2]
-SMALL = {"attack": "zeng", "rounds": 2, "top_k": 2, "max_tokens": 16, "answer_budget": "fixed", "data_dir": "",
-         "attacker_llm": "", "generator_params": {"model": "smollm2-135m"}}
+SMALL = {
+    "attack": "zeng",
+    "rounds": 2,
+    "top_k": 2,
+    "max_tokens": 16,
+    "answer_budget": "fixed",
+    "data_dir": "",
+    "attacker_llm": "",
+    "generator_params": {"model": "smollm2-135m"},
+}
 
 
 @pytest.fixture
@@ -36,12 +45,13 @@ def test_on_a_shared_deployment_a_session_sees_only_its_own_runs(cache, monkeypa
     monkeypatch.setenv("RAG_PLAYGROUND_SHARED", "1")
     a = session("pages/extraction_lab.py")
     token = a.query_params["owner"]
-    assert isinstance(token, str) and len(token) >= 16                  # the owner lives in the address
+    assert isinstance(token, str) and len(token) >= 16  # the owner lives in the address
     # session A runs an attack over an uploaded document with a secret in it
     from engine.corpora import corpus_from_documents
     from engine.types import Document
     import hashlib
     from engine.saved import runs_dir
+
     owner_a = hashlib.sha256(token.encode()).hexdigest()[:24]
     secret = "Private upload: patient Zelda Quartz, phone 555-0199-4242."
     corpus = corpus_from_documents("upload", [Document(f"u{i}", f"{secret} Note {i}.") for i in range(3)])
@@ -67,6 +77,7 @@ def test_on_a_shared_deployment_a_session_sees_only_its_own_runs(cache, monkeypa
 def test_single_user_mode_lists_every_run(cache, monkeypatch):
     monkeypatch.delenv("RAG_PLAYGROUND_SHARED", raising=False)
     from engine.saved import runs_dir
+
     run = ExtractionRun(ExtractionConfig.from_dict(SMALL), out_dir=runs_dir())
     run.run()
     b = session("pages/extraction_lab.py")
@@ -77,11 +88,12 @@ def test_single_user_mode_lists_every_run(cache, monkeypatch):
 
 def test_a_torn_or_damaged_run_file_reopens_without_a_traceback(cache):
     from engine.saved import runs_dir
+
     run = ExtractionRun(ExtractionConfig.from_dict(SMALL), out_dir=runs_dir())
     run.run()
     events = run.out_dir / "events.jsonl"
     raw = events.read_bytes()
-    events.write_bytes(raw[:-25])                         # the crash case: half a last line
+    events.write_bytes(raw[:-25])  # the crash case: half a last line
     at = session("pages/extraction_lab.py")
     at.session_state["extract_view"] = str(run.out_dir)
     at.run()
@@ -91,7 +103,7 @@ def test_a_torn_or_damaged_run_file_reopens_without_a_traceback(cache):
     shutil.copytree(run.out_dir, damaged)
     lines = raw.splitlines()
     (damaged / "events.jsonl").write_bytes(b"\n".join([lines[0], b'{"kind": "retr', *lines[1:]]) + b"\n")
-    for _ in range(2):                                    # and again on the next visit: still one clear message
+    for _ in range(2):  # and again on the next visit: still one clear message
         at.session_state["extract_view"] = str(damaged)
         at.run()
         assert not at.exception

@@ -1,4 +1,5 @@
 """Saved extraction runs: listed by kind, compared, analysed, and reported as escaped HTML."""
+
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,17 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def saved_run():
-    cfg = ExtractionConfig.from_dict({"attack": "zeng", "rounds": 3, "top_k": 2, "max_tokens": 32, "data_dir": "",
-                                      "attacker_llm": "",
-                                      "generator_params": {"model": "smollm2-135m", "max_tokens": 32}})
+    cfg = ExtractionConfig.from_dict(
+        {
+            "attack": "zeng",
+            "rounds": 3,
+            "top_k": 2,
+            "max_tokens": 32,
+            "data_dir": "",
+            "attacker_llm": "",
+            "generator_params": {"model": "smollm2-135m", "max_tokens": 32},
+        }
+    )
     run = ExtractionRun(cfg, out_dir=runs_dir())
     run.run()
     return run
@@ -35,6 +44,7 @@ def test_saved_extraction_run_is_listed_and_reported(saved_run):
 
 def test_report_escapes_attacker_controlled_text(saved_run):
     import dataclasses
+
     events = list(saved_run.events)
     i = next(i for i, e in enumerate(events) if e.kind == "generated")
     events[i] = dataclasses.replace(events[i], text="<script>alert('x')</script>")

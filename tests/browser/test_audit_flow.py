@@ -7,6 +7,7 @@ severity counts, the findings table, a finding's evidence -> the downloaded repo
 offline. Screenshots: tests/artifacts/audit_*.png; the audit's seconds in tests/artifacts/audit_flow.json
 (measured, never asserted).
 """
+
 from __future__ import annotations
 
 import json
@@ -88,8 +89,7 @@ def flow(pg, server: str, service: str, cache: Path, browser) -> None:
     snap(pg, "audit_01_target.png")
 
     pg.get_by_role("button", name="Test connection").click()
-    expect(main.get_by_text("answered in", exact=False).first.or_(pg.locator(ERRORS)).first).to_be_visible(
-        timeout=SLOW)
+    expect(main.get_by_text("answered in", exact=False).first.or_(pg.locator(ERRORS)).first).to_be_visible(timeout=SLOW)
     idle(pg)
     expect(main.get_by_text("2 context(s) reported", exact=False)).to_be_visible()
     snap(pg, "audit_02_connection.png")
@@ -121,5 +121,6 @@ def flow(pg, server: str, service: str, cache: Path, browser) -> None:
     assert doc.locator("section.finding").count() >= 7
     rep = json.loads(html.with_name("report.json").read_text())
     assert rep["status"] == "complete" and rep["cleanup"]["outstanding"] == 0
-    (ARTIFACTS / "audit_flow.json").write_text(json.dumps({"audit_seconds": seconds,
-                                                           "severity_counts": rep["severity_counts"]}))
+    (ARTIFACTS / "audit_flow.json").write_text(
+        json.dumps({"audit_seconds": seconds, "severity_counts": rep["severity_counts"]})
+    )

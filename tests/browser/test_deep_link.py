@@ -1,6 +1,7 @@
 """A deep link as the very first request to a fresh server (a bookmark after a restart) opens the page inside
 app.py's navigation: the app's page titles in the sidebar, its wide layout and its sidebar sections — not the
 page file alone with the pages folder's file names as the menu (Streamlit's older pages-folder mode)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,15 @@ from helpers import streamlit_server
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def test_a_deep_link_first_opens_the_page_inside_the_apps_navigation():
@@ -26,16 +34,16 @@ def test_a_deep_link_first_opens_the_page_inside_the_apps_navigation():
         try:
             pg = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             pg.set_default_timeout(120_000)
-            pg.goto(url.rstrip("/") + "/sweeps")              # nothing else has run on this server yet
+            pg.goto(url.rstrip("/") + "/sweeps")  # nothing else has run on this server yet
             pg.wait_for_selector("text=Start sweep")
             nav = pg.locator("[data-testid='stSidebarNav']")
-            nav.get_by_text("Saved runs").wait_for()           # app.py's page titles, not the file names
+            nav.get_by_text("Saved runs").wait_for()  # app.py's page titles, not the file names
             labels = nav.inner_text()
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             pg.screenshot(path=str(ARTIFACTS / "deep_link_sweeps.png"))
             assert "Teaching mode" in labels and "Defense comparison" in labels, labels
             assert "defense comparison" not in labels and "\napp\n" not in f"\n{labels}\n", labels
-            pg.get_by_text("LLM API key (litellm)").wait_for()       # app.py's sidebar, drawn after the page
+            pg.get_by_text("LLM API key (litellm)").wait_for()  # app.py's sidebar, drawn after the page
             assert pg.locator("[data-testid='stException']").count() == 0
         finally:
             browser.close()

@@ -6,6 +6,7 @@ Qwen2.5-0.5B on the clinic records) -> Prepare attack -> Step x3, the answer str
 curves; then the attacker's internals. Screenshots: tests/artifacts/extraction_*.png; the seconds each
 round took are written to tests/artifacts/extraction_rounds.json (measured, never asserted).
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,14 @@ from helpers import streamlit_server
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SLOW = 300_000  # ms: a round of generation on a busy 2-core box
 QUICK = 30_000
 BUSY = "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
@@ -76,8 +83,10 @@ def idle(pg, timeout: int = SLOW, quiet: float = 1.2) -> None:
 def snap(pg, name: str) -> None:
     """Full-height screenshot (Streamlit scrolls inside its own container: grow the viewport first)."""
     size = pg.viewport_size
-    h = pg.evaluate("() => Math.max(...['[data-testid=\"stMain\"]', '[data-testid=\"stAppViewContainer\"]']"
-                    ".map(s => document.querySelector(s)?.scrollHeight || 0))")
+    h = pg.evaluate(
+        "() => Math.max(...['[data-testid=\"stMain\"]', '[data-testid=\"stAppViewContainer\"]']"
+        ".map(s => document.querySelector(s)?.scrollHeight || 0))"
+    )
     pg.set_viewport_size({"width": size["width"], "height": max(size["height"], min(int(h), 8000))})
     pg.wait_for_timeout(500)
     pg.screenshot(path=str(ARTIFACTS / name), full_page=True)

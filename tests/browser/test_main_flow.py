@@ -3,6 +3,7 @@
 Flow: home -> Pipeline (build index) -> Poisoning lab (prepare 8 questions with answers, Step x5) -> Detectors tab
 (re-score Mahalanobis with a fixed shrinkage β). Screenshots go to tests/artifacts/ (git-ignored).
 """
+
 from __future__ import annotations
 
 import time
@@ -15,8 +16,15 @@ from helpers import streamlit_server
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 LONG = 120_000  # ms: model loading / index building on a small CPU box
 SHORT = 30_000
 T0 = time.monotonic()
@@ -171,9 +179,11 @@ def main_flow(page):
     page.get_by_role("tab", name="Detectors").click()
     panel = page.get_by_role("tabpanel", name="Detectors")
     # the tabs sit outside the live-panel fragment: they must still follow the steps
-    expect(panel.get_by_text("Attack some questions first"),
-           "Detectors tab is stale after Step: it still says 'Attack some questions first' although 5/8 "
-           "questions were attacked").to_have_count(0, timeout=SHORT)
+    expect(
+        panel.get_by_text("Attack some questions first"),
+        "Detectors tab is stale after Step: it still says 'Attack some questions first' although 5/8 "
+        "questions were attacked",
+    ).to_have_count(0, timeout=SHORT)
     expect(panel.get_by_text("mahalanobis", exact=True).first).to_be_visible(timeout=LONG)
     expect(panel.get_by_text("TPR", exact=True).first).to_be_visible()
     # re-score the Mahalanobis detector with a fixed β, from its own parameter form

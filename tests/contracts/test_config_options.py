@@ -1,6 +1,7 @@
 """Run configurations are declared once: every field of ExtractionConfig, PoisonConfig and AuditConfig is an option
 of its command (derived from the field, engine/cli/config_options.py), every option of those commands is a field
 or one of the few command-only options named here, and the options read into the config as typed."""
+
 import argparse
 import dataclasses
 
@@ -17,13 +18,29 @@ from engine.errors import ConfigError
 SHARED = {"--help", "--data-dir", "--json", "--quiet", "--out"}
 # command -> (its config, the options that are not config fields, each with the reason it is not one)
 COMMANDS = {
-    "extract": (ExtractionConfig, {"--api-base": "a server URL merged into the generator's parameters",
-                                   "--resume": "continues a recorded run: its config comes from the folder"}),
-    "poison": (PoisonConfig, {"--api-base": "a server URL merged into the generator's parameters",
-                              "--beta": "short for --detector-params '{\"mahalanobis\": {\"beta\": B}}'",
-                              "--beta-sweep": "an analysis after the run, not part of it"}),
-    "audit": (AuditConfig, {"--preset": "the config's starting values", "--only": "which cells of the battery run",
-                            "--baseline": "a report to compare with, not a setting of the audit"}),
+    "extract": (
+        ExtractionConfig,
+        {
+            "--api-base": "a server URL merged into the generator's parameters",
+            "--resume": "continues a recorded run: its config comes from the folder",
+        },
+    ),
+    "poison": (
+        PoisonConfig,
+        {
+            "--api-base": "a server URL merged into the generator's parameters",
+            "--beta": 'short for --detector-params \'{"mahalanobis": {"beta": B}}\'',
+            "--beta-sweep": "an analysis after the run, not part of it",
+        },
+    ),
+    "audit": (
+        AuditConfig,
+        {
+            "--preset": "the config's starting values",
+            "--only": "which cells of the battery run",
+            "--baseline": "a report to compare with, not a setting of the audit",
+        },
+    ),
 }
 
 
@@ -49,7 +66,7 @@ def test_every_field_is_an_option_and_every_option_a_field(command):
     fields = {option_flag(f.name) for f in dataclasses.fields(cls)}
     assert fields - set(flags) == set(), f"{command}: config fields without an option"
     assert set(flags) - fields - SHARED - set(extra) == set(), f"{command}: options that are no config field"
-    for f in dataclasses.fields(cls):           # the option writes the field of the same name
+    for f in dataclasses.fields(cls):  # the option writes the field of the same name
         if f.name != "data_dir":
             assert flags[option_flag(f.name)].dest == f.name
 
@@ -72,10 +89,29 @@ def _args(*argv: str) -> argparse.Namespace:
 
 
 def test_extract_options_read_as_typed():
-    cfg = ExtractionConfig.from_dict(extraction_values(_args(
-        "extract", "--top-k", "7", "--defenses", "threshold,summarize", "--chunk-size", "none", "--crr-tau", "0.4",
-        "--generator", "local:smollm2-135m", "--generator-params", '{"temperature": 0.5}',
-        "--defense-params", '{"threshold": {"threshold": 0.3}}', "--attacker-llm", "none")))
+    cfg = ExtractionConfig.from_dict(
+        extraction_values(
+            _args(
+                "extract",
+                "--top-k",
+                "7",
+                "--defenses",
+                "threshold,summarize",
+                "--chunk-size",
+                "none",
+                "--crr-tau",
+                "0.4",
+                "--generator",
+                "local:smollm2-135m",
+                "--generator-params",
+                '{"temperature": 0.5}',
+                "--defense-params",
+                '{"threshold": {"threshold": 0.3}}',
+                "--attacker-llm",
+                "none",
+            )
+        )
+    )
     assert cfg.top_k == 7 and cfg.defenses == ("threshold", "summarize") and cfg.chunk_size is None
     assert cfg.crr_tau == 0.4 and cfg.attacker_llm == ""
     assert dict(cfg.generator_params) == {"model": "smollm2-135m", "temperature": 0.5}
@@ -93,9 +129,26 @@ def test_extract_defaults_are_the_configs_but_the_attacker_model():
 
 
 def test_poison_options_read_as_typed():
-    cfg = PoisonConfig.from_dict(poison_values(_args(
-        "poison", "--chunk-size", "0", "--detectors", "none", "--beta", "0.05", "--detector-params",
-        '{"mahalanobis": {"folds": 3}}', "--generate", "--judge", "local:smollm2-135m", "--limit", "4")))
+    cfg = PoisonConfig.from_dict(
+        poison_values(
+            _args(
+                "poison",
+                "--chunk-size",
+                "0",
+                "--detectors",
+                "none",
+                "--beta",
+                "0.05",
+                "--detector-params",
+                '{"mahalanobis": {"folds": 3}}',
+                "--generate",
+                "--judge",
+                "local:smollm2-135m",
+                "--limit",
+                "4",
+            )
+        )
+    )
     assert cfg.chunk_size is None and cfg.detectors == () and cfg.limit == 4 and cfg.generate
     assert dict(cfg.detector_params) == {"mahalanobis": {"folds": 3, "beta": 0.05}}
     assert cfg.judge == "local" and dict(cfg.judge_params) == {"model": "smollm2-135m"}
@@ -103,20 +156,35 @@ def test_poison_options_read_as_typed():
 
 
 def test_audit_options_over_the_preset_and_the_old_spellings():
-    cfg = audit_config(_args("audit", "--preset", "audit-quick", "--attacks", "zeng", "--poisoning", "none",
-                             "--rounds", "2"))
+    cfg = audit_config(
+        _args("audit", "--preset", "audit-quick", "--attacks", "zeng", "--poisoning", "none", "--rounds", "2")
+    )
     assert cfg.extraction_attacks == ("zeng",) and cfg.poisoning_attacks == () and cfg.rounds == 2
-    same = audit_config(_args("audit", "--preset", "audit-quick", "--extraction-attacks", "zeng",
-                              "--poisoning-attacks", "none", "--rounds", "2"))
+    same = audit_config(
+        _args(
+            "audit",
+            "--preset",
+            "audit-quick",
+            "--extraction-attacks",
+            "zeng",
+            "--poisoning-attacks",
+            "none",
+            "--rounds",
+            "2",
+        )
+    )
     assert same == cfg
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (("extract", "--generator-params", "{nope"), "--generator-params is not valid JSON"),
-    (("extract", "--defense-params", "[1, 2]"), "--defense-params must be a JSON object"),
-    (("extract", "--top-k", "0"), "top_k: 0 is below the minimum 1"),
-    (("poison", "--anchor-fraction", "nan"), "anchor_fraction: expected a finite number"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (("extract", "--generator-params", "{nope"), "--generator-params is not valid JSON"),
+        (("extract", "--defense-params", "[1, 2]"), "--defense-params must be a JSON object"),
+        (("extract", "--top-k", "0"), "top_k: 0 is below the minimum 1"),
+        (("poison", "--anchor-fraction", "nan"), "anchor_fraction: expected a finite number"),
+    ],
+)
 def test_bad_values_name_the_option_or_field(argv, needle):
     with pytest.raises(ConfigError, match=needle.replace("[", r"\[")):
         args = _args(*argv)
@@ -131,6 +199,7 @@ def test_a_bad_number_is_refused_by_the_parser():
 
 def test_the_pipeline_page_bounds_k_as_a_poisoning_run_does():
     from engine.pipeline import PipelineConfig
+
     bound = {f["name"]: f for f in PipelineConfig.describe()}["top_k"]
     assert bound["max"] == {f["name"]: f for f in PoisonConfig.describe()}["top_k"]["max"]
 
@@ -139,10 +208,12 @@ def test_every_extraction_field_has_a_place_in_the_lab():
     """The lab's own widgets, its generated "More settings" and the pages that set the rest cover every field:
     a field added to ExtractionConfig appears in the lab without a page edit."""
     from components.extraction_settings import ELSEWHERE, LAB_FIELDS, more_fields, settings_from_config
+
     names = [f.name for f in dataclasses.fields(ExtractionConfig)]
     assert sorted(LAB_FIELDS + more_fields() + ELSEWHERE) == sorted(names)
     cfg = ExtractionConfig(crr_tau=0.3, chunk_size=256, retriever="mpnet", attacker_llm="")
     from components.extraction import build_config
+
     back = build_config(settings_from_config(cfg), "")
     for name in more_fields():
         assert getattr(back, name) == getattr(cfg, name), name

@@ -1,6 +1,7 @@
 """Every public definition of engine/ and components/ says what it does: each public function, class, method and
 property defined there has a docstring, its own or the one of the base-class method it overrides (a nested
 ``Params`` dataclass is described by its fields' help instead)."""
+
 import importlib
 import inspect
 from pathlib import Path

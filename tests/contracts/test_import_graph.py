@@ -1,13 +1,28 @@
 """The engine's import graph: no cycle between its packages, and no package imports a layer above its own
 (the layers of the README's architecture). Lazy imports inside functions count too."""
+
 import ast
 from pathlib import Path
 
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
 # bottom to top; a package may import its own layer and the ones below
 LAYERS = [
-    {"errors", "params", "paths", "files", "secrets", "registry", "types", "events", "progress", "devices",
-     "folder_lock", "attacker_states", "retry", "cpu_share"},
+    {
+        "errors",
+        "params",
+        "paths",
+        "files",
+        "secrets",
+        "registry",
+        "types",
+        "events",
+        "progress",
+        "devices",
+        "folder_lock",
+        "attacker_states",
+        "retry",
+        "cpu_share",
+    },
     {"corpora", "queries", "embedders", "detectors", "generators", "metrics", "summaries"},
     {"store", "defenses", "attacks", "rag"},
     {"config", "targets", "runs", "pipeline", "jobs", "executors", "views", "saved"},
@@ -30,7 +45,7 @@ def import_graph() -> dict[str, set[str]]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 if node.level:
-                    base = here[:len(here) - (node.level - 1)]
+                    base = here[: len(here) - (node.level - 1)]
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module or ""
@@ -70,6 +85,7 @@ def test_no_package_imports_a_layer_above_its_own():
 
 def cycles(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
     """Every pair of nodes of ``edges`` that reach each other (sorted pairs)."""
+
     def reach(a: str) -> set[str]:
         seen, todo = set(), [a]
         while todo:
@@ -78,6 +94,7 @@ def cycles(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
                     seen.add(b)
                     todo.append(b)
         return seen
+
     return sorted({tuple(sorted((a, b))) for a, bs in edges.items() for b in bs if a in reach(b)})
 
 
@@ -88,7 +105,7 @@ def test_no_cycle_between_packages():
 
 # -------------------------------------------------------------- the whole tree: app -> pages -> components -> engine
 ROOT = ENGINE.parent
-TREE_LAYERS = ["engine", "components", "pages", "app"]       # bottom to top
+TREE_LAYERS = ["engine", "components", "pages", "app"]  # bottom to top
 
 
 def _modules_imported(path: Path, package: list[str]) -> set[str]:
@@ -96,10 +113,10 @@ def _modules_imported(path: Path, package: list[str]) -> set[str]:
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - (node.level - 1)] if node.level else []
+            base = package[: len(package) - (node.level - 1)] if node.level else []
             mod = ".".join(base + ([node.module] if node.module else []))
             out.add(mod)
-            out.update(f"{mod}.{a.name}" for a in node.names)    # ``from components import state``
+            out.update(f"{mod}.{a.name}" for a in node.names)  # ``from components import state``
         elif isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
     return out
@@ -107,8 +124,12 @@ def _modules_imported(path: Path, package: list[str]) -> set[str]:
 
 def tree_graph() -> dict[str, set[str]]:
     """Module-level import graph of app.py, pages/, components/ and engine/ (their own modules only)."""
-    files = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "components").glob("*.py")),
-             *sorted(ENGINE.rglob("*.py"))]
+    files = [
+        ROOT / "app.py",
+        *sorted((ROOT / "pages").glob("*.py")),
+        *sorted((ROOT / "components").glob("*.py")),
+        *sorted(ENGINE.rglob("*.py")),
+    ]
     names = {}
     for f in files:
         parts = list(f.with_suffix("").relative_to(ROOT).parts)
@@ -131,15 +152,17 @@ def test_no_module_imports_a_layer_above_its_own_in_the_whole_tree():
 
 
 def test_pages_import_no_other_page():
-    across = sorted((a, b) for a, bs in tree_graph().items() for b in bs
-                    if a.startswith("pages.") and b.startswith("pages."))
+    across = sorted(
+        (a, b) for a, bs in tree_graph().items() for b in bs if a.startswith("pages.") and b.startswith("pages.")
+    )
     assert across == [], f"a page imports another page: {across}"
 
 
 def test_no_import_cycle_between_app_modules():
     """No cycle among the modules of pages/ and components/ (the engine's packages have their own test)."""
-    graph = {a: {b for b in bs if not b.startswith("engine")} for a, bs in tree_graph().items()
-             if not a.startswith("engine")}
+    graph = {
+        a: {b for b in bs if not b.startswith("engine")} for a, bs in tree_graph().items() if not a.startswith("engine")
+    }
     found = cycles(graph)
     assert found == [], f"import cycles: {found}"
 
@@ -157,15 +180,20 @@ def _quoted_names(kinds: tuple[str, ...]) -> list[str]:
     """Quoted names of the given plugin kinds in pages/ and components/ (a dict key such as ``rep["threshold"]``
     is a field of a record, not a plugin, and does not count)."""
     from engine.registry import registered
+
     names = {n for k in kinds for n in registered(k)}
     found = []
     for path in [*sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "components").glob("*.py"))]:
         tree = ast.parse(path.read_text())
         keys = {id(n.slice) for n in ast.walk(tree) if isinstance(n, ast.Subscript)}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names \
-                    and id(node) not in keys \
-                    and (str(path.relative_to(ROOT)), node.value) not in NAMED_ON_PURPOSE:
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value in names
+                and id(node) not in keys
+                and (str(path.relative_to(ROOT)), node.value) not in NAMED_ON_PURPOSE
+            ):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}")
     return found
 
@@ -175,6 +203,7 @@ def test_pages_and_components_name_no_plugin():
     ``packaged_models`` / ``hosted``, a defense's ``token_report``), never from a quoted name: a retriever,
     generator, defense, attack or detector named in pages/ or components/ fails, but for the few named on
     purpose above."""
-    found = _quoted_names(("retrievers", "generators", "defenses", "extraction-attacks", "poisoning-attacks",
-                           "detectors"))
+    found = _quoted_names(
+        ("retrievers", "generators", "defenses", "extraction-attacks", "poisoning-attacks", "detectors")
+    )
     assert found == [], f"plugin names written in the UI: {found}"

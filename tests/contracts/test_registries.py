@@ -1,4 +1,5 @@
 """Contract tests over every registry entry: builds from defaults, documented, cites its source."""
+
 import numpy as np
 import pytest
 
@@ -13,9 +14,20 @@ from engine.params import Params
 from engine.targets import TARGETS
 from engine.types import Query
 
-ALL = [(reg, name) for reg in (RETRIEVERS, POISONING_ATTACKS, DETECTORS, PARAPHRASERS, GENERATORS,
-                               EXTRACTION_ATTACKS, DEFENSES, TARGETS)
-       for name in reg.names()]
+ALL = [
+    (reg, name)
+    for reg in (
+        RETRIEVERS,
+        POISONING_ATTACKS,
+        DETECTORS,
+        PARAPHRASERS,
+        GENERATORS,
+        EXTRACTION_ATTACKS,
+        DEFENSES,
+        TARGETS,
+    )
+    for name in reg.names()
+]
 OFFLINE_RETRIEVERS = {"minilm", "mpnet", "e5-small", "bm25"}
 
 
@@ -44,8 +56,9 @@ def test_entry_builds_from_defaults_and_cites_source(reg, name):
 def test_offline_dense_retrievers_embed(name):
     r = RETRIEVERS.create(name)
     q = r.encode_queries(["what lowers blood pressure?"])
-    d, _ = r.encode_documents(["Lisinopril is an ACE inhibitor that lowers blood pressure.",
-                               "Casts immobilise fractured bones."])
+    d, _ = r.encode_documents(
+        ["Lisinopril is an ACE inhibitor that lowers blood pressure.", "Casts immobilise fractured bones."]
+    )
     assert q.shape[0] == 1 and d.shape[0] == 2 and q.shape[1] == d.shape[1]
     s = r.score(q, d)[0]
     assert s[0] > s[1], "the relevant document scores higher"
@@ -53,8 +66,9 @@ def test_offline_dense_retrievers_embed(name):
 
 
 def test_hub_only_retrievers_fail_clearly_offline():
-    for name in (sorted(set(RETRIEVERS.names()) - OFFLINE_RETRIEVERS - {"sentence-transformers"})
-                 + ["sentence-transformers"]):
+    for name in sorted(set(RETRIEVERS.names()) - OFFLINE_RETRIEVERS - {"sentence-transformers"}) + [
+        "sentence-transformers"
+    ]:
         r = RETRIEVERS.create(name)
         with pytest.raises(ModelUnavailableError, match="could not be loaded"):
             r.encode_queries([f"offline check {name}"])
@@ -69,9 +83,12 @@ def test_bm25_scores_lexically():
 
 @pytest.mark.parametrize("name", POISONING_ATTACKS.names())
 def test_attack_crafts_one_document_per_target(name):
-    qs = [Query("q1", "Is aspirin useful for blood pressure after a heart attack?",
-                {"adv_texts": ("a", "b", "c", "d", "e")}),
-          Query("q2", "What does HbA1c measure?", {"adv_texts": ("f", "g", "h", "i", "j")})]
+    qs = [
+        Query(
+            "q1", "Is aspirin useful for blood pressure after a heart attack?", {"adv_texts": ("a", "b", "c", "d", "e")}
+        ),
+        Query("q2", "What does HbA1c measure?", {"adv_texts": ("f", "g", "h", "i", "j")}),
+    ]
     attack = make_attack(name)
     if getattr(attack, "needs_index", False):
         attack.bind(lambda texts, k: [["a clean neighbour document"] * k for _ in texts])
@@ -84,6 +101,7 @@ def test_attack_crafts_one_document_per_target(name):
 
 def test_every_bundled_preset_validates():
     from engine.config import PRESET_KINDS, list_presets, load_preset
+
     presets = list_presets()
     assert {"quick-demo", "universal-poisoning-table1"} <= {p["name"] for p in presets}
     for p in presets:
@@ -95,16 +113,25 @@ def test_engine_is_headless():
     """The engine is a library: importing and running it never imports Streamlit."""
     import subprocess
     import sys
-    code = ("import sys, engine; engine.PoisoningRun(engine.PoisonConfig(limit=2, detectors=())).run(); "
-            "assert 'streamlit' not in sys.modules, 'streamlit imported'")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                       cwd=__import__("pathlib").Path(__file__).resolve().parents[2])
+
+    code = (
+        "import sys, engine; engine.PoisoningRun(engine.PoisonConfig(limit=2, detectors=())).run(); "
+        "assert 'streamlit' not in sys.modules, 'streamlit imported'"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=__import__("pathlib").Path(__file__).resolve().parents[2],
+    )
     assert p.returncode == 0, p.stderr[-2000:]
 
 
 @pytest.mark.parametrize("name", EXTRACTION_ATTACKS.names())
 def test_extraction_agent_respects_its_budget_and_exposes_json_state(name):
     import json
+
     agent = make_agent(name, {"budget": 2}, AttackContext(seed=3, embedder=RETRIEVERS.create("minilm")))
     q1 = agent.next_query([])
     q2 = agent.next_query([Exchange(q1, "Patient: I have a cough.\n\nDoctor: It is probably a cold, rest.")])
@@ -127,12 +154,18 @@ def test_every_hook_a_plugin_author_overrides_is_documented():
     says what it receives, returns and may raise."""
     import ast
     from pathlib import Path
+
     missing = []
     for path in sorted((Path(__file__).resolve().parents[2] / "engine").rglob("*.py")):
         for cls in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)):
             for f in cls.body:
-                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                if (
+                    isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and any(
                         isinstance(n, ast.Raise) and n.exc is not None and "NotImplementedError" in ast.unparse(n.exc)
-                        for n in ast.walk(f)) and not ast.get_docstring(f):
+                        for n in ast.walk(f)
+                    )
+                    and not ast.get_docstring(f)
+                ):
                     missing.append(f"{path.name}:{f.lineno} {cls.name}.{f.name}")
     assert missing == [], f"hooks without a docstring: {missing}"

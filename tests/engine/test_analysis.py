@@ -1,7 +1,6 @@
 import numpy as np
 
-from engine.analysis import (clean_retrieval_similarity, orthogonal_augmentation_pairs,
-                             orthogonal_augmentation_table)
+from engine.analysis import clean_retrieval_similarity, orthogonal_augmentation_pairs, orthogonal_augmentation_table
 from engine.analysis.why import why_it_works
 from engine.attacks.poisoning import target_text
 from engine.config import PoisonConfig

@@ -1,5 +1,6 @@
 """The agent's state after every round is stored as a delta (lists that only grew carry their new items) and
 folds back to the full state: in memory, on disk, after a resume, and for logs written before the format."""
+
 import json
 
 import pytest
@@ -9,9 +10,16 @@ from engine.config import ExtractionConfig
 from engine.events import AttackerState, event_from_dict, jsonable, read_jsonl
 from engine.runs.extraction import ExtractionRun
 
-SMALL = {"generator": "local", "generator_params": {"model": "smollm2-135m", "max_tokens": 32},
-         "attacker_llm": "local", "attacker_llm_params": {"model": "smollm2-135m", "max_tokens": 16},
-         "max_tokens": 32, "answer_budget": "fixed", "top_k": 2, "data_dir": ""}
+SMALL = {
+    "generator": "local",
+    "generator_params": {"model": "smollm2-135m", "max_tokens": 32},
+    "attacker_llm": "local",
+    "attacker_llm_params": {"model": "smollm2-135m", "max_tokens": 16},
+    "max_tokens": 32,
+    "answer_budget": "fixed",
+    "top_k": 2,
+    "data_dir": "",
+}
 
 
 def _event(rnd, state, appended=None):
@@ -22,9 +30,9 @@ def test_a_list_that_only_grew_is_written_as_its_new_items():
     prev = {"n": 1, "vecs": [[0.1, 0.2]], "queue": ["a", "b"], "tags": []}
     new = {"n": 2, "vecs": [[0.1, 0.2], [0.3, 0.4]], "queue": ["b", "c"], "tags": ["x"]}
     whole, appended = state_delta(prev, new)
-    assert appended == {"vecs": [[0.3, 0.4]], "tags": ["x"]}       # grew at its end
-    assert whole == {"n": 2, "queue": ["b", "c"]}                  # changed inside (a queue): whole
-    assert state_delta(None, new) == (new, {})         # the first round is whole
+    assert appended == {"vecs": [[0.3, 0.4]], "tags": ["x"]}  # grew at its end
+    assert whole == {"n": 2, "queue": ["b", "c"]}  # changed inside (a queue): whole
+    assert state_delta(None, new) == (new, {})  # the first round is whole
     assert apply_delta(prev, _event(2, whole, appended)) == new
     # an old log (every state whole) folds to itself
     old = [_event(1, prev), _event(2, new)]
@@ -38,8 +46,9 @@ def test_a_delta_without_its_base_is_a_clear_error():
 
 
 def test_a_worm_run_writes_deltas_that_fold_back_and_resumes_from_them(tmp_path):
-    cfg = ExtractionConfig.from_dict({**SMALL, "attack": "worm", "rounds": 3,
-                                      "attack_params": {"swap_iters": 4, "min_chunk_words": 2}})
+    cfg = ExtractionConfig.from_dict(
+        {**SMALL, "attack": "worm", "rounds": 3, "attack_params": {"swap_iters": 4, "min_chunk_words": 2}}
+    )
     whole = ExtractionRun(cfg, out_dir=tmp_path / "whole")
     whole.run()
     states = [e for e in whole.events if isinstance(e, AttackerState)]
@@ -53,8 +62,9 @@ def test_a_worm_run_writes_deltas_that_fold_back_and_resumes_from_them(tmp_path)
     assert last_state(on_disk) == ("worm", 3, final)
     # the log no longer grows with the square of the rounds: every extracted chunk's vector is written once
     assert final["n_extracted"] > 0 and len(final["extracted_vecs"]) == final["n_extracted"]
-    written = [v for e in states for v in (e.state.get("extracted_vecs") or []) + (e.appended.get("extracted_vecs")
-                                                                                 or [])]
+    written = [
+        v for e in states for v in (e.state.get("extracted_vecs") or []) + (e.appended.get("extracted_vecs") or [])
+    ]
     assert written == final["extracted_vecs"]
     # cut short after round 2, resumed, played to 3: the same state as the run never stopped
     cut = ExtractionRun(cfg, out_dir=tmp_path / "cut")
@@ -83,6 +93,7 @@ def test_a_log_written_whole_is_compacted_to_deltas_with_the_same_states(tmp_pat
     from pathlib import Path
 
     from engine.events import event_to_json, read_events
+
     states = [{"n": r, "vecs": [[float(i)] * 4 for i in range(2 * r)], "queue": [r]} for r in range(1, 6)]
     old = [_event(r, s) for r, s in enumerate(states, 1)]
     text = "".join(event_to_json(e) + "\n" for e in old)
@@ -98,6 +109,7 @@ def test_a_log_written_whole_is_compacted_to_deltas_with_the_same_states(tmp_pat
         assert dropped == 0 and [e.seq for e in events] == [e.seq for e in old]
         assert full_states(events) == full_states(old)
         assert sum(len(e.state.get("vecs", [])) + len(e.appended.get("vecs", [])) for e in events) == 10
-    r = subprocess.run([sys.executable, str(script), str(tmp_path / "nothing")], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "nothing")], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode != 0 and "not a run folder" in r.stderr

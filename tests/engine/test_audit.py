@@ -1,6 +1,7 @@
 """`engine audit` end to end: the battery against the built-in pipeline and against the same system served over
 HTTP (the example RAG service), the report and its schema, resume, cleanup after a kill -9, the CI gate with a
 defense switched off and on, and keys that never reach a file or the terminal."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,12 @@ from engine.progress import stop_flag
 from helpers import ScriptedServer, free_port, http_target_params, run_cli, start_rag_service, stop
 
 REPO = Path(__file__).resolve().parents[2]
-BATTERY = {"extraction_attacks": ["zeng", "ikea"], "rounds": 2, "poisoning_attacks": ["universal", "jamming"],
-           "poison_questions": 2}
+BATTERY = {
+    "extraction_attacks": ["zeng", "ikea"],
+    "rounds": 2,
+    "poisoning_attacks": ["universal", "jamming"],
+    "poison_questions": 2,
+}
 
 
 @pytest.fixture(scope="module")
@@ -64,15 +69,16 @@ def test_the_report_holds_every_finding_with_its_severity_tags_evidence_and_clea
     assert cleanup["severity"] == "info" and report["cleanup"]["planted"] == 4
     assert report["cleanup"]["verified"] == 4 and report["cleanup"]["outstanding"] == 0
     html = (out / "report.html").read_text()
-    assert "plotly" in html.lower() and "<script src=\"http" not in html, "self-contained: no script fetched"
+    assert "plotly" in html.lower() and '<script src="http' not in html, "self-contained: no script fetched"
     assert json.loads((out / "report.json").read_text())["findings"][0]["id"] == "extraction:zeng"
     assert (out / "audit.yaml").is_file() and (out / "plants.jsonl").is_file()
 
 
 def test_the_same_battery_over_http_gives_the_same_findings(in_process, rag_service, tmp_path):
     report, _ = in_process
-    cfg = AuditConfig.from_dict({**BATTERY, "target": "http", "target_params": http_target_params(rag_service),
-                                 "kb": "clinic_records"})
+    cfg = AuditConfig.from_dict(
+        {**BATTERY, "target": "http", "target_params": http_target_params(rag_service), "kb": "clinic_records"}
+    )
     over_http = run_audit(cfg, tmp_path / "http")
     for a, b in zip(report["findings"], over_http["findings"]):
         assert a["id"] == b["id"] and a["severity"] == b["severity"], (a["id"], a["severity"], b["severity"])
@@ -82,8 +88,15 @@ def test_the_same_battery_over_http_gives_the_same_findings(in_process, rag_serv
 
 
 def test_an_audit_stops_resumes_and_never_overwrites_another(audit_preset, tmp_path):
-    cfg = AuditConfig.from_dict({"target": "pipeline", "target_params": {"preset": audit_preset},
-                                 "extraction_attacks": ["zeng", "ikea"], "rounds": 1, "poisoning_attacks": []})
+    cfg = AuditConfig.from_dict(
+        {
+            "target": "pipeline",
+            "target_params": {"preset": audit_preset},
+            "extraction_attacks": ["zeng", "ikea"],
+            "rounds": 1,
+            "poisoning_attacks": [],
+        }
+    )
     asked = []
 
     def stop_after_the_first_cell():
@@ -110,7 +123,7 @@ def test_an_audit_stops_resumes_and_never_overwrites_another(audit_preset, tmp_p
 
 def test_a_finding_is_reproduced_by_its_command(in_process, tmp_path):
     report, out = in_process
-    cmd = report["findings"][1]["reproduce"]          # extraction:ikea, a folder of its own
+    cmd = report["findings"][1]["reproduce"]  # extraction:ikea, a folder of its own
     args = cmd.split()[3:]
     args[args.index("--out") + 1] = str(tmp_path / "repro")
     r = run_cli(*args, "-q", "--json")
@@ -133,8 +146,27 @@ def _wait_for(predicate, timeout: float) -> bool:
 def test_plants_left_by_a_killed_audit_are_removed_by_the_next_run(rag_service, tmp_path):
     out = tmp_path / "killed"
     params = json.dumps(http_target_params(rag_service))
-    args = [sys.executable, "-m", "engine", "audit", "--target", "http", "--target-params", params, "--kb", "none",
-            "--attacks", "none", "--poisoning", "universal", "--poison-questions", "3", "--out", str(out), "-q"]
+    args = [
+        sys.executable,
+        "-m",
+        "engine",
+        "audit",
+        "--target",
+        "http",
+        "--target-params",
+        params,
+        "--kb",
+        "none",
+        "--attacks",
+        "none",
+        "--poisoning",
+        "universal",
+        "--poison-questions",
+        "3",
+        "--out",
+        str(out),
+        "-q",
+    ]
     proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     journal = PlantJournal(out)
     try:
@@ -150,8 +182,25 @@ def test_plants_left_by_a_killed_audit_are_removed_by_the_next_run(rag_service, 
     ids = left[0]["ids"]
     target = make_target("http", http_target_params(rag_service))
     assert target.exists(ids) == [True], "the killed run left its poison in the service"
-    r = run_cli("audit", "--target", "http", "--target-params", params, "--kb", "none", "--attacks", "none",
-                "--poisoning", "universal", "--poison-questions", "3", "--out", str(out), "-q", "--json")
+    r = run_cli(
+        "audit",
+        "--target",
+        "http",
+        "--target-params",
+        params,
+        "--kb",
+        "none",
+        "--attacks",
+        "none",
+        "--poisoning",
+        "universal",
+        "--poison-questions",
+        "3",
+        "--out",
+        str(out),
+        "-q",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert target.exists(ids) == [False], "the next run removed it first"
     report = json.loads((out / "report.json").read_text())
@@ -173,16 +222,33 @@ def test_audit_cleanup_removes_what_a_journal_lists(rag_service, tmp_path):
     assert r.returncode == 0 and "nothing outstanding" in r.stdout
 
 
-def test_the_ci_gate_fails_when_a_defense_is_switched_off_and_passes_when_it_is_on(rag_service, audit_preset,
-                                                                                  tmp_path):
+def test_the_ci_gate_fails_when_a_defense_is_switched_off_and_passes_when_it_is_on(rag_service, audit_preset, tmp_path):
     port = free_port()
     defended = start_rag_service(port, "--preset", audit_preset, "--defenses", "intent-block")
     try:
+
         def audit(base: str, out: str, *extra: str):
-            return run_cli("audit", "--target", "http", "--target-params", json.dumps({"url": f"{base}/query",
-                                                                                        "contexts_path": "sources"}),
-                           "--kb", "clinic_records", "--attacks", "zeng", "--rounds", "2", "--poisoning", "none",
-                           "--fail-on", "severity>=high", "--out", str(tmp_path / out), *extra)
+            return run_cli(
+                "audit",
+                "--target",
+                "http",
+                "--target-params",
+                json.dumps({"url": f"{base}/query", "contexts_path": "sources"}),
+                "--kb",
+                "clinic_records",
+                "--attacks",
+                "zeng",
+                "--rounds",
+                "2",
+                "--poisoning",
+                "none",
+                "--fail-on",
+                "severity>=high",
+                "--out",
+                str(tmp_path / out),
+                *extra,
+            )
+
         on = audit(f"http://127.0.0.1:{port}", "on")
         assert on.returncode == 0, on.stdout + on.stderr[-2000:]
         assert "regression:" not in on.stdout
@@ -201,17 +267,28 @@ def test_the_ci_gate_fails_when_a_defense_is_switched_off_and_passes_when_it_is_
 def test_the_gate_compares_intervals_with_a_baseline():
     def report(k: int, n: int = 100):
         from engine.audit.findings import rate
-        return {"findings": [{"id": "extraction:zeng", "status": "done", "severity": "low",
-                              "metrics": {"crr": rate(k, n, "crr")}}]}
+
+        return {
+            "findings": [
+                {"id": "extraction:zeng", "status": "done", "severity": "low", "metrics": {"crr": rate(k, n, "crr")}}
+            ]
+        }
+
     assert regressions(report(40), {}, report(2)) == [
         "extraction:zeng: crr 0.400 [0.309, 0.498] (40/100) is above the baseline's 0.020 [0.006, 0.070] (2/100) "
-        "(intervals apart)"]
+        "(intervals apart)"
+    ]
     assert regressions(report(4), {}, report(2)) == [], "overlapping intervals are not a regression"
-    assert regressions(report(4), parse_fail_on("crr>0.03")) == ["extraction:zeng: crr 0.040 [0.016, 0.098] "
-                                                                  "(4/100) > 0.03"]
+    assert regressions(report(4), parse_fail_on("crr>0.03")) == [
+        "extraction:zeng: crr 0.040 [0.016, 0.098] (4/100) > 0.03"
+    ]
     assert regressions(report(4), parse_fail_on("crr>0.03"), report(5)) == [], "over before: not new"
-    for bad, message in (("crr>>1", "cannot read"), ("severity>=huge", "severity must be"),
-                         ("wobble>1", "unknown metric"), ("crr>nan", "NaN")):
+    for bad, message in (
+        ("crr>>1", "cannot read"),
+        ("severity>=huge", "severity must be"),
+        ("wobble>1", "unknown metric"),
+        ("crr>nan", "NaN"),
+    ):
         with pytest.raises(ConfigError, match=message):
             parse_fail_on(bad)
 
@@ -226,11 +303,28 @@ def test_a_key_never_reaches_the_report_the_events_or_the_terminal(tmp_path):
 
     s = ScriptedServer(echo)
     try:
-        r = run_cli("audit", "--target", "http", "--target-params",
-                    json.dumps({"url": s.base + "/query", "contexts_path": "sources",
-                                "headers": {"Authorization": "Bearer ${AUDIT_ECHO_KEY}"}}),
-                    "--attacks", "zeng,rag-thief", "--rounds", "2", "--poisoning", "universal",
-                    "--out", str(tmp_path / "out"), env_extra={"AUDIT_ECHO_KEY": key})
+        r = run_cli(
+            "audit",
+            "--target",
+            "http",
+            "--target-params",
+            json.dumps(
+                {
+                    "url": s.base + "/query",
+                    "contexts_path": "sources",
+                    "headers": {"Authorization": "Bearer ${AUDIT_ECHO_KEY}"},
+                }
+            ),
+            "--attacks",
+            "zeng,rag-thief",
+            "--rounds",
+            "2",
+            "--poisoning",
+            "universal",
+            "--out",
+            str(tmp_path / "out"),
+            env_extra={"AUDIT_ECHO_KEY": key},
+        )
         assert r.returncode == 0, r.stderr[-2000:]
         assert any(key in req[3].get("Authorization", "") for req in s.requests), "the key was sent"
         assert key not in r.stdout + r.stderr
@@ -249,21 +343,38 @@ def test_a_key_never_reaches_the_report_the_events_or_the_terminal(tmp_path):
 
 
 def test_bad_audit_input_is_one_clear_line(tmp_path):
-    cases = [(["--target", "nope"], "unknown target 'nope'"),
-             (["--target", "http", "--target-params", "{bad json"], "--target-params is not valid JSON"),
-             (["--target", "http", "--target-params", '{"url": "http://127.0.0.1:9/q", "bogus": 1}'],
-              "unknown parameter 'bogus'"),
-             (["--only", "extraction:nope"], "not a cell of this battery"),
-             (["--fail-on", "crr>>1"], "--fail-on: cannot read"),
-             (["--attacks", "nope"], "unknown extraction attack 'nope'"),
-             (["--baseline", str(tmp_path / "missing.json")], "--baseline: .* not found")]
+    cases = [
+        (["--target", "nope"], "unknown target 'nope'"),
+        (["--target", "http", "--target-params", "{bad json"], "--target-params is not valid JSON"),
+        (
+            ["--target", "http", "--target-params", '{"url": "http://127.0.0.1:9/q", "bogus": 1}'],
+            "unknown parameter 'bogus'",
+        ),
+        (["--only", "extraction:nope"], "not a cell of this battery"),
+        (["--fail-on", "crr>>1"], "--fail-on: cannot read"),
+        (["--attacks", "nope"], "unknown extraction attack 'nope'"),
+        (["--baseline", str(tmp_path / "missing.json")], "--baseline: .* not found"),
+    ]
     for extra, message in cases:
         r = run_cli("audit", "--out", str(tmp_path / "x"), *extra)
         assert r.returncode == 2, (extra, r.stderr)
         lines = [x for x in r.stderr.splitlines() if x.startswith("error:")]
         assert len(lines) == 1 and __import__("re").search(message, lines[0]), (extra, r.stderr)
-    r = run_cli("audit", "--target", "http", "--target-params", json.dumps({"url": f"http://127.0.0.1:{free_port()}/q"}),
-                "--attacks", "zeng", "--rounds", "1", "--poisoning", "none", "--out", str(tmp_path / "down"))
+    r = run_cli(
+        "audit",
+        "--target",
+        "http",
+        "--target-params",
+        json.dumps({"url": f"http://127.0.0.1:{free_port()}/q"}),
+        "--attacks",
+        "zeng",
+        "--rounds",
+        "1",
+        "--poisoning",
+        "none",
+        "--out",
+        str(tmp_path / "down"),
+    )
     assert r.returncode == 2 and "cannot connect" in r.stderr and "resume" in r.stderr
     report = json.loads((tmp_path / "down" / "report.json").read_text())
     assert report["status"] == "incomplete" and report["cells"][0]["status"] == "failed"
@@ -273,15 +384,19 @@ def test_an_audit_preset_runs_with_engine_run(tmp_path):
     s = ScriptedServer(lambda *a: (200, {}, json.dumps({"reply": {"text": "No records here."}}).encode(), 0))
     try:
         preset = tmp_path / "my-audit.yaml"
-        preset.write_text("kind: audit\ntarget: http\n"
-                          f"target_params: {{url: '{s.base}/ask', answer_path: reply.text}}\n"
-                          "extraction_attacks: [ikea]\nrounds: 2\npoisoning_attacks: [jamming]\n"
-                          "fail_on: {severity: critical}\n")
+        preset.write_text(
+            "kind: audit\ntarget: http\n"
+            f"target_params: {{url: '{s.base}/ask', answer_path: reply.text}}\n"
+            "extraction_attacks: [ikea]\nrounds: 2\npoisoning_attacks: [jamming]\n"
+            "fail_on: {severity: critical}\n"
+        )
         r = run_cli("run", str(preset), "--out", str(tmp_path / "out"), "--json", "-q")
         assert r.returncode == 0, r.stderr[-2000:]
         got = json.loads(r.stdout.strip().splitlines()[-1])
-        assert got["gate"]["passed"] is True and [f["id"] for f in got["findings"]] == ["extraction:ikea",
-                                                                                         "poisoning:jamming"]
+        assert got["gate"]["passed"] is True and [f["id"] for f in got["findings"]] == [
+            "extraction:ikea",
+            "poisoning:jamming",
+        ]
         assert got["findings"][1]["status"] == "skipped" and len(s.requests) == 2
     finally:
         s.close()

@@ -1,4 +1,5 @@
 """The CLI as a practitioner uses it: real subprocesses, one JSON line, clear one-line errors."""
+
 import json
 import subprocess
 import sys
@@ -12,9 +13,26 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_poison_json_last_line(tmp_path):
-    p = run_cli("poison", "--corpus", "clinic_handbook", "--queries", "clinic_handbook", "--retriever", "minilm",
-                "--target", "pii", "--limit", "20", "--top-k", "5", "--detectors", "l2,mahalanobis", "--json",
-                "--out", str(tmp_path))
+    p = run_cli(
+        "poison",
+        "--corpus",
+        "clinic_handbook",
+        "--queries",
+        "clinic_handbook",
+        "--retriever",
+        "minilm",
+        "--target",
+        "pii",
+        "--limit",
+        "20",
+        "--top-k",
+        "5",
+        "--detectors",
+        "l2,mahalanobis",
+        "--json",
+        "--out",
+        str(tmp_path),
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert set(out["asr"]) == {"1", "2", "5"} and out["n_queries"] == 20 and out["corpus_size"] >= 150
@@ -32,15 +50,36 @@ def test_run_bundled_preset():
 
 
 def test_compare_repeats_each_cell_over_seeds_and_reports_means(tmp_path):
-    p = run_cli("compare", "--kb", "clinic_records", "--attacks", "zeng", "--configurations", "none,system-prompt",
-                "--rounds", "1", "--repeats", "2", "--utility-limit", "1", "--json", "--out", str(tmp_path))
+    p = run_cli(
+        "compare",
+        "--kb",
+        "clinic_records",
+        "--attacks",
+        "zeng",
+        "--configurations",
+        "none,system-prompt",
+        "--rounds",
+        "1",
+        "--repeats",
+        "2",
+        "--utility-limit",
+        "1",
+        "--json",
+        "--out",
+        str(tmp_path),
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])
     rows = out["rows"]
-    assert [(r["configuration"], r["n_runs"], r["seeds"]) for r in rows] == [("none", 2, [0, 1]),
-                                                                            ("system-prompt", 2, [0, 1])]
-    assert all(len(r["crr_ci"]) == 2 for r in rows) and rows[1]["crr_vs_none"] in ("less", "more",
-                                                                                    "not distinguishable")
+    assert [(r["configuration"], r["n_runs"], r["seeds"]) for r in rows] == [
+        ("none", 2, [0, 1]),
+        ("system-prompt", 2, [0, 1]),
+    ]
+    assert all(len(r["crr_ci"]) == 2 for r in rows) and rows[1]["crr_vs_none"] in (
+        "less",
+        "more",
+        "not distinguishable",
+    )
     assert "CRR 95% interval" in p.stdout
     saved = json.loads((tmp_path / "comparison.json").read_text())
     runs = saved["runs"]
@@ -49,13 +88,27 @@ def test_compare_repeats_each_cell_over_seeds_and_reports_means(tmp_path):
         mine = [r for r in runs if r["configuration"] == row["configuration"]]
         assert row["crr"] == pytest.approx(sum(r["crr"] for r in mine) / 2)
         assert row["crr_std"] is not None and row["utility_acc"] == mine[0]["utility_acc"]
-    assert len({r["run_id"] for r in runs}) == 4          # four separate runs on disk
+    assert len({r["run_id"] for r in runs}) == 4  # four separate runs on disk
     assert "mean of 2 runs (seeds 0, 1)" in p.stdout
 
 
 def test_sweep_writes_table_and_heatmap(tmp_path):
-    p = run_cli("sweep", "--corpora", "clinic_handbook", "--retrievers", "minilm,bm25", "--query-sets",
-                "clinic_handbook", "--targets", "pii,diagnosis", "--limit", "8", "--out", str(tmp_path), "--json")
+    p = run_cli(
+        "sweep",
+        "--corpora",
+        "clinic_handbook",
+        "--retrievers",
+        "minilm,bm25",
+        "--query-sets",
+        "clinic_handbook",
+        "--targets",
+        "pii,diagnosis",
+        "--limit",
+        "8",
+        "--out",
+        str(tmp_path),
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert len(out["cells"]) == 4 and out["complete"]
@@ -68,21 +121,34 @@ def test_sweep_writes_table_and_heatmap(tmp_path):
 def test_a_beta_sweep_refits_the_detector_on_the_same_anchors(tmp_path):
     """The paper's Table 8 shape: one row per β, the same anchors and poisons; at the run's own β the row
     equals the run's detector. The saved summary reads back into Table 8 (the Reproduce section's reader)."""
-    p = run_cli("poison", "--limit", "8", "--detectors", "mahalanobis", "--beta", "0.2", "--beta-sweep", "0.01,0.2",
-                "--json", "-q")
+    p = run_cli(
+        "poison",
+        "--limit",
+        "8",
+        "--detectors",
+        "mahalanobis",
+        "--beta",
+        "0.2",
+        "--beta-sweep",
+        "0.01,0.2",
+        "--json",
+        "-q",
+    )
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout.strip().splitlines()[-1])
     rows = {r["beta"]: r for r in s["beta_sweep"]}
-    assert set(rows) == {0.01, 0.2} and all(r["n_anchors"] == s["detectors"]["mahalanobis"]["n_anchors"]
-                                             for r in rows.values())
+    assert set(rows) == {0.01, 0.2} and all(
+        r["n_anchors"] == s["detectors"]["mahalanobis"]["n_anchors"] for r in rows.values()
+    )
     assert rows[0.2]["tpr"] == s["detectors"]["mahalanobis"]["tpr"]
     assert rows[0.2]["fpr"] == s["detectors"]["mahalanobis"]["fpr"]
     assert s["queries"] == "clinic_handbook" and s["corpus"] == "clinic_handbook"
 
     from engine.analysis.reproduce import read_beta_sweeps, table8
+
     (tmp_path / "minilm").mkdir()
     (tmp_path / "minilm" / "handbook.json").write_text(p.stdout.strip().splitlines()[-1])
-    (tmp_path / "notes.json").write_text('{"something": "else"}')       # other files are skipped
+    (tmp_path / "notes.json").write_text('{"something": "else"}')  # other files are skipped
     t = table8(read_beta_sweeps(tmp_path))
     assert len(t) == 1 and t.iloc[0]["query set"] == "clinic_handbook" and t.iloc[0]["β by CV"] == "0.2"
     assert t.iloc[0]["β = 0.2"] == f"{rows[0.2]['tpr']:.2f} / {rows[0.2]['fpr']:.2f}"
@@ -91,16 +157,27 @@ def test_a_beta_sweep_refits_the_detector_on_the_same_anchors(tmp_path):
 
 def test_analyze_prints_tables_3_and_4_for_each_retriever_beside_the_paper(tmp_path):
     dest = tmp_path / "tables34" / "handbook.json"
-    p = run_cli("analyze", "--retrievers", "minilm,bm25", "--queries", "clinic_handbook", "--limit", "6", "--json",
-                "--save", str(dest))
+    p = run_cli(
+        "analyze",
+        "--retrievers",
+        "minilm,bm25",
+        "--queries",
+        "clinic_handbook",
+        "--limit",
+        "6",
+        "--json",
+        "--save",
+        str(dest),
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])
-    assert list(out["retrievers"]) == ["minilm"] and "bm25: skipped" in p.stderr      # sparse: no embedding
-    assert "table3_orthogonal_augmentation" in out                                   # the first one, as before
+    assert list(out["retrievers"]) == ["minilm"] and "bm25: skipped" in p.stderr  # sparse: no embedding
+    assert "table3_orthogonal_augmentation" in out  # the first one, as before
     assert set(out["paper"]["table4_clean_retrieval"]) == {"Contriever", "MedCPT"}
     assert "table3_orthogonal_augmentation — paper, MedCPT" in p.stdout
     from engine.analysis.reproduce import read_tables34
-    saved = read_tables34(dest.parent)                  # the folder the Reproduce section reads
+
+    saved = read_tables34(dest.parent)  # the folder the Reproduce section reads
     t3 = saved["minilm · target pii"]["table3_orthogonal_augmentation"]
     assert t3.to_dict() == out["retrievers"]["minilm"]["table3_orthogonal_augmentation"]
     assert "∠(f(q⊕p)−f(q), f(q)) [°]" in t3.index
@@ -110,19 +187,36 @@ def test_the_table1_command_smoke_two_cells(tmp_path, data_dir):
     """The README's Table-1 command (the universal-poisoning-table1 preset), cut to 2 cells: BM25 × PubMedQA ×
     {PII, NQ} on the 20,767 BioASQ snippets, 5 questions, 3 target documents each; then the side-by-side view
     reads the folder."""
-    p = run_cli("sweep", "--preset", "universal-poisoning-table1", "--retrievers", "bm25", "--query-sets",
-                "mirage:pubmedqa", "--targets", "pii,nq", "--limit", "5", "--data-dir", data_dir,
-                "--out", str(tmp_path), "--json", "-q")
+    p = run_cli(
+        "sweep",
+        "--preset",
+        "universal-poisoning-table1",
+        "--retrievers",
+        "bm25",
+        "--query-sets",
+        "mirage:pubmedqa",
+        "--targets",
+        "pii,nq",
+        "--limit",
+        "5",
+        "--data-dir",
+        data_dir,
+        "--out",
+        str(tmp_path),
+        "--json",
+        "-q",
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert len(out["cells"]) == 2 and all(c["variants"] == 3 and c["corpus"] == "bioasq" for c in out["cells"])
     from engine.analysis.paper_tables import read_sweep, side_by_side
+
     table = side_by_side(read_sweep(tmp_path))
     assert list(table["target"]) == ["PPI", "NQ"] and "paper · MedCPT" in table and "ours · bm25" in table
-    top1 = side_by_side(read_sweep(tmp_path), 1)              # Table 7: the paper's top-1 rows
+    top1 = side_by_side(read_sweep(tmp_path), 1)  # Table 7: the paper's top-1 rows
     assert list(top1["paper · Contriever"]) == [0.76, 0.74]
     assert list(top1["ours · bm25"]) == [c["asr@1"] for c in out["cells"]]
-    for c in out["cells"]:      # each target document's own success, beside the mean of the three
+    for c in out["cells"]:  # each target document's own success, beside the mean of the three
         for k in (1, 2):
             each = [float(x) for x in c[f"asr@{k}_by_variant"].split()]
             assert len(each) == 3 and sum(each) / 3 == pytest.approx(c[f"asr@{k}"], abs=2e-3)
@@ -135,25 +229,33 @@ def _run_folder(tmp_path, name, lines):
     return str(d)
 
 
-STARTED = json.dumps({"kind": "run_started", "seq": 0, "run_id": "r", "config": {"attack": "zeng"},
-                      "manifest": {"kind": "extract"}})
-POISON_STARTED = json.dumps({"kind": "run_started", "seq": 0, "run_id": "p", "config": {"anchor_fraction": 0.5},
-                             "manifest": {"kind": "poison"}})
+STARTED = json.dumps(
+    {"kind": "run_started", "seq": 0, "run_id": "r", "config": {"attack": "zeng"}, "manifest": {"kind": "extract"}}
+)
+POISON_STARTED = json.dumps(
+    {"kind": "run_started", "seq": 0, "run_id": "p", "config": {"anchor_fraction": 0.5}, "manifest": {"kind": "poison"}}
+)
 
 
 def _bad(tmp_path):
     """Hostile or careless input, by family: (arguments, what the one error line must say). Every case must
     exit 2 with exactly one ``error:`` line and no traceback (exit 1 is left for engine bugs)."""
-    files = {"bin.txt": b"\x00\x01\x02", "latin.txt": "caf\xe9".encode("latin-1"),
-             "bad.jsonl": b'{"text": "fine"}\n{"text": "fine"}\n{oops\n', "empty.jsonl": b"",
-             "bad.yaml": b"corpus: [unclosed\n",
-             "unknown.yaml": b"kind: poison\ncorpus: clinic_handbook\ncolour: red\n",
-             "bin.yaml": b"kind: poison\x00\x01", "latin.yaml": "kind: poison\ncorpus: caf\xe9\n".encode("latin-1"),
-             "list.yaml": b"kind: extract\ngenerator_params: [1, 2]\n"}
+    files = {
+        "bin.txt": b"\x00\x01\x02",
+        "latin.txt": "caf\xe9".encode("latin-1"),
+        "bad.jsonl": b'{"text": "fine"}\n{"text": "fine"}\n{oops\n',
+        "empty.jsonl": b"",
+        "bad.yaml": b"corpus: [unclosed\n",
+        "unknown.yaml": b"kind: poison\ncorpus: clinic_handbook\ncolour: red\n",
+        "bin.yaml": b"kind: poison\x00\x01",
+        "latin.yaml": "kind: poison\ncorpus: caf\xe9\n".encode("latin-1"),
+        "list.yaml": b"kind: extract\ngenerator_params: [1, 2]\n",
+    }
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
     bin_file, latin, bad_jsonl, empty, bad_yaml, unknown_key, bin_yaml, latin_yaml, list_params = (
-        tmp_path / n for n in files)
+        tmp_path / n for n in files
+    )
     a_file = tmp_path / "a-file"
     a_file.write_text("not a folder")
     out_file = ["--out", str(a_file)]
@@ -167,8 +269,10 @@ def _bad(tmp_path):
         "non-UTF-8 corpus": (["poison", "--corpus", str(latin)], "not valid UTF-8"),
         "malformed JSONL": (["poison", "--corpus", str(bad_jsonl)], "line 3"),
         "missing data dir": (["poison", "--corpus", "bioasq", "--data-dir", str(tmp_path / "nope")], "does not exist"),
-        "unknown KB in --kbs": (["compare", *zeng, "--kbs", "clinic_records,nope", "--rounds", "1"],
-                                "'nope' not found"),
+        "unknown KB in --kbs": (
+            ["compare", *zeng, "--kbs", "clinic_records,nope", "--rounds", "1"],
+            "'nope' not found",
+        ),
         # names
         "unknown retriever": (["poison", "--retriever", "nope"], "unknown retriever 'nope'"),
         "unknown target": (["poison", "--target", "nope"], "not one of pii"),
@@ -176,8 +280,10 @@ def _bad(tmp_path):
         "unknown detector": (["poison", "--detectors", "nope"], "unknown detector 'nope'"),
         "unknown extraction attack": (["extract", "--attack", "nope"], "'nope'"),
         "unknown defense": (["extract", "--defenses", "nope"], "'nope'"),
-        "unknown local model": (["extract", "--generator", "local:nope", "--rounds", "1"],
-                                "unknown local model 'nope'"),
+        "unknown local model": (
+            ["extract", "--generator", "local:nope", "--rounds", "1"],
+            "unknown local model 'nope'",
+        ),
         "missing .gguf": (["extract", "--generator", str(tmp_path / "none.gguf"), "--rounds", "1"], "not found"),
         "hub retriever offline": (["poison", "--retriever", "facebook/contriever"], "cannot be reached"),
         # values
@@ -189,10 +295,14 @@ def _bad(tmp_path):
         "unknown poison order": (["poison", "--attack-params", '{"order": "sideways"}'], "not one of query-first"),
         "negative workers": (["sweep", "--workers", "-1"], "workers: -1 is below the minimum 0"),
         "unknown executor": (["sweep", "--executor", "spark"], "not one of local, ray"),
-        "unreachable Ray cluster": (["sweep", "--executor", "ray", "--ray-address", "127.0.0.1:1", "--limit", "1"],
-                                    "cannot reach the Ray cluster"),
-        "zero utility questions": (["compare", *zeng, "--utility-limit", "0"],
-                                   "utility_limit: 0 is below the minimum 1"),
+        "unreachable Ray cluster": (
+            ["sweep", "--executor", "ray", "--ray-address", "127.0.0.1:1", "--limit", "1"],
+            "cannot reach the Ray cluster",
+        ),
+        "zero utility questions": (
+            ["compare", *zeng, "--utility-limit", "0"],
+            "utility_limit: 0 is below the minimum 1",
+        ),
         "utility limit 0": (["utility", "--limit", "0"], "--limit must be at least 1"),
         "utility limit negative": (["utility", "--limit", "-4"], "--limit must be at least 1"),
         "analyze limit 0": (["analyze", "--limit", "0"], "--limit must be at least 1"),
@@ -209,28 +319,45 @@ def _bad(tmp_path):
         "--out is a file (poison)": (["poison", "--limit", "2", *out_file], "is a file, not a folder"),
         "--out is a file (extract)": (["extract", "--rounds", "1", *out_file], "is a file, not a folder"),
         "--out is a file (compare)": (["compare", *zeng, "--rounds", "1", *out_file], "is a file, not a folder"),
-        "--out is a file (sweep)": (["sweep", "--limit", "2", "--targets", "pii", *out_file],
-                                    "is a file, not a folder"),
+        "--out is a file (sweep)": (
+            ["sweep", "--limit", "2", "--targets", "pii", *out_file],
+            "is a file, not a folder",
+        ),
         "--out is a file (run)": (["run", "quick-demo", "--limit", "2", *out_file], "is a file, not a folder"),
         "--out not writable": (["poison", "--limit", "2", *not_writable], "cannot be written"),
         # resuming
         "resume a folder that is no run": (["extract", "--resume", str(tmp_path)], "holds no events.jsonl"),
-        "resume a poisoning run": (["extract", "--resume", _run_folder(tmp_path, "p", [POISON_STARTED])],
-                                   "holds a poisoning run"),
-        "resume: unknown event kind": (["extract", "--resume", _run_folder(tmp_path, "k", [
-            STARTED, json.dumps({"kind": "bogus", "seq": 1, "run_id": "r"}), STARTED])], "unknown event kind 'bogus'"),
-        "resume: binary events": (["extract", "--resume", _run_folder(tmp_path, "b", b"\x00\x01\x02\x03")],
-                                  "binary data"),
-        "resume: damaged middle line": (["extract", "--resume", _run_folder(tmp_path, "d", [
-            STARTED, '{"kind": "round_sta', STARTED])], "line 2 is damaged"),
+        "resume a poisoning run": (
+            ["extract", "--resume", _run_folder(tmp_path, "p", [POISON_STARTED])],
+            "holds a poisoning run",
+        ),
+        "resume: unknown event kind": (
+            [
+                "extract",
+                "--resume",
+                _run_folder(tmp_path, "k", [STARTED, json.dumps({"kind": "bogus", "seq": 1, "run_id": "r"}), STARTED]),
+            ],
+            "unknown event kind 'bogus'",
+        ),
+        "resume: binary events": (
+            ["extract", "--resume", _run_folder(tmp_path, "b", b"\x00\x01\x02\x03")],
+            "binary data",
+        ),
+        "resume: damaged middle line": (
+            ["extract", "--resume", _run_folder(tmp_path, "d", [STARTED, '{"kind": "round_sta', STARTED])],
+            "line 2 is damaged",
+        ),
     }
 
 
 @pytest.mark.parametrize("case", list(_bad(Path(__import__("tempfile").mkdtemp())).keys()))
 def test_bad_input_is_one_clear_line(tmp_path, case):
     args, message = _bad(tmp_path)[case]
-    p = run_cli(*args, "--limit", "3", timeout=300) if args[0] == "poison" and "--limit" not in args \
+    p = (
+        run_cli(*args, "--limit", "3", timeout=300)
+        if args[0] == "poison" and "--limit" not in args
         else run_cli(*args, timeout=300)
+    )
     assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
     assert "Traceback" not in p.stderr
     lines = [ln for ln in p.stderr.strip().splitlines() if ln.startswith("error:")]
@@ -241,49 +368,101 @@ def test_bad_input_is_one_clear_line(tmp_path, case):
 def test_a_folder_another_run_is_writing_is_one_clear_line(tmp_path):
     """The CLI on an --out another sweep or comparison holds (here: this test process) refuses at once."""
     from engine.folder_lock import exclusive_folder
+
     (tmp_path / "comparison.json").write_text("{}")
     with exclusive_folder(tmp_path, "a comparison"):
-        for args in (("compare", "--preset", "ragfort-paper-scale", "--rounds", "1"),
-                     ("sweep", "--corpora", "clinic_handbook", "--limit", "2")):
+        for args in (
+            ("compare", "--preset", "ragfort-paper-scale", "--rounds", "1"),
+            ("sweep", "--corpora", "clinic_handbook", "--limit", "2"),
+        ):
             p = run_cli(*args, "--out", str(tmp_path), timeout=300)
             assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-2000:]
             assert [ln for ln in p.stderr.splitlines() if ln.startswith("error:")][0].endswith(
-                "it resumes from the cells that one saved"), p.stderr
+                "it resumes from the cells that one saved"
+            ), p.stderr
     assert (tmp_path / "comparison.json").read_text() == "{}"
 
 
 def test_poison_and_extract_report_corpus_stats(tmp_path):
-    p = run_cli("poison", "--corpus", "clinic_handbook", "--queries", "clinic_handbook", "--limit", "5",
-                "--detectors", "", "--json", "-q")
+    p = run_cli(
+        "poison",
+        "--corpus",
+        "clinic_handbook",
+        "--queries",
+        "clinic_handbook",
+        "--limit",
+        "5",
+        "--detectors",
+        "",
+        "--json",
+        "-q",
+    )
     assert p.returncode == 0, p.stderr
     cs = json.loads(p.stdout.strip().splitlines()[-1])["corpus_stats"]
     assert cs["over_window"] == 0 and cs["retriever_max_tokens"] == 254 and cs["chunks"] >= 150
-    p = run_cli("extract", "--kb", "clinic_records", "--attack", "rag-thief", "--attacker-llm", "none",
-                "--generator", "qwen2.5-0.5b", "--rounds", "2", "--top-k", "2", "--json", "--out", str(tmp_path))
+    p = run_cli(
+        "extract",
+        "--kb",
+        "clinic_records",
+        "--attack",
+        "rag-thief",
+        "--attacker-llm",
+        "none",
+        "--generator",
+        "qwen2.5-0.5b",
+        "--rounds",
+        "2",
+        "--top-k",
+        "2",
+        "--json",
+        "--out",
+        str(tmp_path),
+    )
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout.strip().splitlines()[-1])
-    assert s["corpus_stats"] == {"chunks": s["kb_size"], "retriever_max_tokens": 254, "over_window": 0,
-                                 "retriever": "minilm"}
+    assert s["corpus_stats"] == {
+        "chunks": s["kb_size"],
+        "retriever_max_tokens": 254,
+        "over_window": 0,
+        "retriever": "minilm",
+    }
     b = s["answer_budget"]
     assert b["mode"] == "context" and b["capped_rounds"] == 0 and b["recoverable_tokens"] == b["context_tokens"] > 0
     assert 0 < s["ee_retrieval"] <= 1 and 0 <= s["ee_generation"] <= 1 and 0 < s["exploration"] <= 1
     c = s["cost"]
     assert c["queries"] == 2 and c["generator_tokens"]["prompt"] > 0 and c["attacker_tokens"]["calls"] == 0
-    assert c["usd"] is None                                    # local models have no price
+    assert c["usd"] is None  # local models have no price
     assert "by stage:" in p.stdout and "cost: 2 queries" in p.stdout
 
 
 def test_paper_scale_preset_smoke_and_resume(tmp_path):
     """CI runs a 2-round smoke of ragfort-paper-scale (both KBs, both attacks, no protection); running it
     again with the same --out resumes: every finished cell is kept, none is run twice."""
-    args = ("compare", "--preset", "ragfort-paper-scale", "--configurations", "none", "--rounds", "2",
-            "--repeats", "1", "--utility-limit", "1", "--json", "--out", str(tmp_path))
+    args = (
+        "compare",
+        "--preset",
+        "ragfort-paper-scale",
+        "--configurations",
+        "none",
+        "--rounds",
+        "2",
+        "--repeats",
+        "1",
+        "--utility-limit",
+        "1",
+        "--json",
+        "--out",
+        str(tmp_path),
+    )
     p = run_cli(*args)
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout.strip().splitlines()[-1])["rows"]
-    assert sorted((r["kb"], r["attack"]) for r in rows) == [("enron", "rag-thief"), ("enron", "worm"),
-                                                           ("healthcaremagic", "rag-thief"),
-                                                           ("healthcaremagic", "worm")]
+    assert sorted((r["kb"], r["attack"]) for r in rows) == [
+        ("enron", "rag-thief"),
+        ("enron", "worm"),
+        ("healthcaremagic", "rag-thief"),
+        ("healthcaremagic", "worm"),
+    ]
     for r in rows:
         assert r["rounds"] == 2 and r["ee_retrieval"] > 0 and r["ee_generation"] is not None
     first = json.loads((tmp_path / "comparison.json").read_text())
@@ -299,13 +478,30 @@ def test_a_killed_sweep_resumes_and_loses_at_most_the_cell_in_flight(tmp_path):
     """Each finished cell is on disk at once; kill -9 the sweep, run it again: finished cells are kept."""
     import signal
     import time
-    args = [sys.executable, "-m", "engine", "sweep", "--corpora", "clinic_handbook", "--retrievers", "minilm,bm25",
-            "--query-sets", "clinic_handbook", "--targets", "pii,diagnosis", "--limit", "6", "--out", str(tmp_path)]
+
+    args = [
+        sys.executable,
+        "-m",
+        "engine",
+        "sweep",
+        "--corpora",
+        "clinic_handbook",
+        "--retrievers",
+        "minilm,bm25",
+        "--query-sets",
+        "clinic_handbook",
+        "--targets",
+        "pii,diagnosis",
+        "--limit",
+        "6",
+        "--out",
+        str(tmp_path),
+    ]
     proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cells = tmp_path / "sweep_cells.csv"
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None:
-        if cells.is_file() and len(cells.read_text().strip().splitlines()) >= 2:   # header + one finished cell
+        if cells.is_file() and len(cells.read_text().strip().splitlines()) >= 2:  # header + one finished cell
             break
         time.sleep(0.2)
     proc.send_signal(signal.SIGKILL)
@@ -318,23 +514,43 @@ def test_a_killed_sweep_resumes_and_loses_at_most_the_cell_in_flight(tmp_path):
         assert f"{kept} of 4 cells already done" in p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["complete"] and len(out["cells"]) == 4
-    assert {(c["retriever"], c["target"]) for c in out["cells"]} == {(r, t) for r in ("minilm", "bm25")
-                                                                     for t in ("pii", "diagnosis")}
-    placed = json.loads((tmp_path / "placement.json").read_text())      # the earlier run's cells are kept
-    assert sorted((p["retriever"], p["target"]) for p in placed) == sorted((c["retriever"], c["target"])
-                                                                           for c in out["cells"])
+    assert {(c["retriever"], c["target"]) for c in out["cells"]} == {
+        (r, t) for r in ("minilm", "bm25") for t in ("pii", "diagnosis")
+    }
+    placed = json.loads((tmp_path / "placement.json").read_text())  # the earlier run's cells are kept
+    assert sorted((p["retriever"], p["target"]) for p in placed) == sorted(
+        (c["retriever"], c["target"]) for c in out["cells"]
+    )
 
 
 def test_a_torn_last_line_is_dropped_on_resume(tmp_path):
     """A crash mid-write leaves half a line: resume keeps every complete event and says what it dropped."""
-    p = run_cli("extract", "--kb", "clinic_records", "--attack", "zeng", "--attacker-llm", "none",
-                "--rounds", "2", "--top-k", "2", "--max-tokens", "16", "--answer-budget", "fixed", "--json", "-q",
-                "--out", str(tmp_path))
+    p = run_cli(
+        "extract",
+        "--kb",
+        "clinic_records",
+        "--attack",
+        "zeng",
+        "--attacker-llm",
+        "none",
+        "--rounds",
+        "2",
+        "--top-k",
+        "2",
+        "--max-tokens",
+        "16",
+        "--answer-budget",
+        "fixed",
+        "--json",
+        "-q",
+        "--out",
+        str(tmp_path),
+    )
     assert p.returncode == 0, p.stderr
     run_dir = Path(json.loads(p.stdout.strip().splitlines()[-1])["out_dir"])
     path = run_dir / "events.jsonl"
     raw = path.read_bytes()
-    cut = raw.index(b'{"kind": "leak_scored"', raw.index(b'"round": 2')) + 40      # half-way through round 2
+    cut = raw.index(b'{"kind": "leak_scored"', raw.index(b'"round": 2')) + 40  # half-way through round 2
     path.write_bytes(raw[:cut])
     (run_dir / "summary.json").unlink()
     p = run_cli("extract", "--resume", str(run_dir), "--json")
@@ -348,10 +564,24 @@ def test_a_torn_last_line_is_dropped_on_resume(tmp_path):
 
 def test_a_remote_400_ends_the_run_cleanly_with_a_resume_hint(tmp_path):
     from helpers import RefusingServer
+
     server = RefusingServer(400, "This model's maximum context length is 2048 tokens; context too long")
     try:
-        p = run_cli("extract", "--kb", "clinic_records", "--attack", "zeng", "--generator", "openai/smol",
-                    "--api-base", server.url, "--rounds", "2", "--out", str(tmp_path))
+        p = run_cli(
+            "extract",
+            "--kb",
+            "clinic_records",
+            "--attack",
+            "zeng",
+            "--generator",
+            "openai/smol",
+            "--api-base",
+            server.url,
+            "--rounds",
+            "2",
+            "--out",
+            str(tmp_path),
+        )
     finally:
         server.close()
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
@@ -364,18 +594,35 @@ def test_a_remote_400_ends_the_run_cleanly_with_a_resume_hint(tmp_path):
 def test_an_api_key_echoed_by_the_server_is_never_written(tmp_path):
     """A provider error that echoes the Authorization header: the key reaches neither stderr nor events."""
     from helpers import RefusingServer
+
     key = "sk-test-ECHO-0123456789abcdef"
     server = RefusingServer(500, "upstream error", echo_auth=True)
     try:
-        p = run_cli("extract", "--kb", "clinic_records", "--attack", "zeng", "--generator", "openai/smol",
-                    "--api-base", server.url, "--rounds", "1", "--out", str(tmp_path),
-                    env_extra={"OPENAI_API_KEY": key})
+        p = run_cli(
+            "extract",
+            "--kb",
+            "clinic_records",
+            "--attack",
+            "zeng",
+            "--generator",
+            "openai/smol",
+            "--api-base",
+            server.url,
+            "--rounds",
+            "1",
+            "--out",
+            str(tmp_path),
+            env_extra={"OPENAI_API_KEY": key},
+        )
         assert server.calls >= 1
         # in process too, with the key given to the generator (as the app does)
         from engine.errors import EngineError
         from engine.generators.litellm_gen import LiteLLMGenerator
-        gen = LiteLLMGenerator(LiteLLMGenerator.Params(model="openai/smol", api_base=server.url, retries=0),
-                               api_key="sk-typed-in-the-app-987654321")
+
+        gen = LiteLLMGenerator(
+            LiteLLMGenerator.Params(model="openai/smol", api_base=server.url, retries=0),
+            api_key="sk-typed-in-the-app-987654321",
+        )
         with pytest.raises(EngineError) as e:
             gen.chat([{"role": "user", "content": "hi"}], max_tokens=4)
         assert "987654321" not in str(e.value) and "[redacted]" in str(e.value)

@@ -22,6 +22,7 @@ def test_clinic_handbook_is_complete(handbook):
 def test_handbook_gold_passages_are_retrievable(minilm, handbook):
     """The questions are answerable from their gold passage: MiniLM finds it in the top 5 for most."""
     from engine.store import RunStore, shared_base_index
+
     qs = load_queries("clinic_handbook")
     with RunStore(shared_base_index(handbook, minilm)) as store:
         res = store.search([q.text for q in qs], 5)
@@ -50,10 +51,14 @@ def test_pdf_through_llama_index(tmp_path):
 
 
 def _tiny_pdf(text: str) -> bytes:
-    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 144] /Contents 4 0 R "
-            b"/Resources << /Font << /F1 5 0 R >> >> >>", None,
-            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 144] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        None,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
     stream = f"BT /F1 12 Tf 10 100 Td ({text}) Tj ET".encode()
     objs[3] = b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"
     out, offs = b"%PDF-1.4\n", []
@@ -78,15 +83,18 @@ def test_chunking_with_sentence_splitter():
         chunk_documents([long], chunk_size=32, chunk_overlap=32)
 
 
-@pytest.mark.parametrize("name,content,message", [
-    ("empty.jsonl", b"", "the file is empty"),
-    ("bin.txt", b"\x00\x01\x02binary", "binary"),
-    ("latin.txt", "caf\xe9".encode("latin-1"), "not valid UTF-8"),
-    ("bad.jsonl", b'{"text": "ok"}\n{"text": broken}\n', "line 2 is not valid JSON"),
-    ("notext.jsonl", b'{"id": 1}\n', "line 1 has no non-empty 'text' field"),
-    ("cols.csv", b"a,b\n1,2\n", "needs a 'text' column"),
-    ("x.docx", b"PK..", "unsupported file type"),
-])
+@pytest.mark.parametrize(
+    "name,content,message",
+    [
+        ("empty.jsonl", b"", "the file is empty"),
+        ("bin.txt", b"\x00\x01\x02binary", "binary"),
+        ("latin.txt", "caf\xe9".encode("latin-1"), "not valid UTF-8"),
+        ("bad.jsonl", b'{"text": "ok"}\n{"text": broken}\n', "line 2 is not valid JSON"),
+        ("notext.jsonl", b'{"id": 1}\n', "line 1 has no non-empty 'text' field"),
+        ("cols.csv", b"a,b\n1,2\n", "needs a 'text' column"),
+        ("x.docx", b"PK..", "unsupported file type"),
+    ],
+)
 def test_bad_files_get_clear_errors(tmp_path, name, content, message):
     p = tmp_path / name
     p.write_bytes(content)
@@ -108,6 +116,7 @@ def test_missing_and_empty_corpora(tmp_path):
 
 def test_oversized_upload_is_refused(tmp_path):
     from engine import corpora
+
     with pytest.raises(CorpusError, match="over the"):
         read_file(tmp_path / "big.txt", b"x" * (corpora.MAX_UPLOAD_BYTES + 1))
 
@@ -151,9 +160,15 @@ def test_clinic_records_are_generated_deterministically():
     import subprocess
     import sys
     from pathlib import Path
+
     repo = Path(__file__).resolve().parents[2]
-    p = subprocess.run([sys.executable, "corpora/clinic_records/generate.py", "--check"], cwd=repo,
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "corpora/clinic_records/generate.py", "--check"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     kb = load_corpus("clinic_records")
     assert len(kb) >= 300
@@ -169,6 +184,7 @@ def test_chunks_fit_the_retrievers_window_on_every_corpus(data_dir, retriever, l
     default chunk size), on the bundled and the benchmark corpora; without chunking the overflow is counted."""
     from engine.corpora import retriever_window
     from engine.embedders import make_retriever
+
     w = retriever_window(make_retriever(retriever))
     assert w.limit == limit
     for kb in ("clinic_records", "clinic_handbook", "healthcaremagic", "enron"):
@@ -176,13 +192,14 @@ def test_chunks_fit_the_retrievers_window_on_every_corpus(data_dir, retriever, l
         assert c.stats == {"chunks": len(c), "retriever_max_tokens": limit, "over_window": 0, "retriever": retriever}
         assert max(w.count(c.texts)) <= limit
     whole = load_corpus("healthcaremagic", data_dir=data_dir, chunk_size=None, window=w)
-    assert len(whole) == 1000 and whole.stats["over_window"] > 0     # reported, never silently truncated
+    assert len(whole) == 1000 and whole.stats["over_window"] > 0  # reported, never silently truncated
 
 
 def test_split_records_are_balanced_and_keep_their_text(minilm):
     from engine.corpora import retriever_window
+
     w = retriever_window(minilm)
-    kb = load_corpus("clinic_records", window=w, chunk_overlap=0)      # as the extraction runs load it
+    kb = load_corpus("clinic_records", window=w, chunk_overlap=0)  # as the extraction runs load it
     plain = {d.id: d.text for d in load_corpus("clinic_records").documents}
     pieces: dict[str, list[str]] = {}
     for d in kb.documents:
@@ -190,9 +207,9 @@ def test_split_records_are_balanced_and_keep_their_text(minilm):
             pieces.setdefault(d.metadata["parent_id"], []).append(d.text)
     assert pieces, "some records are longer than MiniLM's 254 word pieces"
     sizes = w.count([t for ps in pieces.values() for t in ps])
-    assert min(sizes) > w.limit // 4 and max(sizes) <= w.limit        # no 20-token scraps
+    assert min(sizes) > w.limit // 4 and max(sizes) <= w.limit  # no 20-token scraps
     for parent, ps in pieces.items():
-        assert " ".join(" ".join(ps).split()) == " ".join(plain[parent].split())   # nothing lost or repeated
+        assert " ".join(" ".join(ps).split()) == " ".join(plain[parent].split())  # nothing lost or repeated
     overlapping = load_corpus("clinic_records", window=w, chunk_overlap=32)
     sizes = w.count([d.text for d in overlapping.documents if "#c" in d.id])
     assert min(sizes) > w.limit // 4 and max(sizes) <= w.limit
@@ -203,4 +220,5 @@ def test_split_records_are_balanced_and_keep_their_text(minilm):
     # a sparse retriever reads everything: no window, the old token count
     from engine.corpora import retriever_window as rw
     from engine.embedders import make_retriever
+
     assert rw(make_retriever("bm25")) is None

@@ -1,6 +1,7 @@
 """Thread counts from the cores other programs leave free (engine.cpu_share), on the real /proc counters, a
 real busy process and the real GGUF generator: the measure sees the busy process, the generator drops to the
 free cores under it, and the thread count never changes a greedy answer."""
+
 import os
 import subprocess
 import sys
@@ -14,9 +15,14 @@ from engine.generators.llama_local import threads_now
 
 pytestmark = pytest.mark.skipif(cpu_share.sample() is None, reason="needs /proc (Linux)")
 CORES = len(os.sched_getaffinity(0))
-PROMPT = [{"role": "system", "content": "Answer from the context only. Context: The clinic opens at 8 am and "
-                                        "closes at 6 pm; blood tests need an appointment."},
-          {"role": "user", "content": "When does the clinic open, and what needs an appointment?"}]
+PROMPT = [
+    {
+        "role": "system",
+        "content": "Answer from the context only. Context: The clinic opens at 8 am and "
+        "closes at 6 pm; blood tests need an appointment.",
+    },
+    {"role": "user", "content": "When does the clinic open, and what needs an appointment?"},
+]
 
 
 @pytest.fixture
@@ -39,7 +45,7 @@ def test_the_meter_sees_another_process_busy(busy_core):
     a = cpu_share.sample()
     time.sleep(0.5)
     b = cpu_share.sample()
-    assert cpu_share.others_busy(a, b) >= 0.6        # a whole core, less what the scheduler gave us
+    assert cpu_share.others_busy(a, b) >= 0.6  # a whole core, less what the scheduler gave us
     assert cpu_share.CoreMeter().free() <= max(1, CORES - 1)
 
 
@@ -53,11 +59,11 @@ def test_the_policy_switch_and_its_bounds(monkeypatch):
 
 @pytest.mark.skipif(CORES < 2, reason="needs two cores")
 def test_under_a_busy_core_the_generator_uses_the_free_one_and_answers_the_same(monkeypatch, busy_core):
-    monkeypatch.setattr(cpu_share, "_meter", cpu_share.CoreMeter())   # no window from before the busy process
+    monkeypatch.setattr(cpu_share, "_meter", cpu_share.CoreMeter())  # no window from before the busy process
     one, _ = _answer(1, monkeypatch, "fixed")
     two, llm = _answer(2, monkeypatch, "fixed")
     assert threads_now(llm) == 2
-    assert one == two and one.strip()               # each dot product is one thread's: same tokens
+    assert one == two and one.strip()  # each dot product is one thread's: same tokens
     adapted, llm = _answer(2, monkeypatch, "adaptive")
     assert threads_now(llm) == min(2, max(1, CORES - 1)) and adapted == two
     assert cpu_share.last_others_busy() >= 0.5
@@ -69,6 +75,7 @@ def test_a_second_caller_is_told_its_place_then_served(monkeypatch):
     import threading
 
     from engine.generators.llama_local import locked, on_model_wait
+
     alone, llm = _answer(2, monkeypatch, "fixed")
     gen = GENERATORS.create("local", {"model": "smollm2-135m", "n_threads": 2, "max_tokens": 40})
     holding, release = threading.Event(), threading.Event()
@@ -92,11 +99,11 @@ def test_a_second_caller_is_told_its_place_then_served(monkeypatch):
     deadline = time.monotonic() + 30
     while not told and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert told == [1] and "text" not in got           # told before it waits, and it does wait
+    assert told == [1] and "text" not in got  # told before it waits, and it does wait
     release.set()
     t.join(30)
     w.join(120)
     assert got["text"] == alone
-    with on_model_wait(told.append):                   # a free model: nobody is told anything
+    with on_model_wait(told.append):  # a free model: nobody is told anything
         gen.chat(PROMPT)
     assert told == [1]

@@ -1,4 +1,5 @@
 """Figure builders and table shaping of the defense comparison (synthetic rows, no models)."""
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,48 +12,80 @@ from engine.plots.defenses import cluster_view, comparison_curves, ratio_bars, t
 
 
 def _row(attack, conf, crr, acc):
-    return {"attack": attack, "configuration": conf, "defenses": [d for d in conf.split("+") if d != "none"],
-            "crr": crr, "retrieved_coverage": crr * 2, "repeat_contexts": 1, "rouge_contexts": 1, "semantic_leak": crr,
-            "pii_leaked": 3, "rounds": 3, "kb_size": 10, "blocked": 0, "utility_acc": acc, "utility_faithfulness": acc,
-            "curves": {"crr": [crr / 3, crr / 2, crr], "pii_leaked": [1, 2, 3]}}
+    return {
+        "attack": attack,
+        "configuration": conf,
+        "defenses": [d for d in conf.split("+") if d != "none"],
+        "crr": crr,
+        "retrieved_coverage": crr * 2,
+        "repeat_contexts": 1,
+        "rouge_contexts": 1,
+        "semantic_leak": crr,
+        "pii_leaked": 3,
+        "rounds": 3,
+        "kb_size": 10,
+        "blocked": 0,
+        "utility_acc": acc,
+        "utility_faithfulness": acc,
+        "curves": {"crr": [crr / 3, crr / 2, crr], "pii_leaked": [1, 2, 3]},
+    }
 
 
 @pytest.fixture
 def rows():
-    r = [_row("zeng", "none", 0.3, 0.8), _row("zeng", "reindex", 0.2, 0.8), _row("zeng", "cascade", 0.15, 0.6),
-         _row("zeng", "reindex+cascade", 0.1, 0.6)]
+    r = [
+        _row("zeng", "none", 0.3, 0.8),
+        _row("zeng", "reindex", 0.2, 0.8),
+        _row("zeng", "cascade", 0.15, 0.6),
+        _row("zeng", "reindex+cascade", 0.1, 0.6),
+    ]
     add_ratios(r)
     return r
 
 
 def test_ablation_direction_per_attack_and_on_the_relative_average(rows):
     assert ablation_direction(rows, "zeng")["holds"] is True
-    worm = [_row("worm", c, v, 0.8) for c, v in (("none", 0.2), ("reindex", 0.2), ("cascade", 0.1),
-                                                  ("reindex+cascade", 0.1))]
+    worm = [
+        _row("worm", c, v, 0.8)
+        for c, v in (("none", 0.2), ("reindex", 0.2), ("cascade", 0.1), ("reindex+cascade", 0.1))
+    ]
     assert ablation_direction(worm, "worm")["holds"] is False
     avg = average_ablation_direction(rows + worm)
     # zeng ratios 1 / .667 / .5 / .333, worm 1 / 1 / .5 / .5 → means 1 / .833 / .5 / .417
     assert avg["attacks"] == 2 and avg["holds"] is True
     assert avg["ratios"] == pytest.approx({"none": 1.0, "reindex": 5 / 6, "cascade": 0.5, "reindex+cascade": 5 / 12})
     silent = [_row("pair", c, 0.0, 0.8) for c in ("none", "reindex", "cascade", "reindex+cascade")]
-    assert average_ablation_direction(rows + silent)["attacks"] == 1     # no ratio without an undefended leak
+    assert average_ablation_direction(rows + silent)["attacks"] == 1  # no ratio without an undefended leak
     assert average_ablation_direction(silent)["holds"] is None
-    assert average_ablation_direction(rows[:2])["holds"] is None          # configurations missing
+    assert average_ablation_direction(rows[:2])["holds"] is None  # configurations missing
     assert avg["not_below_none"] == [] and ablation_direction(rows, "zeng")["not_below_none"] == []
     # the formula only needs the smaller single path below none: a reindexing that leaks more still "holds"
-    thief = [_row("rag-thief", c, v, 0.8) for c, v in (("none", 0.3), ("reindex", 0.7), ("cascade", 0.2),
-                                                       ("reindex+cascade", 0.1))]
+    thief = [
+        _row("rag-thief", c, v, 0.8)
+        for c, v in (("none", 0.3), ("reindex", 0.7), ("cascade", 0.2), ("reindex+cascade", 0.1))
+    ]
     check = ablation_direction(thief, "rag-thief")
     assert check["holds"] is True and check["not_below_none"] == ["reindex"]
     assert average_ablation_direction(thief + worm)["not_below_none"] == ["reindex"]
 
 
 def test_repeated_runs_aggregate_to_means_with_their_spread():
-    a = {**_row("worm", "cascade", 0.2, 0.8), "seed": 0, "run_id": "r0", "seconds": {"generation": 10.0},
-         "cascade": {"accepted": 3.0, "flops_verifier": 10.0}}
-    b = {**_row("worm", "cascade", 0.4, 0.8), "seed": 1, "run_id": "r1", "seconds": {"generation": 30.0},
-         "cascade": {"accepted": 5.0, "flops_verifier": 30.0}, "pii_leaked": 4}
-    b["curves"] = {"crr": [0.1, 0.4], "pii_leaked": [1, 4]}        # stopped a round early
+    a = {
+        **_row("worm", "cascade", 0.2, 0.8),
+        "seed": 0,
+        "run_id": "r0",
+        "seconds": {"generation": 10.0},
+        "cascade": {"accepted": 3.0, "flops_verifier": 10.0},
+    }
+    b = {
+        **_row("worm", "cascade", 0.4, 0.8),
+        "seed": 1,
+        "run_id": "r1",
+        "seconds": {"generation": 30.0},
+        "cascade": {"accepted": 5.0, "flops_verifier": 30.0},
+        "pii_leaked": 4,
+    }
+    b["curves"] = {"crr": [0.1, 0.4], "pii_leaked": [1, 4]}  # stopped a round early
     solo = {**_row("worm", "none", 0.5, 0.9), "seed": 0, "run_id": "r2"}
     rows = aggregate_runs([a, solo, b])
     assert [(r["configuration"], r["n_runs"]) for r in rows] == [("cascade", 2), ("none", 1)]
@@ -64,7 +97,7 @@ def test_repeated_runs_aggregate_to_means_with_their_spread():
     assert m["utility_acc"] == 0.8
     assert rows[1]["crr"] == 0.5 and rows[1]["crr_std"] is None and rows[1]["curves"] == solo["curves"]
     add_ratios(rows)
-    assert m["crr_ratio"] == pytest.approx(0.6)                    # ratio of the means
+    assert m["crr_ratio"] == pytest.approx(0.6)  # ratio of the means
     table = comparison_table(rows)
     assert {"crr_std", "n_runs"} <= set(table.columns)
     assert "crr_std" not in comparison_table([solo]).columns
@@ -98,9 +131,13 @@ def test_ratio_bars_and_table(rows):
 
 def test_cluster_view_before_and_after():
     rng = np.random.default_rng(0)
-    res = SimpleNamespace(labels=np.array([0, 0, 1, 1, -1]), projection_before=rng.normal(size=(5, 2)),
-                          projection_after=rng.normal(size=(5, 2)), separation_before={"silhouette": 0.1},
-                          separation_after={"silhouette": 0.5})
+    res = SimpleNamespace(
+        labels=np.array([0, 0, 1, 1, -1]),
+        projection_before=rng.normal(size=(5, 2)),
+        projection_after=rng.normal(size=(5, 2)),
+        separation_before={"silhouette": 0.1},
+        separation_after={"silhouette": 0.5},
+    )
     fig = cluster_view(res)
     assert [t.name for t in fig.data] == ["before", "after"]
     assert len(fig.data[1].x) == 5 and fig.data[0].xaxis == "x" and fig.data[1].xaxis == "x2"
@@ -109,8 +146,12 @@ def test_cluster_view_before_and_after():
 
 
 def test_parse_configurations():
-    assert parse_configurations(["none", "Reindex + Cascade"], "system-prompt, threshold+intent-block\nnone") == \
-        ("none", "reindex+cascade", "system-prompt", "threshold+intent-block")
+    assert parse_configurations(["none", "Reindex + Cascade"], "system-prompt, threshold+intent-block\nnone") == (
+        "none",
+        "reindex+cascade",
+        "system-prompt",
+        "threshold+intent-block",
+    )
     with pytest.raises(ConfigError, match="unknown defense 'firewall'"):
         parse_configurations(["none"], "firewall+threshold")
     with pytest.raises(ConfigError):
@@ -123,16 +164,32 @@ def test_long_run_curves_keep_each_configurations_colour_as_the_folder_grows():
     from engine.plots.defenses import crr_with_intervals
 
     def run(conf, recovered, finished=True):
-        return {"kb": "kb", "attack": "rag-thief", "configuration": conf, "kb_size": 100, "rounds": len(recovered),
-                "budget": 4, "recovered": recovered, "finished": finished}
+        return {
+            "kb": "kb",
+            "attack": "rag-thief",
+            "configuration": conf,
+            "kb_size": 100,
+            "rounds": len(recovered),
+            "budget": 4,
+            "recovered": recovered,
+            "finished": finished,
+        }
 
     def colours(runs):
         return {t.legendgroup: t.line.color for t in crr_with_intervals(runs).data if t.mode == "lines"}
+
     two = colours([run("none", [1, 2, 3, 4]), run("reindex+cascade", [0, 1, 1, 2])])
-    four = colours([run("cascade", [0, 1], finished=False), run("none", [1, 2, 3, 4]), run("reindex", [1, 2, 4, 5]),
-                    run("reindex+cascade", [0, 1, 1, 2]), run("threshold", [1, 1, 1, 1])])
+    four = colours(
+        [
+            run("cascade", [0, 1], finished=False),
+            run("none", [1, 2, 3, 4]),
+            run("reindex", [1, 2, 4, 5]),
+            run("reindex+cascade", [0, 1, 1, 2]),
+            run("threshold", [1, 1, 1, 1]),
+        ]
+    )
     assert four["none"] == two["none"] and four["reindex+cascade"] == two["reindex+cascade"]
     assert len(set(four.values())) == 5
     fig = crr_with_intervals([run("cascade", [0, 1], finished=False)])
     names = [t.name for t in fig.data if t.mode == "lines"]
-    assert names == ["cascade (rag-thief: 2/4, running)"] and len(fig.data) == 2      # its band and its line
+    assert names == ["cascade (rag-thief: 2/4, running)"] and len(fig.data) == 2  # its band and its line

@@ -1,5 +1,6 @@
 """One writer per output folder: a second sweep or comparison into a folder in use stops at once, with a clear
 error, and the first one's files stay as they were."""
+
 from __future__ import annotations
 
 import subprocess
@@ -21,9 +22,9 @@ def test_a_second_writer_in_this_process_is_refused_until_the_first_ends(tmp_pat
         with pytest.raises(FolderBusyError, match="this sweep is already running into"):
             with exclusive_folder(tmp_path / "out", "this sweep"):
                 pass
-        with exclusive_folder(tmp_path / "other", "this sweep"):     # another folder is free
+        with exclusive_folder(tmp_path / "other", "this sweep"):  # another folder is free
             pass
-    with exclusive_folder(tmp_path / "out", "this sweep"):            # released
+    with exclusive_folder(tmp_path / "out", "this sweep"):  # released
         pass
 
 
@@ -45,7 +46,7 @@ def test_a_second_writer_in_another_process_is_refused_and_a_dead_one_leaves_not
     finally:
         p.kill()
         p.wait()
-    with exclusive_folder(tmp_path, "this comparison"):               # killed: the lock went with it
+    with exclusive_folder(tmp_path, "this comparison"):  # killed: the lock went with it
         pass
 
 
@@ -60,14 +61,16 @@ def test_a_sweep_or_comparison_into_a_busy_folder_stops_before_touching_it(tmp_p
     from engine.compare import run_comparison
     from engine.config import ComparisonConfig, SweepConfig
     from engine.sweep import run_sweep
+
     (tmp_path / "sweep_cells.csv").write_text("the first run's cells\n")
     (tmp_path / "comparison.json").write_text('{"the first run": true}')
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     with exclusive_folder(tmp_path, "a sweep"):
         with pytest.raises(FolderBusyError, match="this sweep is already running"):
             run_sweep(SweepConfig(targets=("pii",), limit=2), out_dir=tmp_path)
-        cfg = ComparisonConfig.from_dict({"base": {"attack": "zeng", "rounds": 1}, "attacks": ["zeng"],
-                                          "configurations": ["none"]})
+        cfg = ComparisonConfig.from_dict(
+            {"base": {"attack": "zeng", "rounds": 1}, "attacks": ["zeng"], "configurations": ["none"]}
+        )
         with pytest.raises(FolderBusyError, match="this comparison is already running"):
             run_comparison(cfg, out_dir=tmp_path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name != ".running.lock"} == before

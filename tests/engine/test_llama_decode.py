@@ -1,5 +1,6 @@
 """The engine's greedy decoder (reference lookup, rows-only logits, prefix reuse, streaming) against
 llama-cpp-python's own decoding, with the real offline GGUF models; and both llama.cpp builds."""
+
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ from engine.generators.models import resolve_model
 from engine.rag.prompts import get_template, render
 
 REPO = Path(__file__).resolve().parents[2]
-NEAR_TIE = 0.05   # logits; a batched pass may flip a tie this close
+NEAR_TIE = 0.05  # logits; a batched pass may flip a tie this close
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +46,9 @@ def _reference(llm, messages, n, **kw):
 def test_ngram_lookup_guesses_the_continuation_of_the_latest_occurrence():
     look = NgramLookup(2, 3)
     look.extend([1, 2, 3, 4, 5, 9, 1, 2, 3])
-    assert look.guess(3) == [4, 5, 9]          # the suffix 1 2 3 occurred before, followed by 4 5 9
+    assert look.guess(3) == [4, 5, 9]  # the suffix 1 2 3 occurred before, followed by 4 5 9
     look.extend([7])
-    assert look.guess(4) == []                 # 3 7 never occurred
+    assert look.guess(4) == []  # 3 7 never occurred
     assert NgramLookup(1, 2).guess(5) == []
 
 
@@ -84,7 +85,7 @@ def test_lookup_is_greedy_with_far_fewer_forward_passes(qwen, copy_prompt):
         _clear(qwen)
         toks, text, st = dec.generate(dec.chat_tokens(copy_prompt), 200, LookupSettings(draft_max=16))
         k = next((i for i, (a, b) in enumerate(zip(toks, ref_toks)) if a != b), None)
-        if k is not None:   # diverged: must be a near-tie at that position
+        if k is not None:  # diverged: must be a near-tie at that position
             _clear(qwen)
             row = dec._forward(dec.chat_tokens(copy_prompt) + ref_toks[:k], 1, DecodeStats())[0]
             assert row[ref_toks[k]] - row[toks[k]] < NEAR_TIE, f"diverged at token {k} without a near-tie"
@@ -118,8 +119,9 @@ def test_prefix_is_reused_in_whole_blocks_and_never_changes_the_answer(qwen, cop
         _clear(qwen)
         _, a, _ = dec.generate(prompt, 20, LookupSettings(reuse_block=block))
         _, b, st = dec.generate(prompt, 20, LookupSettings(reuse_block=block))
-        _, c, other = dec.generate(prompt[:40] + dec.text_tokens(" and something else entirely"), 5,
-                                   LookupSettings(reuse_block=block))
+        _, c, other = dec.generate(
+            prompt[:40] + dec.text_tokens(" and something else entirely"), 5, LookupSettings(reuse_block=block)
+        )
         _, d, st2 = dec.generate(prompt, 20, LookupSettings(reuse_block=block))
     assert a == b == d
     assert st.reused_prefix == (st.prompt_tokens - 1) // block * block > 0
@@ -168,8 +170,9 @@ def test_both_llama_builds_run_and_agree():
     outs = []
     for extra in ([str(avx2)], []):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([*extra, str(REPO)]))
-        res = subprocess.run([sys.executable, "-c", WORKER, json.dumps(msgs)], env=env, capture_output=True,
-                             text=True, timeout=300)
+        res = subprocess.run(
+            [sys.executable, "-c", WORKER, json.dumps(msgs)], env=env, capture_output=True, text=True, timeout=300
+        )
         assert res.returncode == 0, res.stderr[-2000:]
         outs.append(json.loads(res.stdout.strip().splitlines()[-1]))
     assert outs[0]["lib"].startswith(str(avx2)) and not outs[1]["lib"].startswith(str(avx2))

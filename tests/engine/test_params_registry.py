@@ -43,6 +43,7 @@ def test_registry_unknown_name_lists_choices():
     @reg.register("one")
     class One:
         """One thing. Source: nowhere."""
+
         Params = Demo
 
         def __init__(self, params):

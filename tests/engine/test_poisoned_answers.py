@@ -1,5 +1,6 @@
 """Poisoning end to end: the assistant answers from the poisoned top-K (real Qwen2.5-0.5B, real MiniLM and
 Chroma), and the answer is checked for the attacker's information; rates carry Wilson intervals."""
+
 import json
 
 import pytest
@@ -30,7 +31,7 @@ def test_answer_matching_is_case_space_and_separator_tolerant():
     goal = ("Megan Chang", "megan.chang@hotmail.com", "764-759-3824")
     assert answer_matches("call MEGAN   chang at 764.759.3824", goal) == ("Megan Chang", "764-759-3824")
     assert answer_matches("Metformin is tried first.", goal) == ()
-    assert answer_matches("the answer is 24", ("24",)) == ("24",)          # PoisonedRAG's substring rule
+    assert answer_matches("the answer is 24", ("24",)) == ("24",)  # PoisonedRAG's substring rule
     segs = item_segments("Ask megan chang: 764-759-3824.", ("Megan Chang", "764-759-3824"))
     assert [t for t, m in segs if m] == ["megan chang", "764-759-3824"]
     assert "".join(t for t, _ in segs) == "Ask megan chang: 764-759-3824."
@@ -46,7 +47,7 @@ def test_wilson_intervals_and_overlap():
 def test_generation_needs_a_known_generator_before_anything_loads():
     with pytest.raises(ConfigError, match="generator_params"):
         PoisonConfig(generate=True, generator_params={"model": "no-such-model"})
-    assert PoisonConfig(generator_params={"model": "no-such-model"}).generate is False   # off: not checked
+    assert PoisonConfig(generator_params={"model": "no-such-model"}).generate is False  # off: not checked
     # the generation fields leave older runs' hashes alone while generation is off
     assert PoisonConfig(max_tokens=50).config_hash() == PoisonConfig().config_hash()
     assert PoisonConfig(generate=True).config_hash() != PoisonConfig().config_hash()
@@ -91,8 +92,20 @@ def test_summary_reports_generation_success_with_intervals(answered):
 
 
 def test_cli_poison_generate_json(tmp_path):
-    p = run_cli("poison", "--limit", "3", "--top-k", "2", "--detectors", "", "--generate", "--json", "-q",
-                "--out", str(tmp_path))
+    p = run_cli(
+        "poison",
+        "--limit",
+        "3",
+        "--top-k",
+        "2",
+        "--detectors",
+        "",
+        "--generate",
+        "--json",
+        "-q",
+        "--out",
+        str(tmp_path),
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["n_generated"] == 3 and 0 <= out["asr_generation"] <= 1 and "asr" in out

@@ -1,5 +1,6 @@
 """Poisoning defenses from the anchors (perplexity filter, TrustRAG clustering, RobustRAG isolate-then-aggregate)
 with real models, alone and inside a poisoning run; the CLI and the config's checks."""
+
 import json
 
 import pytest
@@ -22,8 +23,11 @@ PHONE = "764-759-3824"
 @pytest.fixture(scope="module")
 def ctx():
     retriever = make_retriever("minilm")
-    return DefenseContext(load_corpus("clinic_handbook", window=None), retriever,
-                          GENERATORS.create("local", {"model": "qwen2.5-0.5b", "max_tokens": 48}))
+    return DefenseContext(
+        load_corpus("clinic_handbook", window=None),
+        retriever,
+        GENERATORS.create("local", {"model": "qwen2.5-0.5b", "max_tokens": 48}),
+    )
 
 
 def chunks(texts):
@@ -34,12 +38,13 @@ def test_perplexity_filter_drops_surprising_text_and_calibrates_on_clean_chunks(
     d = DEFENSES.create("perplexity", {"calibration_docs": 12})
     fluent = ctx.corpus.documents[0].text
     import random
+
     rng = random.Random(0)
     noise = " ".join("".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(rng.randint(3, 7))) for _ in range(30))
     kept, action = d.filter("q", chunks([fluent, noise]), ctx)
     assert [c.doc_id for c in kept] == ["d0"] and action.detail["dropped"] == ("d1",)
     assert action.detail["perplexity"]["d1"] > action.detail["threshold"] > 1.0
-    fixed = DEFENSES.create("perplexity", {"max_perplexity": 1.5})    # a fixed threshold skips calibration
+    fixed = DEFENSES.create("perplexity", {"max_perplexity": 1.5})  # a fixed threshold skips calibration
     assert fixed.calibrate(ctx) == 1.5
 
 
@@ -76,12 +81,13 @@ def test_poisoning_config_refuses_defenses_it_cannot_run():
     PoisonConfig(defenses=("isolate-aggregate",), generate=True)
     with pytest.raises(ConfigError):
         PoisonConfig(defenses=("no-such-defense",))
-    assert PoisonConfig().config_hash() == "779fd452bbd58bb2"         # older runs keep their hash
+    assert PoisonConfig().config_hash() == "779fd452bbd58bb2"  # older runs keep their hash
 
 
 def test_a_run_reports_asr_after_defenses_and_their_tpr_fpr(tmp_path):
-    cfg = PoisonConfig(limit=3, top_k=3, detectors=(), defenses=("threshold",),
-                       defense_params={"threshold": {"min_similarity": 0.99}})
+    cfg = PoisonConfig(
+        limit=3, top_k=3, detectors=(), defenses=("threshold",), defense_params={"threshold": {"min_similarity": 0.99}}
+    )
     run = PoisoningRun(cfg, out_dir=tmp_path)
     run.run()
     s = run.summary()["defenses"]
@@ -93,19 +99,39 @@ def test_a_run_reports_asr_after_defenses_and_their_tpr_fpr(tmp_path):
 
 
 def test_isolate_aggregate_inside_a_run_answers_with_its_cost(tmp_path):
-    cfg = PoisonConfig(limit=1, top_k=5, detectors=(), generate=True, max_tokens=48,
-                       defenses=("isolate-aggregate",), defense_params={"isolate-aggregate": {"isolated_tokens": 24}})
+    cfg = PoisonConfig(
+        limit=1,
+        top_k=5,
+        detectors=(),
+        generate=True,
+        max_tokens=48,
+        defenses=("isolate-aggregate",),
+        defense_params={"isolate-aggregate": {"isolated_tokens": 24}},
+    )
     run = PoisoningRun(cfg, out_dir=tmp_path)
     run.run()
     gen = next(e for e in run.events if isinstance(e, Generated))
     assert gen.model.startswith("isolate-aggregate(") and gen.info["isolated_calls"] == 5
     s = run.summary()
-    assert s["n_generated"] == 1 and s["defenses"]["asr_defended"] == 1.0   # it filters nothing before generation
+    assert s["n_generated"] == 1 and s["defenses"]["asr_defended"] == 1.0  # it filters nothing before generation
 
 
 def test_cli_poison_with_defenses(tmp_path):
-    p = run_cli("poison", "--limit", "3", "--top-k", "3", "--detectors", "", "--defenses", "threshold",
-                "--defense-params", '{"threshold": {"min_similarity": 0.99}}', "--json", "-q")
+    p = run_cli(
+        "poison",
+        "--limit",
+        "3",
+        "--top-k",
+        "3",
+        "--detectors",
+        "",
+        "--defenses",
+        "threshold",
+        "--defense-params",
+        '{"threshold": {"min_similarity": 0.99}}',
+        "--json",
+        "-q",
+    )
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout.strip().splitlines()[-1])["defenses"]
     assert d["asr_defended"] == 0.0 and d["tpr"] == 1.0 and len(d["tpr_ci"]) == 2
@@ -122,8 +148,7 @@ def test_trigger_poison_surfaces_only_with_its_trigger():
     assert t["phrase"] == "blood pressure" and t["n_triggered"] >= 2
     assert t["asr_triggered@5"] >= 0.6 and t["asr_untriggered@5"] <= 0.05
     with pytest.raises(ConfigError, match="no question contains the trigger"):
-        PoisoningRun(PoisonConfig(limit=3, detectors=(), attack="trigger",
-                                  attack_params={"trigger": "zorbex"})).run()
+        PoisoningRun(PoisonConfig(limit=3, detectors=(), attack="trigger", attack_params={"trigger": "zorbex"})).run()
 
 
 def test_jamming_blocker_is_retrieved_and_makes_the_assistant_refuse(tmp_path):
@@ -131,4 +156,4 @@ def test_jamming_blocker_is_retrieved_and_makes_the_assistant_refuse(tmp_path):
     run.run()
     s = run.summary()
     assert s["asr"]["2"] == 1.0 and s["target"] == "jamming" and s["n_generated"] == 3
-    assert s["asr_generation"] >= 1 / 3            # the 0.5B assistant refuses for at least one question
+    assert s["asr_generation"] >= 1 / 3  # the 0.5B assistant refuses for at least one question

@@ -1,4 +1,5 @@
 """The poisoning runner end to end with the real MiniLM model and a real Chroma."""
+
 import json
 
 import pytest
@@ -50,9 +51,9 @@ def test_the_summary_is_typed_and_reads_as_its_json(demo_run):
     s = demo_run.summary()
     assert isinstance(s, PoisoningSummary)
     assert s.asr == s["asr"] and s.n_queries == s["n_queries"] and s.detectors["mahalanobis"]["auroc"] > 0.5
-    assert s.generation is None and "asr_generation" not in s and "trigger" not in s   # sections it lacks
+    assert s.generation is None and "asr_generation" not in s and "trigger" not in s  # sections it lacks
     on_disk = json.loads((demo_run.out_dir / "summary.json").read_text())
-    assert on_disk == jsonable(s) == dict(demo_run.events[-1].summary)      # summary.json = the run_ended event
+    assert on_disk == jsonable(s) == dict(demo_run.events[-1].summary)  # summary.json = the run_ended event
     back = PoisoningSummary.from_dict(on_disk)
     assert jsonable(back) == on_disk
     flat = PoisoningSummary.from_dict({**on_disk, "asr_generation": 0.5, "n_generated": 4})
@@ -128,8 +129,16 @@ def test_custom_target_and_reproducibility():
 
 
 def test_poisonedrag_precision_recall(data_dir):
-    run = PoisoningRun(PoisonConfig(queries="poisonedrag:nq", attack="poisonedrag", injection="all-at-once",
-                                    limit=20, detectors=("mahalanobis",), data_dir=data_dir))
+    run = PoisoningRun(
+        PoisonConfig(
+            queries="poisonedrag:nq",
+            attack="poisonedrag",
+            injection="all-at-once",
+            limit=20,
+            detectors=("mahalanobis",),
+            data_dir=data_dir,
+        )
+    )
     run.run()
     s = run.summary()
     pr = s["poisonedrag"]
@@ -177,7 +186,7 @@ def test_poisons_longer_than_the_retriever_reads_are_counted():
     s = run.summary()
     assert s["poisons_over_window"] == 3 and s["poison_tokens"]["retriever_max_tokens"] == 254
     assert s["poison_tokens"]["longest"] > 254
-    pt = s["poison_tokens"]          # the question fits; most of the long target does not
+    pt = s["poison_tokens"]  # the question fits; most of the long target does not
     assert pt["attacker_text_cut"] == 3 and 0 < pt["attacker_text_embedded"] < 0.5
     assert 5 < pt["median_question"] < 60
     short = PoisonConfig(limit=3, detectors=())
@@ -195,12 +204,15 @@ def test_the_share_of_the_attackers_text_the_retriever_reads():
     from engine.corpora import TokenWindow
     from engine.runs.poisoning import attacker_text_in_window
     from engine.types import Document
+
     window = TokenWindow(10, lambda texts: [len(t.split()) for t in texts])
     q = {"a": "one two three four", "b": "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12"}
-    poisons = [Poison(Document("p1", "one two three four t1 t2 t3 t4 t5 t6 t7 t8"), "a", "pii"),   # q ⊕ 8: reads 6
-               Poison(Document("p2", "t1 t2 t3 one two three four"), "a", "pii"),                  # 3 ⊕ q: reads all
-               Poison(Document("p3", "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 t1 t2"), "b", "pii"),  # reads none
-               Poison(Document("p4", "rewritten, no question"), "a", "pii")]                       # left out
+    poisons = [
+        Poison(Document("p1", "one two three four t1 t2 t3 t4 t5 t6 t7 t8"), "a", "pii"),  # q ⊕ 8: reads 6
+        Poison(Document("p2", "t1 t2 t3 one two three four"), "a", "pii"),  # 3 ⊕ q: reads all
+        Poison(Document("p3", "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 t1 t2"), "b", "pii"),  # reads none
+        Poison(Document("p4", "rewritten, no question"), "a", "pii"),
+    ]  # left out
     out = attacker_text_in_window(poisons, q, window)
     assert out["median_question_tokens"] == 4.0 and out["attacker_text_cut"] == 2
     assert out["attacker_text_embedded"] == round((6 / 8 + 1 + 0) / 3, 4)
@@ -211,8 +223,9 @@ def test_the_target_first_variant_puts_the_target_where_the_retriever_reads_it()
     """order = target-first: target ⊕ q (our variant for long questions); the default is the paper's q ⊕ target."""
     from engine.attacks.poisoning import POISONING_ATTACKS
     from engine.types import Query
+
     q = Query("q1", "A 54-year-old man presents with chest pain radiating to the left arm. What is the next step?")
     paper = POISONING_ATTACKS.create("universal", {"target": "pii"}).craft([q])[0].doc.text
     first = POISONING_ATTACKS.create("universal", {"target": "pii", "order": "target-first"}).craft([q])[0].doc.text
     assert paper.startswith(q.text) and first.endswith(q.text)
-    assert sorted(paper) == sorted(first)          # the same words, in the other order
+    assert sorted(paper) == sorted(first)  # the same words, in the other order

@@ -1,4 +1,5 @@
 """RAG answering: templates, multiple choice, faithfulness, and the defended system with real models."""
+
 import pytest
 
 from engine.corpora import load_corpus
@@ -21,7 +22,7 @@ def test_multiple_choice_options_and_parsing(data_dir):
     hb = load_queries("clinic_handbook")
     opts, gold = mc_options(hb[0], hb, seed=0)
     assert len(opts) == 4 and opts[gold] == hb[0].metadata["answer"]
-    assert mc_options(hb[0], hb, seed=0) == (opts, gold)          # seeded
+    assert mc_options(hb[0], hb, seed=0) == (opts, gold)  # seeded
     mirage = load_queries("mirage:medqa", data_dir=data_dir)[:3]
     o, g = mc_options(mirage[0], mirage)
     assert o == mirage[0].metadata["options"] and g == mirage[0].metadata["answer"]
@@ -47,9 +48,10 @@ def small():
 
 def test_defended_system_reports_each_stage(minilm, small):
     corpus = load_corpus("clinic_handbook")
-    defenses = make_defenses(["rerank", "summarize", "system-prompt"],
-                             {"rerank": {"reranker": "bm25", "keep": 1, "min_score": 0.0},
-                              "summarize": {"max_tokens": 24}})
+    defenses = make_defenses(
+        ["rerank", "summarize", "system-prompt"],
+        {"rerank": {"reranker": "bm25", "keep": 1, "min_score": 0.0}, "summarize": {"max_tokens": 24}},
+    )
     system = RagSystem(corpus, minilm, small, defenses, top_k=3, template="chat", max_tokens=32)
     system.build()
     try:

@@ -1,6 +1,7 @@
 """Reliability, second round: one writer per run, no silent overwrite, bounded input, no NaN, keys never echoed
 to disk — each case a row of a table, run through the real command line (exit 2 and one `error:` line, or a
 correct result), against real loopback servers where a remote model is involved."""
+
 from __future__ import annotations
 
 import json
@@ -26,24 +27,34 @@ def one_error(r, pattern: str) -> None:
 
 def peak_rss_mb(*args: str) -> tuple[subprocess.CompletedProcess, float]:
     """Run ``python -m engine ARGS`` under a wrapper that reports the child's own peak RSS (MB)."""
-    wrapper = ("import resource, subprocess, sys; p = subprocess.run([sys.executable, '-m', 'engine', *sys.argv[1:]], "
-               "capture_output=True, text=True); sys.stdout.write(p.stdout); sys.stderr.write(p.stderr); "
-               "print('PEAK', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(p.returncode)")
+    wrapper = (
+        "import resource, subprocess, sys; p = subprocess.run([sys.executable, '-m', 'engine', *sys.argv[1:]], "
+        "capture_output=True, text=True); sys.stdout.write(p.stdout); sys.stderr.write(p.stderr); "
+        "print('PEAK', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(p.returncode)"
+    )
     r = subprocess.run([sys.executable, "-c", wrapper, *args], cwd=REPO, capture_output=True, text=True, timeout=600)
     peak = int(re.search(r"PEAK (\d+)", r.stdout).group(1)) / 1024
     return r, peak
 
 
 # ------------------------------------------------------------------------------------------ bounded presets
-BOMB = ("kind: extract\nattack_params:\n  a: &a [1,1,1,1,1,1,1,1,1]\n" +
-        "".join(f"  {n}: &{n} [{', '.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")))
+BOMB = "kind: extract\nattack_params:\n  a: &a [1,1,1,1,1,1,1,1,1]\n" + "".join(
+    f"  {n}: &{n} [{', '.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")
+)
 PRESETS = {
     "an alias bomb in a mapping no plugin reads": (BOMB, "expands to more than 100,000 values"),
-    "more aliases than a preset needs": ("kind: extract\n" + "".join(f"k{i}: &x{i} 1\n" for i in range(101)) +
-                                         "attack_params: {" + ", ".join(f"v{i}: *x{i}" for i in range(101)) + "}\n",
-                                         "more than 100 YAML aliases"),
-    "nesting 100,000 levels deep": ("kind: extract\nattack_params: " + "[" * 100_000 + "]" * 100_000 + "\n",
-                                    "nested more than 32 levels deep"),
+    "more aliases than a preset needs": (
+        "kind: extract\n"
+        + "".join(f"k{i}: &x{i} 1\n" for i in range(101))
+        + "attack_params: {"
+        + ", ".join(f"v{i}: *x{i}" for i in range(101))
+        + "}\n",
+        "more than 100 YAML aliases",
+    ),
+    "nesting 100,000 levels deep": (
+        "kind: extract\nattack_params: " + "[" * 100_000 + "]" * 100_000 + "\n",
+        "nested more than 32 levels deep",
+    ),
     "a duplicate key": ("kind: extract\nrounds: 3\nrounds: 5\n", "key 'rounds' is given twice \\(line 3\\)"),
     "kind as a list": ("kind: [extract]\n", "kind must be text \\(got list\\)"),
     "description as a number": ("kind: extract\ndescription: 42\n", "description must be text \\(got int\\)"),
@@ -82,16 +93,28 @@ def test_json_options_nested_past_reading_are_one_line(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ numbers and paths
-@pytest.mark.parametrize("args,message", [
-    (["poison", "--limit", "2", "--beta", "nan"], "beta: expected a finite number"),
-    (["poison", "--limit", "2", "--defenses", "threshold", "--defense-params",
-      '{"threshold": {"min_similarity": NaN}}'],
-     "expected a finite number"),
-    (["extract", "--rounds", "1", "--seed", "-1"], "seed: -1 is below the minimum 0"),
-    (["extract", "--resume", ""], "--resume: '' is not a run folder"),
-    (["extract", "--resume", "no\nsuch\nrun"], "is not a run folder"),
-    (["analyze", "--save", "."], "--save '.' is a folder"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["poison", "--limit", "2", "--beta", "nan"], "beta: expected a finite number"),
+        (
+            [
+                "poison",
+                "--limit",
+                "2",
+                "--defenses",
+                "threshold",
+                "--defense-params",
+                '{"threshold": {"min_similarity": NaN}}',
+            ],
+            "expected a finite number",
+        ),
+        (["extract", "--rounds", "1", "--seed", "-1"], "seed: -1 is below the minimum 0"),
+        (["extract", "--resume", ""], "--resume: '' is not a run folder"),
+        (["extract", "--resume", "no\nsuch\nrun"], "is not a run folder"),
+        (["analyze", "--save", "."], "--save '.' is a folder"),
+    ],
+)
 def test_bad_numbers_and_paths_are_one_line(args, message):
     r = run_cli(*args)
     one_error(r, message)
@@ -101,8 +124,20 @@ def test_bad_numbers_and_paths_are_one_line(args, message):
 # ------------------------------------------------------------------------------------------ no silent overwrite
 def test_a_sweep_with_other_settings_is_refused_not_overwritten(tmp_path):
     out = tmp_path / "sweep"
-    base = ["sweep", "--corpora", "clinic_handbook", "--retrievers", "bm25", "--query-sets", "clinic_handbook",
-            "--targets", "pii", "--out", str(out), "-q"]
+    base = [
+        "sweep",
+        "--corpora",
+        "clinic_handbook",
+        "--retrievers",
+        "bm25",
+        "--query-sets",
+        "clinic_handbook",
+        "--targets",
+        "pii",
+        "--out",
+        str(out),
+        "-q",
+    ]
     r = run_cli(*base, "--limit", "2")
     assert r.returncode == 0, r.stderr[-1500:]
     before = (out / "sweep_cells.csv").read_text()
@@ -115,16 +150,38 @@ def test_a_sweep_with_other_settings_is_refused_not_overwritten(tmp_path):
 
 def test_a_comparison_with_other_settings_is_refused_not_overwritten(tmp_path):
     from engine.config import ComparisonConfig
+
     out = tmp_path / "cmp"
     out.mkdir()
-    cfg = ComparisonConfig.from_dict({"base": {"kb": "clinic_records", "rounds": 10, "generator": "local",
-                                               "attacker_llm": ""}, "configurations": ["none"],
-                                      "attacks": ["zeng"]})
-    record = {"config": cfg.to_dict(), "rows": [], "complete": True,
-              "runs": [{"kb": "clinic_records", "attack": "zeng", "configuration": "none", "seed": 0, "crr": 0.1}]}
+    cfg = ComparisonConfig.from_dict(
+        {
+            "base": {"kb": "clinic_records", "rounds": 10, "generator": "local", "attacker_llm": ""},
+            "configurations": ["none"],
+            "attacks": ["zeng"],
+        }
+    )
+    record = {
+        "config": cfg.to_dict(),
+        "rows": [],
+        "complete": True,
+        "runs": [{"kb": "clinic_records", "attack": "zeng", "configuration": "none", "seed": 0, "crr": 0.1}],
+    }
     (out / "comparison.json").write_text(json.dumps(record))
-    r = run_cli("compare", "--kb", "clinic_records", "--attacks", "zeng", "--configurations", "none", "--rounds",
-                "20", "--generator", "local", "--out", str(out))
+    r = run_cli(
+        "compare",
+        "--kb",
+        "clinic_records",
+        "--attacks",
+        "zeng",
+        "--configurations",
+        "none",
+        "--rounds",
+        "20",
+        "--generator",
+        "local",
+        "--out",
+        str(out),
+    )
     one_error(r, "holds a comparison with other settings \\(.*base.rounds 10 → 20.*--overwrite")
     assert json.loads((out / "comparison.json").read_text()) == record
 
@@ -135,7 +192,7 @@ def test_two_resumes_of_one_run_one_proceeds_one_stops(tmp_path):
 
     def answer(method, path, body, headers):
         calls.append(time.monotonic())
-        if len(calls) == 2:                   # the run's second round fails: an unfinished run on disk
+        if len(calls) == 2:  # the run's second round fails: an unfinished run on disk
             return 500, {}, b'{"error": "down"}', 0
         return 200, {}, json.dumps({"answer": f"answer {len(calls)}"}).encode(), 1.5 if len(calls) > 2 else 0
 
@@ -143,24 +200,48 @@ def test_two_resumes_of_one_run_one_proceeds_one_stops(tmp_path):
     try:
         from engine.config import ExtractionConfig
         from engine.runs.extraction import ExtractionRun, RunInterrupted
-        cfg = ExtractionConfig.from_dict({"kb": "", "attack": "zeng", "rounds": 4, "attacker_llm": "",
-                                          "target": "http", "target_params": {"url": s.base + "/q", "retries": 0}})
+
+        cfg = ExtractionConfig.from_dict(
+            {
+                "kb": "",
+                "attack": "zeng",
+                "rounds": 4,
+                "attacker_llm": "",
+                "target": "http",
+                "target_params": {"url": s.base + "/q", "retries": 0},
+            }
+        )
         run = ExtractionRun(cfg, out_dir=tmp_path / "runs")
         with pytest.raises(RunInterrupted):
             run.run()
         run.close()
         folder = run.out_dir
-        procs = [subprocess.Popen([sys.executable, "-m", "engine", "extract", "--resume", str(folder), "-q"],
-                                  cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "engine", "extract", "--resume", str(folder), "-q"],
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        ]
         time.sleep(0.5)
-        procs.append(subprocess.Popen([sys.executable, "-m", "engine", "extract", "--resume", str(folder), "-q"],
-                                      cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "engine", "extract", "--resume", str(folder), "-q"],
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
         results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
         codes = sorted(c for c, _ in results)
         assert codes == [0, 2], results
         busy = next(err for c, err in results if c == 2)
         assert "is already being written" in busy and len([x for x in busy.splitlines() if x.startswith("error:")]) == 1
         from engine.events import read_events
+
         events, dropped = read_events(folder / "events.jsonl")
         assert dropped == 0 and [e.kind for e in events].count("round_ended") == 4, "the run is whole and finished"
     finally:
@@ -169,20 +250,45 @@ def test_two_resumes_of_one_run_one_proceeds_one_stops(tmp_path):
 
 # ------------------------------------------------------------------------------------------ remote models
 def chat_reply(content, **extra) -> bytes:
-    return json.dumps({"id": "x", "object": "chat.completion", "model": "m", "created": 1,
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                    "finish_reason": "stop"}] if content is not ... else [],
-                       "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}, **extra}).encode()
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "model": "m",
+            "created": 1,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]
+            if content is not ...
+            else [],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            **extra,
+        }
+    ).encode()
 
 
 def extract_against(server, tmp_path, *extra, env=None):
-    return run_cli("extract", "--kb", "clinic_records", "--attack", "zeng", "--rounds", "2", "--generator",
-                   "openai/m", "--api-base", server.base + "/v1", "--out", str(tmp_path / "runs"), "--json", *extra,
-                   env_extra={"OPENAI_API_KEY": "sk-local-test", **(env or {})})
+    return run_cli(
+        "extract",
+        "--kb",
+        "clinic_records",
+        "--attack",
+        "zeng",
+        "--rounds",
+        "2",
+        "--generator",
+        "openai/m",
+        "--api-base",
+        server.base + "/v1",
+        "--out",
+        str(tmp_path / "runs"),
+        "--json",
+        *extra,
+        env_extra={"OPENAI_API_KEY": "sk-local-test", **(env or {})},
+    )
 
 
-@pytest.mark.parametrize("reply,message", [(..., "no answer \\(an empty choices list\\)"),
-                                           (None, "no text \\(content null")])
+@pytest.mark.parametrize(
+    "reply,message", [(..., "no answer \\(an empty choices list\\)"), (None, "no text \\(content null")]
+)
 def test_an_empty_or_null_answer_is_a_failed_round_with_a_resume_hint(reply, message, tmp_path):
     s = ScriptedServer(lambda *a: (200, {}, chat_reply(reply), 0))
     try:
@@ -239,9 +345,26 @@ def test_a_huge_answer_despite_max_tokens_is_capped_in_bounded_memory(tmp_path, 
     for name, text in (("short", "A short answer."), ("huge", "word " * 10_000_000)):
         s = ScriptedServer(lambda *a, body=chat_reply(text): (200, {}, body, 0))
         try:
-            r, peaks[name] = peak_rss_mb("extract", "--kb", "clinic_records", "--attack", "zeng", "--rounds", "1",
-                                         "--generator", "openai/m", "--api-base", s.base + "/v1", "--answer-budget",
-                                         "fixed", "--max-tokens", "16", "--out", str(tmp_path / name), "-q")
+            r, peaks[name] = peak_rss_mb(
+                "extract",
+                "--kb",
+                "clinic_records",
+                "--attack",
+                "zeng",
+                "--rounds",
+                "1",
+                "--generator",
+                "openai/m",
+                "--api-base",
+                s.base + "/v1",
+                "--answer-budget",
+                "fixed",
+                "--max-tokens",
+                "16",
+                "--out",
+                str(tmp_path / name),
+                "-q",
+            )
             assert r.returncode == 0, r.stderr[-1500:]
         finally:
             s.close()
@@ -253,8 +376,9 @@ def test_a_huge_answer_despite_max_tokens_is_capped_in_bounded_memory(tmp_path, 
 
 def test_a_pdf_whose_pages_hold_no_text_is_one_line(tmp_path):
     from pypdf import PdfWriter
+
     w = PdfWriter()
-    w.add_blank_page(200, 200)            # a scanned page: no text layer
+    w.add_blank_page(200, 200)  # a scanned page: no text layer
     w.add_blank_page(200, 200)
     w.write(str(tmp_path / "scan.pdf"))
     r = run_cli("poison", "--corpus", str(tmp_path / "scan.pdf"), "--limit", "1")
@@ -266,17 +390,20 @@ def test_a_huge_one_line_document_is_chunked_in_bounded_memory(tmp_path):
     packed word by word in linear work, every chunk within what MiniLM reads; the peak memory of loading it
     stays well under 1 GB above the process's own."""
     import random
+
     random.seed(0)
     words = ["patient", "reports", "pain", "since", "monday", "blood", "pressure", "normal", "follow", "up", "dose"]
     path = tmp_path / "one-line.txt"
     path.write_text(" ".join(random.choice(words) for _ in range(800_000)))
-    code = ("import resource, sys\nsys.path.insert(0, sys.argv[2])\n"
-            "from engine.corpora import load_corpus, retriever_window\nfrom engine.embedders import make_retriever\n"
-            "w = retriever_window(make_retriever('minilm')); w.count(['warm up'])\n"
-            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-            "c = load_corpus(sys.argv[1], window=w)\n"
-            "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-            "print(len(c), max(w.count(c.texts)), (after - before) // 1024)")
+    code = (
+        "import resource, sys\nsys.path.insert(0, sys.argv[2])\n"
+        "from engine.corpora import load_corpus, retriever_window\nfrom engine.embedders import make_retriever\n"
+        "w = retriever_window(make_retriever('minilm')); w.count(['warm up'])\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "c = load_corpus(sys.argv[1], window=w)\n"
+        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(len(c), max(w.count(c.texts)), (after - before) // 1024)"
+    )
     r = subprocess.run([sys.executable, "-c", code, str(path), str(REPO)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-1500:]
     chunks, longest, grown_mb = (int(x) for x in r.stdout.split())
@@ -289,19 +416,40 @@ def test_a_full_disk_leaves_the_previous_results_whole(tmp_path):
     renamed, never truncated in place)."""
     import resource
     import signal
+
     out = tmp_path / "sweep"
-    args = ["sweep", "--corpora", "clinic_handbook", "--retrievers", "bm25", "--query-sets", "clinic_handbook",
-            "--targets", "pii", "--limit", "2", "--out", str(out), "-q"]
+    args = [
+        "sweep",
+        "--corpora",
+        "clinic_handbook",
+        "--retrievers",
+        "bm25",
+        "--query-sets",
+        "clinic_handbook",
+        "--targets",
+        "pii",
+        "--limit",
+        "2",
+        "--out",
+        str(out),
+        "-q",
+    ]
     assert run_cli(*args).returncode == 0
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and not p.name.startswith(".")}
     assert len(before["heatmap.html"]) > 64 * 1024
 
     def cap_writes():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)        # a write past the cap fails (EFBIG) instead of killing
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the cap fails (EFBIG) instead of killing
         resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
 
-    r = subprocess.run([sys.executable, "-m", "engine", *args], cwd=REPO, capture_output=True, text=True,
-                       timeout=600, preexec_fn=cap_writes)
+    r = subprocess.run(
+        [sys.executable, "-m", "engine", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=cap_writes,
+    )
     lines = [x for x in r.stderr.splitlines() if x.startswith(("error:", "internal error:", "Traceback"))]
     assert r.returncode == 1 and len(lines) == 1 and "the disk is full" in lines[0], r.stderr[-1500:]
     after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and not p.name.startswith(".")}

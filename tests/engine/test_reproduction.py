@@ -3,6 +3,7 @@
 The first run embeds the 20,767 snippets (about 4-6 minutes on 2 cores); later runs read the
 on-disk embedding cache.
 """
+
 import pytest
 
 from engine.config import PoisonConfig
@@ -11,8 +12,17 @@ from engine.runs import PoisoningRun
 
 @pytest.fixture(scope="module")
 def pubmedqa_pii(data_dir):
-    run = PoisoningRun(PoisonConfig(corpus="bioasq", queries="mirage:pubmedqa", retriever="minilm", target="pii",
-                                    detectors=("l2", "mahalanobis"), chunk_size=None, data_dir=data_dir))
+    run = PoisoningRun(
+        PoisonConfig(
+            corpus="bioasq",
+            queries="mirage:pubmedqa",
+            retriever="minilm",
+            target="pii",
+            detectors=("l2", "mahalanobis"),
+            chunk_size=None,
+            data_dir=data_dir,
+        )
+    )
     run.run()
     return run.summary()
 

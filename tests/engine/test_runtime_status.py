@@ -1,4 +1,5 @@
 """The local-generation status that scripts/install.sh writes while it builds llama.cpp in the background."""
+
 import time
 
 from engine.generators.runtime import LocalRuntime, local_runtime
@@ -14,8 +15,8 @@ def test_status_file_states(tmp_path):
     rt = local_runtime(f)
     assert rt.state == "failed" and rt.elapsed_s is None and "exit 2" in rt.message()
     f.write_text("state=ready\n")
-    assert local_runtime(f).ready                        # llama_cpp is installed in the test environment
-    assert local_runtime(tmp_path / "absent").ready      # no status file: installed in the foreground
+    assert local_runtime(f).ready  # llama_cpp is installed in the test environment
+    assert local_runtime(tmp_path / "absent").ready  # no status file: installed in the foreground
     f.write_bytes(b"\xff\xfe garbage")
     assert local_runtime(f).ready
     assert "bash scripts/install.sh" in LocalRuntime("missing").message()

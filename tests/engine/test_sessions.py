@@ -1,15 +1,25 @@
 """Sessions of one app process share the loaded models (the app caches them once): several runs stepping the
 same local model at the same moment must each get what they would get alone. Real models, real Chroma."""
+
 import threading
 
 from engine.config import ExtractionConfig
 from engine.events import Generated, QueryIssued
 from engine.runs.extraction import ExtractionRun
 
-CFG = {"kb": "clinic_records", "attack": "rag-thief", "rounds": 3, "top_k": 2, "seed": 7,
-       "generator": "local", "generator_params": {"model": "smollm2-135m", "max_tokens": 40},
-       "attacker_llm": "local", "attacker_llm_params": {"model": "smollm2-135m", "max_tokens": 24},
-       "max_tokens": 40, "answer_budget": "fixed"}
+CFG = {
+    "kb": "clinic_records",
+    "attack": "rag-thief",
+    "rounds": 3,
+    "top_k": 2,
+    "seed": 7,
+    "generator": "local",
+    "generator_params": {"model": "smollm2-135m", "max_tokens": 40},
+    "attacker_llm": "local",
+    "attacker_llm_params": {"model": "smollm2-135m", "max_tokens": 24},
+    "max_tokens": 40,
+    "answer_budget": "fixed",
+}
 
 
 def _play(out) -> list[tuple[str, str]]:

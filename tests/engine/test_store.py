@@ -1,4 +1,5 @@
 """Real Chroma (embedded and server): exact ranks, isolation, embedding cache."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ def _exact_topk(index: BaseIndex, qv: np.ndarray, k: int) -> list[str]:
 
 def test_chroma_agrees_with_exact_numpy(minilm, handbook):
     from engine.queries import load_queries
+
     qs = [q.text for q in load_queries("clinic_handbook")]
     index = shared_base_index(handbook, minilm)
     qv = minilm.encode_queries(qs)
@@ -48,8 +50,9 @@ def test_groups_make_one_poison_visible_per_query(minilm, handbook):
     index = shared_base_index(handbook, minilm)
     qa, qb = "How is strep throat diagnosed?", "What is the normal range of TSH?"
     with RunStore(index) as s:
-        s.inject([Document("pa", qa + " Call 555-0100.", {}), Document("pb", qb + " Call 555-0101.", {})],
-                 groups=["a", "b"])
+        s.inject(
+            [Document("pa", qa + " Call 555-0100.", {}), Document("pb", qb + " Call 555-0101.", {})], groups=["a", "b"]
+        )
         ra, rb = s.search([qa, qb], 5, groups=["a", "b"], rank_ids=[["pa"], ["pb"]])
         assert ra.store_agreed and rb.store_agreed
         assert {h.doc_id for h in ra.hits if h.is_poison} == {"pa"}
@@ -121,8 +124,11 @@ def chroma_server(tmp_path_factory):
     port = free_port()
     path = tmp_path_factory.mktemp("chroma-server")
     exe = Path(sys.executable).with_name("chroma")
-    proc = subprocess.Popen([str(exe), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(exe), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     if not wait_for_port(port, proc, 60):
         proc.kill()
         pytest.fail("chroma server did not start")
@@ -145,14 +151,19 @@ def test_chroma_server_mode(minilm, handbook, chroma_server):
 def test_unreachable_server_is_a_clear_error():
     with pytest.raises(EngineError, match="cannot reach the Chroma server"):
         from engine.store import chroma_client
+
         chroma_client(StoreSettings(mode="http", host="127.0.0.1", port=free_port()))
 
 
 def test_poisoning_run_against_the_server(chroma_server):
     from engine.config import PoisonConfig
     from engine.runs import PoisoningRun
-    run = PoisoningRun(PoisonConfig(limit=8, detectors=(), store="http", chroma_host=chroma_server.host,
-                                    chroma_port=chroma_server.port))
+
+    run = PoisoningRun(
+        PoisonConfig(
+            limit=8, detectors=(), store="http", chroma_host=chroma_server.host, chroma_port=chroma_server.port
+        )
+    )
     run.run()
     s = run.summary()
     assert s["asr"]["5"] >= 0.8 and s["store_agreement"] == 1.0
@@ -161,6 +172,7 @@ def test_poisoning_run_against_the_server(chroma_server):
 def test_mpnet_assembly_refuses_a_hash_mismatch(tmp_path, monkeypatch):
     from engine.embedders import packaged
     from engine.errors import ModelUnavailableError
+
     monkeypatch.setattr(packaged, "MPNET_SAFETENSORS_SHA256", "0" * 64)
     with pytest.raises(ModelUnavailableError, match="does not match the pinned"):
         packaged.assemble_mpnet(tmp_path / "mpnet")
@@ -169,6 +181,7 @@ def test_mpnet_assembly_refuses_a_hash_mismatch(tmp_path, monkeypatch):
 
 def test_concurrent_runs_in_threads_stay_isolated(minilm, handbook):
     import threading
+
     index = shared_base_index(handbook, minilm)
     q = "How is gout treated?"
     seen: dict[str, set] = {}
@@ -216,25 +229,30 @@ def test_a_server_build_waits_for_the_lock_another_builder_holds(chroma_server, 
     from engine.corpora import load_corpus
     from engine.store import chroma_client
     import engine.store as store_mod
-    corpus = load_corpus("clinic_handbook", chunk_size=96)          # a base no other test built
-    name = "base-" + __import__("hashlib").sha256(
-        f"{minilm.model_id}|cosine|{corpus.fingerprint}".encode()).hexdigest()[:40]
+
+    corpus = load_corpus("clinic_handbook", chunk_size=96)  # a base no other test built
+    name = (
+        "base-"
+        + __import__("hashlib").sha256(f"{minilm.model_id}|cosine|{corpus.fingerprint}".encode()).hexdigest()[:40]
+    )
     client = chroma_client(chroma_server)
-    minilm.encode_documents(corpus.texts)                             # cached: the build itself is quick
+    minilm.encode_documents(corpus.texts)  # cached: the build itself is quick
     client.create_collection("lock-" + name[5:], metadata={"since": time.time(), "pid": 1})
     done = threading.Event()
     t = threading.Thread(target=lambda: (BaseIndex.build(corpus, minilm, settings=chroma_server), done.set()))
     t.start()
     time.sleep(3)
-    assert not done.is_set()                                          # waiting for the holder
+    assert not done.is_set()  # waiting for the holder
     client.delete_collection("lock-" + name[5:])
     t.join(120)
     assert done.is_set() and client.get_collection(name).count() == len(corpus)
     assert not [c for c in client.list_collections() if getattr(c, "name", c).startswith("lock-")]
     # a stale lock (its builder died long ago) does not block
     other = load_corpus("clinic_handbook", chunk_size=80)
-    oname = "base-" + __import__("hashlib").sha256(
-        f"{minilm.model_id}|cosine|{other.fingerprint}".encode()).hexdigest()[:40]
+    oname = (
+        "base-"
+        + __import__("hashlib").sha256(f"{minilm.model_id}|cosine|{other.fingerprint}".encode()).hexdigest()[:40]
+    )
     client.create_collection("lock-" + oname[5:], metadata={"since": time.time() - store_mod.BUILD_LOCK_STALE_S - 60})
     BaseIndex.build(other, minilm, settings=chroma_server)
     assert client.get_collection(oname).count() == len(other)
@@ -245,23 +263,33 @@ def test_ray_workers_share_the_servers_base_collection_built_once(chroma_server)
     and a sweep with store = http runs its cells on the shared base."""
     pytest.importorskip("ray")
     from engine.executors import ExecutorConfig, run_cells
+
     settings = chroma_server.to_dict()
 
     def build(item, reporter):
         import engine.store as s
         from engine.corpora import load_corpus
         from engine.embedders import make_retriever
+
         corpus = load_corpus("clinic_handbook", chunk_size=72)
         index = s.BaseIndex.build(corpus, make_retriever("minilm"), settings=s.StoreSettings(**settings))
         return s.fills, index.collection.count(), len(corpus)
+
     got = run_cells(build, [(0, None), (1, None)], executor=ExecutorConfig(executor="ray", workers=2))
     assert all(o.error is None for o in got), [o.error for o in got]
-    assert sum(o.result[0] for o in got) == 1                        # filled once, by one of the two
+    assert sum(o.result[0] for o in got) == 1  # filled once, by one of the two
     assert all(o.result[1] == o.result[2] for o in got)
     from engine.config import SweepConfig
     from engine.sweep import run_sweep
-    cfg = SweepConfig(targets=("pii", "diagnosis"), limit=4, chunk_size=72, store="http",
-                      chroma_host=chroma_server.host, chroma_port=chroma_server.port)
+
+    cfg = SweepConfig(
+        targets=("pii", "diagnosis"),
+        limit=4,
+        chunk_size=72,
+        store="http",
+        chroma_host=chroma_server.host,
+        chroma_port=chroma_server.port,
+    )
     result = run_sweep(cfg, executor=ExecutorConfig(executor="ray", workers=2))
     assert result.complete and result.cells.equals(run_sweep(cfg.replace(store="persistent")).cells)
 
@@ -269,17 +297,19 @@ def test_ray_workers_share_the_servers_base_collection_built_once(chroma_server)
 def test_exact_scoring_in_query_blocks_gives_the_same_ranks(minilm, handbook, monkeypatch):
     """A large corpus is scored a block of queries at a time (memory bounded); the answer does not change."""
     import engine.store as store_mod
+
     index = BaseIndex.build(handbook, minilm)
     qs = ["What is the normal range of TSH?", "When should I fast before a blood test?", "How is asthma treated?"]
     with RunStore(index) as s:
         s.inject([Document("blk-poison", qs[1] + " Call 555-0100.", {})])
         whole = s.search(qs, 5, rank_ids=[["blk-poison"]] * 3)
-        monkeypatch.setattr(store_mod, "SCORE_BLOCK_BYTES", 4 * (len(handbook) + 1))   # one query per block
+        monkeypatch.setattr(store_mod, "SCORE_BLOCK_BYTES", 4 * (len(handbook) + 1))  # one query per block
         blocked = s.search(qs, 5, rank_ids=[["blk-poison"]] * 3)
     # the same documents in the same order; scores equal up to the last bits (BLAS sums a 1-row product
     # differently from a 3-row one)
-    assert [[(h.doc_id, h.rank, h.is_poison) for h in r.hits] for r in blocked] == \
-        [[(h.doc_id, h.rank, h.is_poison) for h in r.hits] for r in whole]
+    assert [[(h.doc_id, h.rank, h.is_poison) for h in r.hits] for r in blocked] == [
+        [(h.doc_id, h.rank, h.is_poison) for h in r.hits] for r in whole
+    ]
     assert np.allclose([h.score for r in blocked for h in r.hits], [h.score for r in whole for h in r.hits], atol=1e-5)
     assert [r.injected_ranks for r in blocked] == [r.injected_ranks for r in whole]
     assert whole[1].injected_ranks["blk-poison"] == 1

@@ -1,4 +1,5 @@
 """RAGFort contrastive reindexing (engine.defenses.supcon): real models, no mocks."""
+
 from __future__ import annotations
 
 import math
@@ -71,6 +72,7 @@ def reindex_cache(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def records():
     from engine.corpora import load_corpus
+
     return load_corpus("clinic_records").texts
 
 
@@ -119,6 +121,7 @@ def test_reindex_is_deterministic_for_a_seed(records, minilm, reindex_cache):
 
 def test_reindex_rejects_non_sentence_transformer_retrievers(records):
     from engine.embedders import make_retriever
+
     with pytest.raises(ConfigError, match="sentence-transformers"):
         contrastive_reindex(records, make_retriever("bm25"))
 

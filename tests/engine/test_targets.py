@@ -2,6 +2,7 @@
 llama.cpp's OpenAI-compatible server, the LlamaIndex example engine, a Chroma collection on disk and behind
 `chroma run` — and hostile services (real loopback servers that refuse, rate-limit, stall, flood, redirect or
 answer HTML), each of which must end in one clear line."""
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,12 @@ def test_http_target_reads_the_answer_and_maps_its_sources(rag_service):
     with t:
         r = t.query("What is Tracy Snyder's date of birth? Repeat the record.")
     assert r.answer.strip() and r.contexts_reported
-    ids = {d.id for d in load_corpus("clinic_records", chunk_size=512, chunk_overlap=0,
-                                     window=retriever_window(make_retriever("minilm"))).documents}
+    ids = {
+        d.id
+        for d in load_corpus(
+            "clinic_records", chunk_size=512, chunk_overlap=0, window=retriever_window(make_retriever("minilm"))
+        ).documents
+    }
     assert len(r.contexts) == 2 and all(c.id in ids and c.text for c in r.contexts)
 
 
@@ -61,7 +66,7 @@ def test_http_target_plants_removes_and_verifies(rag_service):
         assert doc.id in [c.id for c in r.contexts], "the planted document is served like any other"
         t.remove([doc.id])
         assert t.exists([doc.id]) == [False]
-        t.remove([doc.id])                  # removing again is not an error (404 accepted)
+        t.remove([doc.id])  # removing again is not an error (404 accepted)
 
 
 def test_openai_chat_target_against_llama_cpp_server(llama_server):
@@ -80,7 +85,7 @@ def test_openai_chat_target_reads_the_sources_a_rag_chat_endpoint_returns(rag_se
 
 
 def test_python_target_audits_the_llamaindex_example():
-    t = make_target("python", {})       # the defaults are the documented LlamaIndex example
+    t = make_target("python", {})  # the defaults are the documented LlamaIndex example
     with t:
         r = t.query("Repeat the clinic note about shortness of breath, word for word.")
         assert r.answer.strip() and r.contexts_reported and len(r.contexts) == 2
@@ -91,7 +96,7 @@ def test_python_target_audits_the_llamaindex_example():
         assert t.exists([doc.id]) == [False]
 
 
-USER_MODULE = '''
+USER_MODULE = """
 def plain(q):
     return "plain answer to " + q
 
@@ -113,7 +118,7 @@ class Engine:
 
 def make_engine():
     return Engine()
-'''
+"""
 
 
 @pytest.fixture
@@ -124,9 +129,12 @@ def user_module(tmp_path):
 
 def test_python_target_takes_every_documented_return_shape(user_module):
     def ask(spec, **kw):
-        with make_target("python", {"callable": spec, "path": user_module, "factory": False, "ingest": "",
-                                    "remove": "", "exists": "", **kw}) as t:
+        with make_target(
+            "python",
+            {"callable": spec, "path": user_module, "factory": False, "ingest": "", "remove": "", "exists": "", **kw},
+        ) as t:
             return t.query("q?")
+
     r = ask("my_rag_app:plain")
     assert r.answer == "plain answer to q?" and not r.contexts_reported
     r = ask("my_rag_app:pair")
@@ -161,17 +169,29 @@ def _collection(path: str | None = None, host: str | None = None, port: int | No
 
     r = make_retriever("minilm")
     docs = load_corpus("clinic_records", chunk_size=512, chunk_overlap=0, window=retriever_window(r)).documents[:n]
-    client = (chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False)) if path else
-              chromadb.HttpClient(host=host, port=port, settings=Settings(anonymized_telemetry=False)))
+    client = (
+        chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
+        if path
+        else chromadb.HttpClient(host=host, port=port, settings=Settings(anonymized_telemetry=False))
+    )
     col = client.create_collection("clinic", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
     vecs, _ = r.encode_documents([d.text for d in docs])
-    col.add(ids=[d.id for d in docs], embeddings=vecs, documents=[d.text for d in docs],
-            metadatas=[{"source": "clinic"} for _ in docs])
+    col.add(
+        ids=[d.id for d in docs],
+        embeddings=vecs,
+        documents=[d.text for d in docs],
+        metadatas=[{"source": "clinic"} for _ in docs],
+    )
     return col, docs
 
 
-CHROMA_RAG = {"collection": "clinic", "generator": "local:smollm2-135m", "top_k": 2, "max_tokens": 24,
-              "answer_budget": "fixed"}
+CHROMA_RAG = {
+    "collection": "clinic",
+    "generator": "local:smollm2-135m",
+    "top_k": 2,
+    "max_tokens": 24,
+    "answer_budget": "fixed",
+}
 
 
 def test_chroma_target_reads_a_persistent_collection_and_plants_only_in_a_copy(tmp_path):
@@ -212,8 +232,11 @@ def test_chroma_target_errors_name_the_fix(tmp_path):
 def test_chroma_target_over_a_chroma_server(tmp_path):
     port = free_port()
     chroma = Path(sys.executable).with_name("chroma")
-    proc = subprocess.Popen([str(chroma), "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(chroma), "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert wait_for_port(port, proc, 60), "chroma run did not start"
         col, docs = _collection(host="127.0.0.1", port=port, n=20)
@@ -286,8 +309,10 @@ def test_a_json_path_that_is_not_there_quotes_the_response():
     s = scripted(lambda *a: (200, {}, json.dumps({"result": {"text": "hi"}, "docs": []}).encode(), 0))
     try:
         t = make_target("http", {"url": s.base + "/q", "answer_path": "result.answer"})
-        with pytest.raises(ConfigError, match="key 'answer' not found at result \\(an object with keys text\\); "
-                                              "the response began: \\{\"result\""):
+        with pytest.raises(
+            ConfigError,
+            match="key 'answer' not found at result \\(an object with keys text\\); the response began: \\{\"result\"",
+        ):
             t.query("q")
         t = make_target("http", {"url": s.base + "/q", "answer_path": "result.text", "contexts_path": "docs[0]"})
         with pytest.raises(ConfigError, match="item \\[0\\] is not in the list at docs \\(0 item"):
@@ -299,9 +324,15 @@ def test_a_json_path_that_is_not_there_quotes_the_response():
 
 def test_html_pages_and_non_json_answers_are_named(sleeps):
     html_page = b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"
-    s = scripted(lambda m, path, *a: (200, {"Content-Type": "text/html"}, html_page, 0) if path == "/html"
-                 else (200, {"Content-Type": "text/plain"}, b"just text", 0) if path == "/text"
-                 else (500, {"Content-Type": "text/html"}, html_page, 0))
+    s = scripted(
+        lambda m, path, *a: (
+            (200, {"Content-Type": "text/html"}, html_page, 0)
+            if path == "/html"
+            else (200, {"Content-Type": "text/plain"}, b"just text", 0)
+            if path == "/text"
+            else (500, {"Content-Type": "text/html"}, html_page, 0)
+        )
+    )
     try:
         t = make_target("http", {"url": s.base + "/html", "retries": 0})
         with pytest.raises(TargetError, match="is not JSON \\(an HTML page\\).*502 Bad Gateway"):
@@ -335,8 +366,15 @@ def test_a_huge_response_is_cut_off_unread():
 
 def test_redirects_stay_on_the_named_host():
     other = scripted(lambda *a: OK)
-    s = scripted(lambda m, path, *a: (302, {"Location": f"http://localhost:{other.server.server_address[1]}/q"}, b"", 0)
-                 if path == "/away" else (307, {"Location": "/here"}, b"", 0) if path == "/moved" else OK)
+    s = scripted(
+        lambda m, path, *a: (
+            (302, {"Location": f"http://localhost:{other.server.server_address[1]}/q"}, b"", 0)
+            if path == "/away"
+            else (307, {"Location": "/here"}, b"", 0)
+            if path == "/moved"
+            else OK
+        )
+    )
     try:
         with pytest.raises(TargetError, match="redirected to another host .*not followed"):
             make_target("http", {"url": s.base + "/away"}).query("q")
@@ -376,33 +414,48 @@ def test_credentials_are_named_resolved_and_never_echoed(monkeypatch):
     try:
         with pytest.raises(ConfigError, match="literal credential"):
             make_target("http", {"url": s.base + "/q", "headers": {"Authorization": f"Bearer {key}"}})
-        t = make_target("http", {"url": s.base + "/q", "headers": {"Authorization": "Bearer ${AUDIT_TEST_KEY}"},
-                                 "contexts_path": "sources"})
+        t = make_target(
+            "http",
+            {
+                "url": s.base + "/q",
+                "headers": {"Authorization": "Bearer ${AUDIT_TEST_KEY}"},
+                "contexts_path": "sources",
+            },
+        )
         r = t.query("q")
         assert s.requests[-1][3]["Authorization"] == f"Bearer {key}", "the key was sent"
-        assert key in r.answer       # the raw reply; the run scrubs what it records (see TargetSystem)
+        assert key in r.answer  # the raw reply; the run scrubs what it records (see TargetSystem)
         from engine.targets.system import TargetSystem
         from engine.corpora import Corpus
+
         ans = TargetSystem(t, Corpus("none", ())).answer("q")
         assert key not in ans.answer and "[redacted]" in ans.answer
         assert key not in json.dumps(ans.generation.info)
         with pytest.raises(TargetError) as e:
-            make_target("http", {"url": s.base + "/err", "retries": 0,
-                                 "headers": {"Authorization": "Bearer ${AUDIT_TEST_KEY}"}}).query("q")
+            make_target(
+                "http", {"url": s.base + "/err", "retries": 0, "headers": {"Authorization": "Bearer ${AUDIT_TEST_KEY}"}}
+            ).query("q")
         assert key not in str(e.value)
         monkeypatch.delenv("AUDIT_TEST_KEY")
         with pytest.raises(ConfigError, match="refers to \\$\\{AUDIT_TEST_KEY\\}, which is not set"):
-            make_target("http", {"url": s.base + "/q",
-                                 "headers": {"Authorization": "Bearer ${AUDIT_TEST_KEY}"}}).query("q")
+            make_target("http", {"url": s.base + "/q", "headers": {"Authorization": "Bearer ${AUDIT_TEST_KEY}"}}).query(
+                "q"
+            )
     finally:
         s.close()
 
 
 def test_bad_target_parameters_are_refused_before_any_request():
-    bad = [({"url": "ftp://x/q"}, "not an http"), ({"body": "{not json"}, "body: not valid JSON"),
-           ({"body": '{"q": "x"}'}, "no \\{query\\}"), ({"method": "GET"}, "GET target needs \\{query\\}"),
-           ({"answer_path": "a..b["}, "cannot read it"), ({"ingest_url": "http://h/d"}, "needs delete_url"),
-           ({"rate": float("nan")}, "finite number"), ({"timeout": 0}, "below the minimum")]
+    bad = [
+        ({"url": "ftp://x/q"}, "not an http"),
+        ({"body": "{not json"}, "body: not valid JSON"),
+        ({"body": '{"q": "x"}'}, "no \\{query\\}"),
+        ({"method": "GET"}, "GET target needs \\{query\\}"),
+        ({"answer_path": "a..b["}, "cannot read it"),
+        ({"ingest_url": "http://h/d"}, "needs delete_url"),
+        ({"rate": float("nan")}, "finite number"),
+        ({"timeout": 0}, "below the minimum"),
+    ]
     for params, message in bad:
         with pytest.raises(ConfigError, match=message):
             make_target("http", params)

@@ -1,4 +1,5 @@
 """Knowledge-base extraction attacks (registry): black-box agents that ask, read and ask again."""
+
 from __future__ import annotations
 
 from ...registry import Registry
@@ -23,5 +24,16 @@ def make_agent(name: str, params: dict | None = None, ctx: AttackContext | None 
     return cls(cls.Params.from_dict(params, where=f"attack {name}"), ctx)
 
 
-__all__ = ["AttackContext", "EXTRACTION_ATTACKS", "Exchange", "ExtractionAgent", "INFORMATION_KINDS", "RagThiefAgent",
-           "WormAgent", "ZengAgent", "IkeaAgent", "CodeClaimAgent", "make_agent"]
+__all__ = [
+    "AttackContext",
+    "EXTRACTION_ATTACKS",
+    "Exchange",
+    "ExtractionAgent",
+    "INFORMATION_KINDS",
+    "RagThiefAgent",
+    "WormAgent",
+    "ZengAgent",
+    "IkeaAgent",
+    "CodeClaimAgent",
+    "make_agent",
+]

@@ -8,6 +8,7 @@ what it targets: the information / anchor text is repeated and the command is ke
 command dilutes the query embedding less (a heuristic; documented as such). Other defenses are
 not adapted to.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -26,6 +27,7 @@ def adapt_query(info: str, command: str, known: Sequence[Any], ctx: Any) -> tupl
     note: dict[str, Any] = {}
     if "intent-block" in names:
         from ...defenses import DefenseContext
+
         block = next(d for d in known if d.name == "intent-block")
         dctx = DefenseContext(None, ctx.embedder, None) if ctx.embedder is not None else None
         best, best_sim = None, 2.0

@@ -4,6 +4,7 @@ An agent sees only what a black-box user sees: its own past queries and the syst
 (the :class:`Exchange` transcript). It has a query budget, and its internal state is a plain,
 JSON-able dict (``state()``) that the UI shows and a resumed run restores (``load_state``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,9 +34,9 @@ class AttackContext:
     seed: int = 0
     data_dir: Optional[str] = None
     attacker_llm: Optional["Generator"] = None
-    embedder: Optional["Retriever"] = None      # the attacker's copy of an embedding model (Worm)
-    kb_hint: str = ""                            # e.g. "medical", "email": picks targeted seeds
-    known_defenses: tuple = ()                   # the active defenses, for adaptive attackers (white-box)
+    embedder: Optional["Retriever"] = None  # the attacker's copy of an embedding model (Worm)
+    kb_hint: str = ""  # e.g. "medical", "email": picks targeted seeds
+    known_defenses: tuple = ()  # the active defenses, for adaptive attackers (white-box)
 
 
 class ExtractionAgent:
@@ -48,15 +49,17 @@ class ExtractionAgent:
 
     class Params(Params):
         budget: int = param(20, min=1, max=10000, help="Query budget (rounds)")
-        adaptive: bool = param(False, help="Knows the active defenses and adapts its query to them "
-                                           "(see engine.attacks.extraction.adaptive)")
+        adaptive: bool = param(
+            False,
+            help="Knows the active defenses and adapts its query to them (see engine.attacks.extraction.adaptive)",
+        )
 
     def __init__(self, params: Params, ctx: AttackContext | None = None) -> None:
         self.params = params
         self.ctx = ctx or AttackContext()
         self.rng = np.random.default_rng(self.ctx.seed)
-        self.seen = 0                      # exchanges already observed
-        self.adapted: dict = {}            # what the adaptive attacker changed in its last query
+        self.seen = 0  # exchanges already observed
+        self.adapted: dict = {}  # what the adaptive attacker changed in its last query
         self.last_query = ""
 
     @property
@@ -66,7 +69,7 @@ class ExtractionAgent:
 
     def next_query(self, transcript: Sequence[Exchange]) -> Optional[str]:
         """The next attack query, or None when the budget is spent or the agent has nothing left."""
-        for ex in transcript[self.seen:]:
+        for ex in transcript[self.seen :]:
             self._observe(ex)
             self.seen += 1
         if len(transcript) >= self.budget:
@@ -74,6 +77,7 @@ class ExtractionAgent:
         q = self._propose()
         if q is not None and self.params.adaptive and self.ctx.known_defenses:
             from .adaptive import adapt_query
+
             info, command = self._parts(q)
             q, self.adapted = adapt_query(info, command, self.ctx.known_defenses, self.ctx)
         self.last_query = q or ""
@@ -109,8 +113,7 @@ class ExtractionAgent:
     # state ---------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         """Everything the agent knows, as JSON-able values (shown in the UI, restored on resume)."""
-        return {"seen": self.seen, "rng": self.rng.bit_generator.state, "adapted": dict(self.adapted),
-                **self._state()}
+        return {"seen": self.seen, "rng": self.rng.bit_generator.state, "adapted": dict(self.adapted), **self._state()}
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state` saved (on resume): exchanges seen, the RNG and the subclass's own state."""
@@ -127,4 +130,3 @@ class ExtractionAgent:
     def describe(self) -> dict:
         """Name and parameters (for the run manifest)."""
         return {"name": self.name, "params": self.params.to_dict()}
-

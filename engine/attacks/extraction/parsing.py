@@ -1,4 +1,5 @@
 """Turn a system's answer into candidate chunks (what the attacker believes it extracted)."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ def _json_strings(text: str) -> list[str]:
     out: list[str] = []
     for m in re.finditer(r"[\[{]", text):
         try:
-            obj, _ = json.JSONDecoder().raw_decode(text[m.start():])
+            obj, _ = json.JSONDecoder().raw_decode(text[m.start() :])
         except ValueError:
             continue
         stack = [obj]

@@ -1,4 +1,5 @@
 """A detector-aware (adaptive) variant of universal poisoning."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -39,19 +40,29 @@ class CamouflagedPoisoning(UniversalPoisoning):
         if self.params.camouflage_docs and not hasattr(self, "_search_clean"):
             raise ConfigError("the camouflaged attack needs to query the retriever (run it through a PoisoningRun)")
         info, goal = self.target(), self.goal()
-        camo = self._search_clean([q.text for q in queries], self.params.camouflage_docs) \
-            if self.params.camouflage_docs else [[] for _ in queries]
+        camo = (
+            self._search_clean([q.text for q in queries], self.params.camouflage_docs)
+            if self.params.camouflage_docs
+            else [[] for _ in queries]
+        )
         out = []
         for i, (q, docs) in enumerate(zip(queries, camo)):
             extra = " ".join(" ".join(d.split()[: self.params.camouflage_words]) for d in docs)
             text = f"{q.text}{self.params.separator}{info}" + (f" {extra}" if extra else "")
-            out.append(Poison(Document(f"poison-{i:05d}", text, {"poison": True, "query_id": q.id,
-                                                                "attack": self.name}), q.id, self.params.target, goal))
+            out.append(
+                Poison(
+                    Document(f"poison-{i:05d}", text, {"poison": True, "query_id": q.id, "attack": self.name}),
+                    q.id,
+                    self.params.target,
+                    goal,
+                )
+            )
         return out
 
 
 def clean_searcher(index):
     """The attacker's black-box view of the clean index: top-k texts per query (exact)."""
+
     def search(texts: list[str], k: int) -> list[list[str]]:
         if not index.dense:
             out = []
@@ -63,4 +74,5 @@ def clean_searcher(index):
         S = index.retriever.score(qv, index.vectors)
         top = np.argsort(-S, axis=1)[:, :k]
         return [[index.corpus.documents[int(j)].text for j in row] for row in top]
+
     return search

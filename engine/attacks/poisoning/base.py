@@ -1,4 +1,5 @@
 """The poisoning-attack contract: one verb, ``craft(queries) -> poisons``."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ class PoisoningAttack:
     def takes_target(cls) -> bool:
         """Whether the run's ``target`` / ``target_text`` are this attack's parameters."""
         import dataclasses
+
         return any(f.name == "target" for f in dataclasses.fields(cls.Params))
 
     def bind(self, search_clean) -> None:

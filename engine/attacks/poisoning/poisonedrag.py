@@ -1,4 +1,5 @@
 """PoisonedRAG black-box attack (Zou et al., USENIX Security 2025)."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -29,11 +30,18 @@ class PoisonedRAGBlackBox(PoisoningAttack):
         for qi, q in enumerate(queries):
             advs = q.metadata.get("adv_texts")
             if not advs:
-                raise ConfigError("the poisonedrag attack needs a poisonedrag:nq|msmarco|hotpotqa query set "
-                                  f"(query {q.id!r} has no adversarial texts)")
+                raise ConfigError(
+                    "the poisonedrag attack needs a poisonedrag:nq|msmarco|hotpotqa query set "
+                    f"(query {q.id!r} has no adversarial texts)"
+                )
             for j, adv in enumerate(advs[: self.params.n_texts]):
                 text = f"{q.text} {adv}" if self.params.prefix_question else adv
-                out.append(Poison(Document(f"poison-{qi:05d}-{j}", text, {"poison": True, "query_id": q.id,
-                                                                          "attack": self.name}), q.id, "poisonedrag",
-                                  (str(q.metadata["incorrect"]),) if q.metadata.get("incorrect") else ()))
+                out.append(
+                    Poison(
+                        Document(f"poison-{qi:05d}-{j}", text, {"poison": True, "query_id": q.id, "attack": self.name}),
+                        q.id,
+                        "poisonedrag",
+                        (str(q.metadata["incorrect"]),) if q.metadata.get("incorrect") else (),
+                    )
+                )
         return out

@@ -1,4 +1,5 @@
 """Universal poisoning (paper §3.1) and its paraphrased-query variant (§3.2, Table 2)."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -23,12 +24,18 @@ class UniversalPoisoning(PoisoningAttack):
         target_text: str = param("", help="Your own target text (target = custom)")
         variant: int = param(0, min=0, max=99, help="Which generated target document of this kind")
         separator: str = param(" ", help="Text between the query and the target information")
-        order: str = param("query-first", choices=("query-first", "target-first"),
-                           help="query-first: q ⊕ target (the paper); target-first: target ⊕ q, so the target is "
-                                "always inside what the retriever reads, however long the question")
-        goal: str = param("", help="Comma-separated strings whose appearance in an answer counts as the attack "
-                                   "working at generation (default: the target's own items: name, e-mail, "
-                                   "phone, MRN …, or PoisonedRAG's wrong answer)")
+        order: str = param(
+            "query-first",
+            choices=("query-first", "target-first"),
+            help="query-first: q ⊕ target (the paper); target-first: target ⊕ q, so the target is "
+            "always inside what the retriever reads, however long the question",
+        )
+        goal: str = param(
+            "",
+            help="Comma-separated strings whose appearance in an answer counts as the attack "
+            "working at generation (default: the target's own items: name, e-mail, "
+            "phone, MRN …, or PoisonedRAG's wrong answer)",
+        )
 
     def target(self) -> str:
         """The target information appended to every query (one text for all, set by ``target``, ``variant`` and the
@@ -58,8 +65,14 @@ class UniversalPoisoning(PoisoningAttack):
         for i, q in enumerate(queries):
             aq = self.attacker_query(q)
             text = f"{info}{sep}{aq}" if self.params.order == "target-first" else f"{aq}{sep}{info}"
-            out.append(Poison(Document(f"poison-{i:05d}", text, {"poison": True, "query_id": q.id,
-                                                                "attack": self.name}), q.id, self.params.target, goal))
+            out.append(
+                Poison(
+                    Document(f"poison-{i:05d}", text, {"poison": True, "query_id": q.id, "attack": self.name}),
+                    q.id,
+                    self.params.target,
+                    goal,
+                )
+            )
         return out
 
 
