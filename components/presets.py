@@ -7,6 +7,7 @@ from typing import Any
 import streamlit as st
 
 from components.params_form import new_form_generation
+from components.poisoning_settings import more_from_config
 from components.state import close_run
 from components.text import md_escape
 from engine.config import PoisonConfig, list_presets, load_preset
@@ -63,6 +64,7 @@ def apply_preset(name: str) -> bool:
         "defense_params": {k: dict(v) for k, v in dict(cfg.defense_params or {}).items()},
         "generate": cfg.generate and cfg.generator == packaged_generator(),
         "gen_model": cfg.answer_generator_params().get("model"),
+        "more": more_from_config(cfg),
     }
     new_form_generation()
     return True

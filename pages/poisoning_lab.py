@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from components.lab import render_detectors, render_embedding_map, render_exports, render_live_metrics, render_round
-from components.params_form import changed_only, params_form, registry_forms
+from components.params_form import changed_only, field_input, params_form, registry_forms
+from components.poisoning_settings import build_poison_config, more_fields
 from components.state import close_run, data_dir, init_state, my_runs_dir, progress_callback
 from components.stepper import stepper
 from components.text import md_escape
@@ -18,7 +19,6 @@ from engine.defenses import DEFENSES
 from engine.detectors import DETECTORS
 from engine.errors import EngineError
 from engine.generators.models import MODELS
-from engine.generators import packaged_generator
 from engine.queries import available_query_sets
 from engine.runs import PoisoningRun
 
@@ -34,33 +34,7 @@ run = st.session_state["lab_run"]
 
 
 def build_config() -> PoisonConfig:
-    return PoisonConfig(
-        corpus=p["corpus"],
-        queries=lab["queries"],
-        retriever=p["retriever"],
-        attack=lab["attack"],
-        target=lab["target"],
-        target_text=lab["target_text"],
-        injection=lab["injection"],
-        limit=lab["limit"] or None,
-        top_k=p["top_k"],
-        detectors=tuple(lab["detectors"]),
-        chunk_size=p["chunk_size"],
-        chunk_overlap=p["chunk_overlap"],
-        seed=lab["seed"],
-        data_dir=data_dir(),
-        attack_params=dict(lab.get("attack_params") or {}) or None,
-        detector_params={d: v for d, v in dict(lab.get("detector_params") or {}).items() if d in lab["detectors"]}
-        or None,
-        defenses=tuple(lab.get("defenses") or ()),
-        defense_params={
-            d: v for d, v in dict(lab.get("defense_params") or {}).items() if d in (lab.get("defenses") or ())
-        }
-        or None,
-        generate=bool(lab.get("generate")),
-        generator=packaged_generator(),
-        generator_params={"model": lab.get("gen_model") or ANSWER_MODEL},
-    )
+    return build_poison_config(p, lab, data_dir(), ANSWER_MODEL)
 
 
 def prepare() -> None:
@@ -107,7 +81,7 @@ with st.expander("Attack setup", expanded=run is None):
         queries = c1.selectbox(
             "Questions to attack", qsets, index=qsets.index(lab["queries"]) if lab["queries"] in qsets else 0
         )
-        limit = c1.number_input("How many (first N; 0 = all)", 0, 5000, int(lab["limit"] or 0))
+        limit = c1.number_input("How many (first N; 0 = all)", 0, None, int(lab["limit"] or 0))
         attack_cls = POISONING_ATTACKS.get(attack)
         c2.markdown(f"**{attack} parameters**")
         attack_params = changed_only(
@@ -175,7 +149,11 @@ with st.expander("Attack setup", expanded=run is None):
             if (lab.get("gen_model") or ANSWER_MODEL) in models
             else 0,
         )
-        seed = st.number_input("Seed", 0, 10_000, int(lab["seed"]))
+        seed = field_input(PoisonConfig, "seed", int(lab["seed"]), label="Seed")
+        with st.expander("More settings (detector anchors, answer prompt and length, judge)"):
+            more = params_form(
+                PoisonConfig, lab.get("more"), only=more_fields(), key="poison-more", mappings_as_json=True
+            )
         submitted = st.form_submit_button("Prepare attack", type="primary")
     if submitted:
         st.session_state["lab"] = lab = {
@@ -193,6 +171,7 @@ with st.expander("Attack setup", expanded=run is None):
             "gen_model": gen_model,
             "defenses": list(defenses),
             "defense_params": defense_params,
+            "more": more,
         }
         prepare()
         st.rerun()

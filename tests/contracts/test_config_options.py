@@ -217,3 +217,25 @@ def test_every_extraction_field_has_a_place_in_the_lab():
     back = build_config(settings_from_config(cfg), "")
     for name in more_fields():
         assert getattr(back, name) == getattr(cfg, name), name
+
+
+def test_every_poisoning_field_has_a_place_in_the_app():
+    """The pipeline page, the poisoning lab's own widgets, its generated "More settings" and the deployment
+    cover every PoisonConfig field; the lab's settings make the config they came from."""
+    from components.poisoning_settings import (
+        ELSEWHERE,
+        LAB_FIELDS,
+        PIPELINE_FIELDS,
+        build_poison_config,
+        more_fields,
+        more_from_config,
+    )
+
+    names = [f.name for f in dataclasses.fields(PoisonConfig)]
+    assert sorted(PIPELINE_FIELDS + LAB_FIELDS + more_fields() + ELSEWHERE) == sorted(names)
+    cfg = PoisonConfig(anchor_k=7, anchor_fraction=0.4, max_tokens=64, detectors=("mahalanobis",))
+    pipeline = {k: getattr(cfg, k) for k in PIPELINE_FIELDS}
+    lab = {k: getattr(cfg, k) for k in LAB_FIELDS} | {"more": more_from_config(cfg), "gen_model": "qwen2.5-0.5b"}
+    back = build_poison_config(pipeline, lab, "", "qwen2.5-0.5b")
+    for name in more_fields() + PIPELINE_FIELDS:
+        assert getattr(back, name) == getattr(cfg, name), name
