@@ -314,7 +314,9 @@ class ComparisonConfig(Params):
         ("none", "threshold", "summarize", "reindex", "cascade", "reindex+cascade"),
         help="Defense sets: '+'-joined defense names, 'none' for no defense",
     )
-    attacks: tuple[str, ...] = param(("rag-thief",), help="Attacks, each run against every configuration")
+    attacks: tuple[str, ...] = param(
+        ("rag-thief",), help="Attacks, each run against every configuration", registry="extraction-attacks"
+    )
     kbs: tuple[str, ...] = param(
         (), help="Knowledge bases, each attacked with every attack × configuration (empty: the base's kb)"
     )

@@ -67,33 +67,24 @@ def check_args(args) -> None:
 
 def executor_of(args: Any, meta: dict | None = None) -> Any:
     """The :class:`~engine.executors.ExecutorConfig` of a sweep or comparison: the preset's ``executor:``
-    section, with ``--executor``, ``--ray-address``, ``--workers`` and ``--cpus-per-cell`` on top. Asking for
+    section, with the options given on top (``--executor``, ``--ray-address``, ``--workers``, …). Asking for
     Ray without Ray installed is one clear error, before any work."""
     from ..executors import ExecutorConfig, checked
 
+    from .config_options import config_values
+
     values = (meta or {}).get("executor", ExecutorConfig()).to_dict()
-    for key in ("executor", "ray_address", "workers", "cpus_per_cell"):
-        v = getattr(args, key, None)
-        if v is not None:
-            values[key] = v
+    values.update(config_values(args, ExecutorConfig))
     return checked(ExecutorConfig.from_dict(values, where="executor"))
 
 
 def add_executor_args(sp: Any) -> None:
-    """``--executor``, ``--ray-address``, ``--workers``, ``--cpus-per-cell`` (override a preset's ``executor:``)."""
-    sp.add_argument(
-        "--executor",
-        help="where cells run: local (here, one after another) or ray (Ray tasks; "
-        "pip install -r requirements-scale.txt)",
-    )
-    sp.add_argument(
-        "--ray-address",
-        dest="ray_address",
-        help="Ray cluster: empty starts a local Ray, 'auto' joins the one 'ray start' runs here, "
-        "ray://host:10001 a remote one",
-    )
-    sp.add_argument("--workers", type=int, help="cells running at once on Ray (0: CPUs ÷ CPUs per cell)")
-    sp.add_argument("--cpus-per-cell", dest="cpus_per_cell", type=int, help="CPUs Ray reserves per cell")
+    """Every :class:`~engine.executors.ExecutorConfig` field as an option (``--executor``, ``--ray-address``,
+    ``--workers``, ``--cpus-per-cell``, ``--retries``): they override a preset's ``executor:`` section."""
+    from ..executors import ExecutorConfig
+    from .config_options import add_config_options
+
+    add_config_options(sp, ExecutorConfig)
 
 
 def load_kind_preset(name: str, kind: str, quiet: bool) -> tuple[Any, dict]:

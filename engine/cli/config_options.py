@@ -7,7 +7,7 @@ checks both directions). Values are read as typed:
 
 * numbers and text as given (the config checks bounds and names the field);
 * ``true``/``false`` fields as ``--name`` / ``--no-name``;
-* lists comma-separated (``none`` = empty);
+* lists comma-separated (``none`` alone = empty);
 * mappings as JSON, or ``@FILE`` with the JSON in a file;
 * an optional field takes ``none`` for None.
 
@@ -116,8 +116,8 @@ def add_config_options(
         elif kind in ("int", "float"):
             kw["type"] = _optional_number(kind, name in zero) if optional else (int if kind == "int" else float)
             kw["metavar"] = "N" if kind == "int" else "X"
-        elif f.get("choices") and kind == "str":
-            kw["choices"] = tuple(f["choices"])
+        elif f.get("choices") and kind == "str":  # the config refuses another value, naming the field
+            kw["metavar"] = "{" + ",".join(map(str, f["choices"])) + "}"
         elif kind == "mapping":
             kw["metavar"] = "JSON"
         if name in dict(metavars or {}):
@@ -126,11 +126,17 @@ def add_config_options(
 
 
 def config_values(
-    args: Any, cls: type[Params], *, skip: Iterable[str] = (), defaults: Mapping[str, Any] | None = None
+    args: Any,
+    cls: type[Params],
+    *,
+    skip: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    none_is_a_value: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The fields of ``cls`` given on the command line (``defaults``: the command's own defaults, applied where
     an option was not given), converted: lists split at commas, JSON mappings read (a bad one is a ConfigError
-    naming its option), ``none`` as None."""
+    naming its option), ``none`` as None (or, alone, as an empty list; ``none_is_a_value``: list fields where it is
+    a value, e.g. a comparison's no-defense configuration)."""
     from .common import json_option
 
     skip = set(skip)
@@ -145,8 +151,9 @@ def config_values(
             out[f.name] = None
             continue
         kind, optional = _kind(typing.get_type_hints(cls)[f.name])
-        if kind == "list" and isinstance(raw, str):
-            out[f.name] = tuple(x.strip() for x in raw.split(",") if x.strip() and x.strip() not in NONE_WORDS)
+        if kind == "list" and isinstance(raw, str):  # 'none' alone: an empty list, unless it is one of the values
+            empty = raw.strip() in NONE_WORDS and f.name not in set(none_is_a_value)
+            out[f.name] = () if empty else tuple(x.strip() for x in raw.split(",") if x.strip())
         elif kind == "mapping" and isinstance(raw, str) and raw.strip() in NONE_WORDS:
             out[f.name] = None
         elif kind == "mapping" and isinstance(raw, str):

@@ -286,46 +286,46 @@ def run_compare(cfg, args, meta: dict | None = None) -> int:
     return 1 if failed else 0
 
 
+# ``compare``'s grid without a preset, where it differs from ComparisonConfig's: a quick one (no reindexing)
+COMPARE_DEFAULTS = {"configurations": ("none", "threshold", "system-prompt")}
+
+
 def cmd_compare(args) -> int:
     """``compare``: a comparison from a preset or the options, with the command-line overrides applied on top."""
+    cfg, meta = compare_config(args)
+    return run_compare(cfg, args, meta)
+
+
+def compare_config(args) -> tuple[Any, dict]:
+    """The ComparisonConfig of ``compare``'s options (a preset's, with every option given on top) and the
+    preset's meta."""
     from ..config import ComparisonConfig
     from .common import load_kind_preset
 
+    from .config_options import config_values
+
     meta: dict = {}
+    given = config_values(
+        args, ComparisonConfig, skip=("base",), none_is_a_value=("configurations",)
+    )  # the options given, over the preset's values
     if args.preset:
         cfg, meta = load_kind_preset(args.preset, "compare", args.quiet)
+        values = cfg.to_dict()
     else:
         gname, gparams = _gen(args.generator, args.api_base)
-        cfg = ComparisonConfig.from_dict(
-            {
-                "base": {"kb": args.kb, "generator": gname, "generator_params": gparams, "rounds": args.rounds or 10},
-                "attacks": args.attacks or "rag-thief",
-                "configurations": args.configurations or "none,threshold,system-prompt",
-            }
-        )
-    base = dict(cfg.base or {})
+        values = {"base": {"kb": args.kb, "generator": gname, "generator_params": gparams, "rounds": 10},
+                  **COMPARE_DEFAULTS}  # fmt: skip
+    base = dict(values.get("base") or {})
     if args.data_dir:
         base["data_dir"] = args.data_dir
     if args.rounds is not None:
         base["rounds"] = args.rounds
-    over: dict[str, Any] = {}
-    if args.utility_limit is not None:  # 0 or a negative number is refused by validation, not ignored
-        over["utility_limit"] = args.utility_limit
-    if args.repeats is not None:
-        over["repeats"] = args.repeats
-    if args.preset and args.attacks:
-        over["attacks"] = tuple(a.strip() for a in args.attacks.split(",") if a.strip())
-    if args.preset and args.configurations:
-        over["configurations"] = tuple(c.strip() for c in args.configurations.split(",") if c.strip())
-    if args.kbs:
-        over["kbs"] = tuple(k.strip() for k in args.kbs.split(",") if k.strip())
-    cfg = ComparisonConfig.from_dict({**cfg.to_dict(), "base": base, **over})
-    return run_compare(cfg, args, meta)
+    return ComparisonConfig.from_dict({**values, **given, "base": base}), meta
 
 
 def add_parsers(sub, common) -> None:
     """Add the ``extract``, ``utility`` and ``compare`` subcommands; ``common(parser)`` adds the shared options."""
-    from ..config import ExtractionConfig
+    from ..config import ComparisonConfig, ExtractionConfig
     from .config_options import add_config_options
 
     pe = sub.add_parser("extract", help="knowledge-base extraction attack against a (defended) RAG system")
@@ -362,32 +362,21 @@ def add_parsers(sub, common) -> None:
     pc = sub.add_parser("compare", help="one attack against several defense configurations (RAGFort ablation)")
     pc.add_argument("--preset", help="a compare preset, e.g. ragfort-healthcaremagic")
     pc.add_argument("--kb", default="clinic_records")
-    pc.add_argument(
-        "--kbs",
-        help="comma-separated knowledge bases, each attacked with every attack × configuration "
-        "(overrides the preset's)",
-    )
     pc.add_argument("--generator", default="local", help="local[:model] | model name | .gguf | provider/model")
     pc.add_argument(
         "--api-base",
         help="base URL of an OpenAI-compatible server (a vLLM or llama.cpp server on a "
         "GPU machine) for a provider/model generator",
     )
-    pc.add_argument(
-        "--attacks", help="comma-separated attacks, of: {registered:extraction-attacks} (overrides the preset's)"
-    )
-    pc.add_argument(
-        "--configurations",
-        help="comma-separated defense sets, '+' inside a set, 'none' for none "
-        "(overrides the preset's); defenses: {registered:defenses}",
-    )
-    pc.add_argument("--rounds", type=int)
-    pc.add_argument("--utility-limit", type=int)
-    pc.add_argument(
-        "--repeats",
-        type=int,
-        help="runs per attack × configuration (seeds base, base+1, …); the table reports means and standard deviations",
-    )
+    pc.add_argument("--rounds", type=int, help="the attacker's query budget of every cell (base.rounds)")
+    add_config_options(
+        pc,
+        ComparisonConfig,
+        skip=("base",),
+        defaults=COMPARE_DEFAULTS,
+        helps={"configurations": "comma-separated defense sets, '+' inside a set, 'none' for no defense; defenses: "
+               "{registered:defenses} (default without a preset: none,threshold,system-prompt)"},
+    )  # fmt: skip
     pc.add_argument(
         "--overwrite",
         action="store_true",

@@ -222,32 +222,27 @@ def _sweep(cfg, args, meta: dict | None = None) -> int:
 def cmd_sweep(args) -> int:
     """``sweep``: a Table-1 grid from a preset or the options; cells already written in the output folder are
     skipped (resume)."""
+    cfg, meta = sweep_config(args)
+    return _sweep(cfg, args, meta)
+
+
+def sweep_config(args) -> tuple[Any, dict]:
+    """The SweepConfig of ``sweep``'s options (a preset's, with every option given on top) and the preset's meta."""
     from ..config import SweepConfig
     from .common import load_kind_preset
 
+    from .config_options import config_values
+
     meta: dict = {}
-    values: dict[str, Any] = {}  # the options given: the grid itself, or overrides of a preset's
-    for key in ("corpora", "retrievers", "query_sets", "targets", "detectors"):
-        v = getattr(args, key)
-        if v:
-            values[key] = tuple(x.strip() for x in v.split(",") if x.strip())
-    for key in ("limit", "k", "variants", "seed"):
-        if getattr(args, key) is not None:
-            values[key] = getattr(args, key)
+    values = config_values(args, SweepConfig, skip=("data_dir",))  # the grid itself, or overrides of a preset's
     if args.preset:
         cfg, meta = load_kind_preset(args.preset, "sweep", True)
         cfg = SweepConfig.from_dict({**cfg.to_dict(), **values})
     else:
-        values["data_dir"] = args.data_dir or ""
-        cfg = SweepConfig.from_dict(values)
+        cfg = SweepConfig.from_dict({**values, "data_dir": args.data_dir or ""})
     if args.data_dir:
         cfg = cfg.replace(data_dir=args.data_dir)
-    if args.limit is not None:
-        cfg = cfg.replace(limit=args.limit)
-    where = {k: getattr(args, k) for k in ("store", "chroma_host", "chroma_port") if getattr(args, k) is not None}
-    if where:
-        cfg = cfg.replace(**where)
-    return _sweep(cfg, args, meta)
+    return cfg, meta
 
 
 def cmd_analyze(args) -> int:
@@ -360,27 +355,14 @@ def add_parsers(sub, common) -> None:
 
     pw = sub.add_parser("sweep", help="Table-1 grid: corpora × retrievers × query sets × targets")
     pw.add_argument("--preset", help="a sweep preset (YAML file or bundled name)")
-    pw.add_argument("--corpora")
-    pw.add_argument("--retrievers", help="comma-separated, of: {registered:retrievers}")
-    pw.add_argument("--query-sets", dest="query_sets")
-    pw.add_argument("--targets")
-    pw.add_argument("--detectors", help="comma-separated, of: {registered:detectors}")
-    pw.add_argument("--limit", type=int)
+    from ..config import SweepConfig
+
+    add_config_options(pw, SweepConfig, skip=("data_dir",))
     pw.add_argument(
         "--overwrite",
         action="store_true",
         help="replace a sweep with other settings already in --out (its finished cells are dropped)",
     )
-    pw.add_argument("--k", type=int)
-    pw.add_argument("--variants", type=int)
-    pw.add_argument("--seed", type=int)
-    pw.add_argument(
-        "--store",
-        choices=("persistent", "http"),
-        help="http: every cell (every Ray worker) shares the base collections of one Chroma server",
-    )
-    pw.add_argument("--chroma-host")
-    pw.add_argument("--chroma-port", type=int)
     add_executor_args(pw)
     common(pw)
     pw.set_defaults(func=cmd_sweep)

@@ -12,10 +12,13 @@ from engine.cli.audit import audit_config
 from engine.cli.config_options import option_flag
 from engine.cli.extraction import extraction_values
 from engine.cli.poisoning import poison_values
-from engine.config import AuditConfig, ExtractionConfig, PoisonConfig
+from engine.config import AuditConfig, ComparisonConfig, ExtractionConfig, PoisonConfig, SweepConfig
+from engine.executors import ExecutorConfig
 from engine.errors import ConfigError
 
 SHARED = {"--help", "--data-dir", "--json", "--quiet", "--out"}
+# config fields that are no option of their command, each with the reason
+NOT_OPTIONS = {"compare": {"base": "the runs' shared ExtractionConfig: a preset's, or --kb/--generator/--rounds"}}
 # command -> (its config, the options that are not config fields, each with the reason it is not one)
 COMMANDS = {
     "extract": (
@@ -31,6 +34,32 @@ COMMANDS = {
             "--api-base": "a server URL merged into the generator's parameters",
             "--beta": 'short for --detector-params \'{"mahalanobis": {"beta": B}}\'',
             "--beta-sweep": "an analysis after the run, not part of it",
+        },
+    ),
+    "sweep": (
+        SweepConfig,
+        {
+            "--preset": "the config's starting values",
+            "--overwrite": "what to do with another sweep's folder, not a setting of this one",
+            **{
+                f"--{f.name.replace('_', '-')}": "where cells run (ExecutorConfig)"
+                for f in dataclasses.fields(ExecutorConfig)
+            },
+        },
+    ),
+    "compare": (
+        ComparisonConfig,
+        {
+            "--preset": "the config's starting values",
+            "--kb": "base.kb without a preset",
+            "--generator": "base.generator (a spec)",
+            "--api-base": "a server URL merged into the generator's parameters",
+            "--rounds": "base.rounds",
+            "--overwrite": "what to do with another comparison's folder",
+            **{
+                f"--{f.name.replace('_', '-')}": "where cells run (ExecutorConfig)"
+                for f in dataclasses.fields(ExecutorConfig)
+            },
         },
     ),
     "audit": (
@@ -63,11 +92,11 @@ def _long_flags(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
 def test_every_field_is_an_option_and_every_option_a_field(command):
     cls, extra = COMMANDS[command]
     flags = _long_flags(_sub(command))
-    fields = {option_flag(f.name) for f in dataclasses.fields(cls)}
+    fields = {option_flag(f.name) for f in dataclasses.fields(cls) if f.name not in NOT_OPTIONS.get(command, {})}
     assert fields - set(flags) == set(), f"{command}: config fields without an option"
     assert set(flags) - fields - SHARED - set(extra) == set(), f"{command}: options that are no config field"
     for f in dataclasses.fields(cls):  # the option writes the field of the same name
-        if f.name != "data_dir":
+        if f.name != "data_dir" and f.name not in NOT_OPTIONS.get(command, {}):
             assert flags[option_flag(f.name)].dest == f.name
 
 
@@ -76,7 +105,7 @@ def test_option_help_comes_from_the_field(command):
     cls, _ = COMMANDS[command]
     flags = _long_flags(_sub(command))
     for f in cls.describe():
-        if f["name"] == "data_dir":
+        if f["name"] == "data_dir" or f["name"] in NOT_OPTIONS.get(command, {}):
             continue
         text = flags[option_flag(f["name"])].help
         assert text, f"{command} {option_flag(f['name'])} has no help"
@@ -239,3 +268,21 @@ def test_every_poisoning_field_has_a_place_in_the_app():
     back = build_poison_config(pipeline, lab, "", "qwen2.5-0.5b")
     for name in more_fields() + PIPELINE_FIELDS:
         assert getattr(back, name) == getattr(cfg, name), name
+
+
+def test_sweep_and_compare_options_read_as_typed():
+    from engine.cli.extraction import compare_config
+    from engine.cli.poisoning import sweep_config
+
+    cfg, _ = sweep_config(_args("sweep", "--retrievers", "minilm,bm25", "--k", "1", "--chunk-size", "none"))
+    assert cfg.retrievers == ("minilm", "bm25") and cfg.k == 1 and cfg.chunk_size is None
+    cfg, _ = compare_config(_args("compare", "--configurations", "none,reindex+cascade", "--utility-limit", "none",
+                                  "--rounds", "3"))  # fmt: skip
+    assert cfg.configurations == ("none", "reindex+cascade") and cfg.utility_limit is None
+    assert cfg.base["rounds"] == 3 and cfg.attacks == ("rag-thief",)
+    cfg, _ = compare_config(_args("compare", "--configurations", "none"))
+    assert cfg.configurations == ("none",)  # the no-defense configuration, not an empty grid
+    cfg, _ = compare_config(_args("compare"))
+    assert cfg.configurations == ("none", "threshold", "system-prompt")  # the command's quick default grid
+    cfg, _ = compare_config(_args("compare", "--preset", "ragfort-healthcaremagic", "--repeats", "2"))
+    assert cfg.repeats == 2 and "reindex+cascade" in cfg.configurations  # the preset's grid, the option on top
