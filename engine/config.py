@@ -26,7 +26,9 @@ class PoisonConfig(Params):
     retriever: str = param(
         "minilm", help="Retriever: a registered name or a sentence-transformers model name/path", registry="retrievers"
     )
-    retriever_params: Optional[Mapping[str, Any]] = param(None, help="Retriever parameters")
+    retriever_params: Optional[Mapping[str, Any]] = param(
+        None, help="Retriever parameters", label="Retriever parameters (JSON)"
+    )
     attack: str = param("universal", help="Poisoning attack", registry="poisoning-attacks")
     attack_params: Optional[Mapping[str, Any]] = param(None, help="Attack parameters")
     target: str = param("pii", help="Target information kind (universal / paraphrased attacks)")
@@ -40,12 +42,15 @@ class PoisonConfig(Params):
     top_k: int = param(5, min=1, max=1000, help="Documents retrieved per query")
     detectors: tuple[str, ...] = param(("l2", "mahalanobis"), help="Poison detectors to evaluate", registry="detectors")
     detector_params: Optional[Mapping[str, Any]] = param(None, help="Per-detector parameters {name: {...}}")
-    anchor_k: int = param(10, min=1, max=1000, help="Clean documents per protected query used as anchors")
+    anchor_k: int = param(
+        10, min=1, max=1000, help="Clean documents per protected query used as anchors", label="Anchors per question"
+    )
     anchor_fraction: float = param(
         0.5,
         min=0.05,
         max=0.95,
         help="Share of protected queries whose clean documents fit the detectors; the rest are held out",
+        label="Share of questions fitting the detectors",
     )
     chunk_size: Optional[int] = param(
         512, min=16, help="Chunk size in the retriever's tokens, capped at what it reads (None: no chunking)"
@@ -65,14 +70,19 @@ class PoisonConfig(Params):
     generator_params: Optional[Mapping[str, Any]] = param(
         None, help="Generator parameters (model, ...); local default: qwen2.5-0.5b"
     )
-    template: str = param("chat", choices=("chat", "rag-privacy"), help="Prompt template of the answers")
-    max_tokens: int = param(96, min=8, max=4096, help="Tokens per answer")
+    template: str = param(
+        "chat", choices=("chat", "rag-privacy"), help="Prompt template of the answers", label="Answer prompt template"
+    )
+    max_tokens: int = param(96, min=8, max=4096, help="Tokens per answer", label="Tokens per answer")
     judge: str = param(
         "",
         help="An LLM judge that also decides whether each answer states the target "
         "('' none; a generator name: local, litellm)",
+        label="LLM judge (blank: none; local or litellm)",
     )
-    judge_params: Optional[Mapping[str, Any]] = param(None, help="Judge generator parameters (model, ...)")
+    judge_params: Optional[Mapping[str, Any]] = param(
+        None, help="Judge generator parameters (model, ...)", label="Judge parameters (JSON)"
+    )
     defenses: tuple[str, ...] = param(
         (),
         help="Defenses between retrieval and the answer (query and retrieval "
