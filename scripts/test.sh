@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Quick start 2: install into .venv/ and run the whole test suite (real models, real Chroma).
+# Quick start 2: install into .venv/ and run the test suite (real models, real Chroma). Without options: every test
+# but the long end-to-end ones (marked slow); --all runs those too (what CI runs). Other arguments go to pytest.
 set -euo pipefail
+if [ "${1:-}" = "--all" ]; then
+  export RAG_PLAYGROUND_TESTS=all
+  shift
+fi
 cd "$(dirname "$0")/.."
 # LLAMA_FALLBACK: the tests compare the portable AVX2 build with the installed one
 LLAMA_FALLBACK=1 bash scripts/install.sh requirements-dev.txt

@@ -329,6 +329,7 @@ def test_the_sweep_form_says_how_corpora_are_chunked(tmp_path, monkeypatch):
     assert not at.exception and any("Chunking: 128 retriever tokens" in c.value for c in at.caption)
 
 
+@pytest.mark.slow
 def test_sweep_runs_its_cells_on_ray_when_asked(tmp_path, monkeypatch):
     """The executor section of the form: the same grid as Ray tasks (a local Ray started for the run)."""
     pytest.importorskip("ray")

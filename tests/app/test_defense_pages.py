@@ -68,6 +68,7 @@ def test_unknown_custom_defense_is_a_clear_error_and_the_page_stays_usable(cache
     assert not at.exception and not at.error
 
 
+@pytest.mark.slow
 def test_tiny_comparison_runs_in_the_background_and_shows_table_and_tradeoff(cache):
     at = _app()
     at.switch_page("pages/defense_comparison.py").run()

@@ -21,6 +21,8 @@ import pytest
 from helpers import streamlit_server
 from test_extraction_flow import ARGS, ARTIFACTS, CHROMIUM, ERRORS, QUICK, SLOW, idle, snap
 
+pytestmark = pytest.mark.slow  # a whole user flow in a real browser: long work, run by CI
+
 REPO = Path(__file__).resolve().parents[2]
 
 

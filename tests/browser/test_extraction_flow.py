@@ -18,6 +18,8 @@ import pytest
 
 from helpers import streamlit_server
 
+pytestmark = pytest.mark.slow  # a whole user flow in a real browser: long work, run by CI
+
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
 CHROMIUM = Path("/usr/bin/chromium")

@@ -42,6 +42,7 @@ def in_process(audit_preset, tmp_path_factory):
     return run_audit(cfg, out), out
 
 
+@pytest.mark.slow
 def test_the_report_holds_every_finding_with_its_severity_tags_evidence_and_cleanup(in_process):
     report, out = in_process
     assert report["schema"] == "rag-playground/audit-report" and report["version"] == 1
@@ -74,6 +75,7 @@ def test_the_report_holds_every_finding_with_its_severity_tags_evidence_and_clea
     assert (out / "audit.yaml").is_file() and (out / "plants.jsonl").is_file()
 
 
+@pytest.mark.slow
 def test_the_same_battery_over_http_gives_the_same_findings(in_process, rag_service, tmp_path):
     report, _ = in_process
     cfg = AuditConfig.from_dict(
@@ -121,6 +123,7 @@ def test_an_audit_stops_resumes_and_never_overwrites_another(audit_preset, tmp_p
     assert (tmp_path / "a" / "audit.json").read_text() == before, "the earlier audit is untouched"
 
 
+@pytest.mark.slow
 def test_a_finding_is_reproduced_by_its_command(in_process, tmp_path):
     report, out = in_process
     cmd = report["findings"][1]["reproduce"]  # extraction:ikea, a folder of its own
@@ -222,6 +225,7 @@ def test_audit_cleanup_removes_what_a_journal_lists(rag_service, tmp_path):
     assert r.returncode == 0 and "nothing outstanding" in r.stdout
 
 
+@pytest.mark.slow
 def test_the_ci_gate_fails_when_a_defense_is_switched_off_and_passes_when_it_is_on(rag_service, audit_preset, tmp_path):
     port = free_port()
     defended = start_rag_service(port, "--preset", audit_preset, "--defenses", "intent-block")

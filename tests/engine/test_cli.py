@@ -49,6 +49,7 @@ def test_run_bundled_preset():
     assert json.loads(p.stdout.strip().splitlines()[-1])["n_queries"] == 10
 
 
+@pytest.mark.slow
 def test_compare_repeats_each_cell_over_seeds_and_reports_means(tmp_path):
     p = run_cli(
         "compare",
@@ -435,6 +436,7 @@ def test_poison_and_extract_report_corpus_stats(tmp_path):
     assert "by stage:" in p.stdout and "cost: 2 queries" in p.stdout
 
 
+@pytest.mark.slow
 def test_paper_scale_preset_smoke_and_resume(tmp_path):
     """CI runs a 2-round smoke of ragfort-paper-scale (both KBs, both attacks, no protection); running it
     again with the same --out resumes: every finished cell is kept, none is run twice."""

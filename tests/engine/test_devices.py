@@ -70,6 +70,7 @@ def test_n_gpu_layers_on_a_cpu_build_is_ignored_with_a_warning():
         assert any("n_gpu_layers is ignored" in str(w.message) for w in caught)
 
 
+@pytest.mark.slow
 def test_a_comparison_can_generate_on_an_openai_compatible_server(tmp_path, llama_server):
     """The path to a GPU server (vLLM, llama.cpp server): provider/model + --api-base, here the real local
     llama.cpp server; the leakage and utility figures come back as with in-process generation."""

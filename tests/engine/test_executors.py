@@ -24,6 +24,7 @@ RAY2 = ExecutorConfig(executor="ray", workers=2)
 VOLATILE = {"run_id", "run_ids", "seconds"}  # what differs between any two runs of the same cell
 
 
+@pytest.mark.slow
 def test_a_sweep_on_ray_equals_the_serial_sweep(tmp_path):
     serial = run_sweep(SWEEP)
     seen: list[tuple] = []
@@ -40,6 +41,7 @@ def test_a_sweep_on_ray_equals_the_serial_sweep(tmp_path):
     assert len(placement) == 4 and all(p["status"] == "finished" and p["node"] for p in placement)
 
 
+@pytest.mark.slow
 def test_a_comparison_on_ray_equals_the_serial_comparison(tmp_path):
     base = {
         "generator": "local",
@@ -136,6 +138,7 @@ def test_stop_starts_no_new_cell_and_keeps_the_finished_ones():
     assert [o.result for o in got] == [0]
 
 
+@pytest.mark.slow
 def test_cells_land_on_both_nodes_of_a_two_node_cluster(tmp_path):
     from ray.cluster_utils import Cluster
 

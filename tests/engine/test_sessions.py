@@ -1,6 +1,7 @@
 """Sessions of one app process share the loaded models (the app caches them once): several runs stepping the
 same local model at the same moment must each get what they would get alone. Real models, real Chroma."""
 
+import pytest
 import threading
 
 from engine.config import ExtractionConfig
@@ -32,6 +33,7 @@ def _play(out) -> list[tuple[str, str]]:
         run.close()
 
 
+@pytest.mark.slow
 def test_three_sessions_at_once_answer_as_one_alone(tmp_path):
     alone = _play(tmp_path / "alone")
     got: dict[int, list] = {}

@@ -258,6 +258,7 @@ def test_a_server_build_waits_for_the_lock_another_builder_holds(chroma_server, 
     assert client.get_collection(oname).count() == len(other)
 
 
+@pytest.mark.slow
 def test_ray_workers_share_the_servers_base_collection_built_once(chroma_server):
     """Two Ray workers build the same base on one Chroma server at the same moment: one fills it, both use it;
     and a sweep with store = http runs its cells on the shared base."""
