@@ -21,8 +21,8 @@ if "RAG_PLAYGROUND_DATA_DIR" not in os.environ and _shared.is_dir():
     os.environ["RAG_PLAYGROUND_DATA_DIR"] = str(_shared)
 
 DATA_DIR = os.environ.get("RAG_PLAYGROUND_DATA_DIR")
-# the long end-to-end tests (marked slow: real-browser flows, Ray clusters, the paper-scale preset, audits over
-# HTTP, multi-seed comparisons) run when RAG_PLAYGROUND_TESTS=all: `bash scripts/test.sh --all`, which CI runs
+# the long end-to-end tests (marked slow, see pytest.ini) run when RAG_PLAYGROUND_TESTS=all:
+# `bash scripts/test.sh --all`, which CI runs
 ALL_TESTS = os.environ.get("RAG_PLAYGROUND_TESTS", "") == "all"
 
 

@@ -45,6 +45,7 @@ def test_a_delta_without_its_base_is_a_clear_error():
         full_states([_event(3, {"n": 3}, {"vecs": [[1.0]]})])
 
 
+@pytest.mark.slow
 def test_a_worm_run_writes_deltas_that_fold_back_and_resumes_from_them(tmp_path):
     cfg = ExtractionConfig.from_dict(
         {**SMALL, "attack": "worm", "rounds": 3, "attack_params": {"swap_iters": 4, "min_chunk_words": 2}}

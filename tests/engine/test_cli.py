@@ -384,6 +384,7 @@ def test_a_folder_another_run_is_writing_is_one_clear_line(tmp_path):
     assert (tmp_path / "comparison.json").read_text() == "{}"
 
 
+@pytest.mark.slow
 def test_poison_and_extract_report_corpus_stats(tmp_path):
     p = run_cli(
         "poison",

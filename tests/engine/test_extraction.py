@@ -312,6 +312,7 @@ def _cli(*args):
     )
 
 
+@pytest.mark.slow
 def test_cli_extract_and_utility_print_their_json(tmp_path):
     r = _cli(
         "extract",
@@ -570,6 +571,7 @@ def test_a_comparison_grown_by_a_configuration_keeps_its_recorded_cells(tmp_path
     assert not _same_but_grid(saved["config"], other.to_dict())
 
 
+@pytest.mark.slow
 def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     """Stopped after one round of its first cell, a comparison continues that run from round 1 and then
     runs the rest; a third call finds everything finished and runs nothing."""

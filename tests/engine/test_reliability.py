@@ -337,6 +337,7 @@ def test_a_key_echoed_in_a_normal_answer_never_reaches_disk_or_the_terminal(tmp_
         s.close()
 
 
+@pytest.mark.slow
 def test_a_huge_answer_despite_max_tokens_is_capped_in_bounded_memory(tmp_path, monkeypatch):
     """A server that answers 50 MB for max_tokens 16: the answer kept is capped (the rest counted as dropped), and
     the process's peak memory grows by well under 1 GB over the same run with a short answer."""
@@ -385,6 +386,7 @@ def test_a_pdf_whose_pages_hold_no_text_is_one_line(tmp_path):
     one_error(r, "scan.pdf' is empty \\(no non-empty documents\\)")
 
 
+@pytest.mark.slow
 def test_a_huge_one_line_document_is_chunked_in_bounded_memory(tmp_path):
     """A 5 MB document with no sentence in it (one line of words): cut into blocks before any tokenizer sees it,
     packed word by word in linear work, every chunk within what MiniLM reads; the peak memory of loading it

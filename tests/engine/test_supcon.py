@@ -79,6 +79,7 @@ def records():
 FAST = dict(max_steps=4, max_length=64)  # a few steps already separate the topics
 
 
+@pytest.mark.slow
 def test_reindex_clinic_records_separates_topics_and_caches(records, minilm, reindex_cache):
     seen = []
     res = contrastive_reindex(records, minilm, progress=lambda s, d, t: seen.append(s), **FAST)
