@@ -103,14 +103,9 @@ REGISTRIES = {
 }
 
 
-def registry_of(kind: str) -> "Registry":
-    """The registry of a plugin kind (a key of :data:`REGISTRIES`)."""
+def registered(kind: str) -> list[str]:
+    """The names registered under ``kind`` (a key of :data:`REGISTRIES`)."""
     import importlib
 
     module, attr = REGISTRIES[kind]
-    return getattr(importlib.import_module(module), attr)
-
-
-def registered(kind: str) -> list[str]:
-    """The names registered under ``kind`` (a key of :data:`REGISTRIES`)."""
-    return list(registry_of(kind).names())
+    return list(getattr(importlib.import_module(module), attr).names())

@@ -168,8 +168,3 @@ def config_values(
         else:
             out[f.name] = raw
     return out
-
-
-def config_flags(cls: type[Params], *, skip: Iterable[str] = ()) -> set[str]:
-    """The flags :func:`add_config_options` adds for ``cls`` (the contract test compares them with a parser's)."""
-    return {option_flag(f.name) for f in dataclasses.fields(cls) if f.name not in set(skip)}
