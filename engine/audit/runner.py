@@ -166,6 +166,10 @@ class Audit:
 
         TARGETS.get(cfg.target).Params.from_dict(cfg.target_params, where=f"target {cfg.target}")
         parse_fail_on(cfg.fail_on)
+        if cfg.kb.strip() not in ("", "none", "target"):  # a wrong reference is one line now, not after a cell
+            from ..corpora import check_corpus_spec
+
+            check_corpus_spec(cfg.kb, cfg.data_dir or None)
         known = {c["id"] for c in cells_of(cfg)}
         for c in self.only:
             if c not in known:

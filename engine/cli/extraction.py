@@ -288,6 +288,10 @@ def run_compare(cfg, args, meta: dict | None = None) -> int:
 
 # ``compare``'s grid without a preset, where it differs from ComparisonConfig's: a quick one (no reindexing)
 COMPARE_DEFAULTS = {"configurations": ("none", "threshold", "system-prompt")}
+# the base every cell starts from without a preset, where it differs from ExtractionConfig's
+COMPARE_BASE_DEFAULTS = {"kb": "clinic_records", "generator": "local", "rounds": 10}
+# ExtractionConfig fields a comparison sets per cell (--attacks, --configurations) or from a shared option
+COMPARE_VARIES = ("attack", "defenses", "data_dir")
 
 
 def cmd_compare(args) -> int:
@@ -298,8 +302,9 @@ def cmd_compare(args) -> int:
 
 def compare_config(args) -> tuple[Any, dict]:
     """The ComparisonConfig of ``compare``'s options (a preset's, with every option given on top) and the
-    preset's meta."""
-    from ..config import ComparisonConfig
+    preset's meta. The options named after ExtractionConfig fields set the base every cell starts from (a preset's
+    base, else :data:`COMPARE_BASE_DEFAULTS`)."""
+    from ..config import ComparisonConfig, ExtractionConfig
     from .common import load_kind_preset
 
     from .config_options import config_values
@@ -312,14 +317,25 @@ def compare_config(args) -> tuple[Any, dict]:
         cfg, meta = load_kind_preset(args.preset, "compare", args.quiet)
         values = cfg.to_dict()
     else:
-        gname, gparams = _gen(args.generator, args.api_base)
-        values = {"base": {"kb": args.kb, "generator": gname, "generator_params": gparams, "rounds": 10},
-                  **COMPARE_DEFAULTS}  # fmt: skip
+        values = {"base": dict(COMPARE_BASE_DEFAULTS), **COMPARE_DEFAULTS}
     base = dict(values.get("base") or {})
+    over = config_values(args, ExtractionConfig, skip=COMPARE_VARIES)
+    for name in ("generator", "attacker_llm"):  # read as specs; naming the base's generator keeps its parameters
+        spec = over.get(name)
+        if spec is None:
+            continue
+        if str(spec).strip() in ("", "none"):
+            over[name] = ""
+            continue
+        gname, gparams = _gen(spec, args.api_base if name == "generator" else None)
+        kept = dict(base.get(f"{name}_params") or {}) if gname == base.get(name) else {}
+        over[name] = gname
+        over[f"{name}_params"] = {**kept, **gparams, **dict(over.get(f"{name}_params") or {})}
+    if "generator" not in over and args.api_base:  # a server for the base's own generator
+        over["generator_params"] = {**dict(base.get("generator_params") or {}), "api_base": args.api_base}
+    base.update(over)
     if args.data_dir:
         base["data_dir"] = args.data_dir
-    if args.rounds is not None:
-        base["rounds"] = args.rounds
     return ComparisonConfig.from_dict({**values, **given, "base": base}), meta
 
 
@@ -361,14 +377,23 @@ def add_parsers(sub, common) -> None:
 
     pc = sub.add_parser("compare", help="one attack against several defense configurations (RAGFort ablation)")
     pc.add_argument("--preset", help="a compare preset, e.g. ragfort-healthcaremagic")
-    pc.add_argument("--kb", default="clinic_records")
-    pc.add_argument("--generator", default="local", help="local[:model] | model name | .gguf | provider/model")
+    add_config_options(
+        pc,
+        ExtractionConfig,
+        skip=COMPARE_VARIES,
+        defaults=COMPARE_BASE_DEFAULTS,
+        helps={
+            "generator": "every cell's answering generator: " + GENERATOR_SPEC + " (default: local)",
+            "attacker_llm": "every cell's attacker LLM (RAG-Thief reflections): "
+            + GENERATOR_SPEC
+            + "; 'none' for none",
+        },
+    )  # every cell's base: a preset's, with these on top
     pc.add_argument(
         "--api-base",
         help="base URL of an OpenAI-compatible server (a vLLM or llama.cpp server on a "
         "GPU machine) for a provider/model generator",
     )
-    pc.add_argument("--rounds", type=int, help="the attacker's query budget of every cell (base.rounds)")
     add_config_options(
         pc,
         ComparisonConfig,

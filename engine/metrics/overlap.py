@@ -12,22 +12,25 @@ from collections import Counter
 from functools import lru_cache
 from typing import Sequence
 
-from rouge_score import rouge_scorer, tokenizers
 
-_stemming = tokenizers.DefaultTokenizer(use_stemmer=True)
-_plain = tokenizers.DefaultTokenizer(use_stemmer=False)
+@lru_cache(maxsize=2)
+def _tokenizer(stem: bool):
+    """rouge-score's tokenizer, imported on first use (rouge-score imports nltk: 1.4 s at every start else)."""
+    from rouge_score import tokenizers
+
+    return tokenizers.DefaultTokenizer(use_stemmer=stem)
 
 
 @lru_cache(maxsize=200_000)
 def stemmed_tokens(text: str) -> tuple[str, ...]:
     """rouge-score tokens of ``text``, Porter-stemmed (for ROUGE-L); memoised."""
-    return tuple(_stemming.tokenize(text))
+    return tuple(_tokenizer(True).tokenize(text))
 
 
 @lru_cache(maxsize=200_000)
 def word_tokens(text: str) -> tuple[str, ...]:
     """rouge-score tokens of ``text``, unstemmed (for verbatim runs); memoised."""
-    return tuple(_plain.tokenize(text))
+    return tuple(_tokenizer(False).tokenize(text))
 
 
 def lcs_bound(a: Sequence[str], b: Sequence[str]) -> int:
@@ -39,6 +42,8 @@ def rouge_l(reference: Sequence[str], candidate: Sequence[str]) -> tuple[float, 
     """(recall, precision, F1) of ROUGE-L, reference = the private chunk, candidate = the output."""
     if not reference or not candidate:
         return 0.0, 0.0, 0.0
+    from rouge_score import rouge_scorer
+
     s = rouge_scorer._score_lcs(list(reference), list(candidate))
     return s.recall, s.precision, s.fmeasure
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..attacks.poisoning import POISONING_ATTACKS, Poison, make_attack
 from ..config import PoisonConfig
-from ..corpora import Corpus, load_corpus, retriever_window, stats_for
+from ..corpora import Corpus, check_corpus_spec, load_corpus, retriever_window, stats_for
 from ..detectors import DETECTORS
 from ..embedders import make_retriever
 from ..errors import ConfigError
@@ -123,16 +123,19 @@ class PoisoningRun(EventRunner):
             return []
         c = self.config
         start = len(self.events)
-        retriever = make_retriever(c.retriever, dict(c.retriever_params or {}))
-        attack = make_attack(c.attack, c.resolved_attack_params(), seed=c.seed, data_dir=self.data_dir)
+        # what costs nothing to check first (a wrong name or path is one line at once, before any model loads)
         for name in c.detectors:
             DETECTORS.get(name)
+        if self._corpus_override is None:
+            check_corpus_spec(c.corpus, self.data_dir)
+        self.queries = load_queries(c.queries, data_dir=self.data_dir, limit=c.limit)
+        attack = make_attack(c.attack, c.resolved_attack_params(), seed=c.seed, data_dir=self.data_dir)
+        retriever = make_retriever(c.retriever, dict(c.retriever_params or {}))
         self._tick("loading corpus", 0, 1)
         window = retriever_window(retriever)
         corpus = self._corpus_override or load_corpus(
             c.corpus, data_dir=self.data_dir, chunk_size=c.chunk_size, chunk_overlap=c.chunk_overlap, window=window
         )
-        self.queries = load_queries(c.queries, data_dir=self.data_dir, limit=c.limit)
         if c.top_k > len(corpus):
             raise ConfigError(f"top-k ({c.top_k}) is larger than the corpus ({len(corpus)} documents)")
         self._open_sink()

@@ -270,6 +270,7 @@ def _bad(tmp_path):
         "non-UTF-8 corpus": (["poison", "--corpus", str(latin)], "not valid UTF-8"),
         "malformed JSONL": (["poison", "--corpus", str(bad_jsonl)], "line 3"),
         "missing data dir": (["poison", "--corpus", "bioasq", "--data-dir", str(tmp_path / "nope")], "does not exist"),
+        "missing KB": (["extract", "--kb", str(tmp_path / "none.jsonl"), "--rounds", "1"], "not found"),
         "unknown KB in --kbs": (
             ["compare", *zeng, "--kbs", "clinic_records,nope", "--rounds", "1"],
             "'nope' not found",
@@ -364,6 +365,13 @@ def test_bad_input_is_one_clear_line(tmp_path, case):
     lines = [ln for ln in p.stderr.strip().splitlines() if ln.startswith("error:")]
     assert len(lines) == 1, p.stderr
     assert message in lines[0], lines[0]
+    if case in NAMED_BEFORE_ANY_MODEL:  # a wrong name or path costs no model load (seconds) before its line
+        assert "Loading weights" not in p.stderr, p.stderr
+
+
+# bad names and paths refused before the retriever or the generator loads
+NAMED_BEFORE_ANY_MODEL = {"missing corpus", "missing data dir", "unknown query set", "unknown detector",
+                          "unknown target", "unknown defense", "unknown extraction attack", "missing KB"}  # fmt: skip
 
 
 def test_a_folder_another_run_is_writing_is_one_clear_line(tmp_path):
@@ -439,8 +447,9 @@ def test_poison_and_extract_report_corpus_stats(tmp_path):
 
 @pytest.mark.slow
 def test_paper_scale_preset_smoke_and_resume(tmp_path):
-    """CI runs a 2-round smoke of ragfort-paper-scale (both KBs, both attacks, no protection); running it
-    again with the same --out resumes: every finished cell is kept, none is run twice."""
+    """CI runs a 2-round smoke of ragfort-paper-scale (both KBs, both attacks, no protection, its 1.5B generator;
+    short answers, set by the base options over the preset's); running it again with the same --out resumes: every
+    finished cell is kept, none is run twice."""
     args = (
         "compare",
         "--preset",
@@ -449,6 +458,10 @@ def test_paper_scale_preset_smoke_and_resume(tmp_path):
         "none",
         "--rounds",
         "2",
+        "--answer-budget",
+        "fixed",
+        "--max-tokens",
+        "24",
         "--repeats",
         "1",
         "--utility-limit",
