@@ -316,6 +316,68 @@ class ExtractionConfig(Params):
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+class MembershipConfig(Params):
+    """A membership-inference experiment: which records of a knowledge base an attack can tell are in it."""
+
+    kb: str = param("clinic_records", help="Knowledge base whose records are probed: bundled name, benchmark or path")
+    attack: str = param("s2mia", help="Membership-inference attack", registry="membership-attacks")
+    attack_params: Optional[Mapping[str, Any]] = param(None, help="Attack parameters")
+    members: int = param(20, min=1, max=100000, help="Records probed that are in the knowledge base")
+    non_members: int = param(
+        20, min=1, max=100000, help="Records probed that are not (held out of the knowledge base by the seed)"
+    )
+    non_member_kb: str = param(
+        "",
+        help="Corpus the non-members come from (records of the same kind never indexed); blank: held out of kb",
+        label="Non-members' corpus",
+    )
+    generator: str = param("local", help="Generator", registry="generators")
+    generator_params: Optional[Mapping[str, Any]] = param(None, help="Generator parameters (model, ...)")
+    defenses: tuple[str, ...] = param((), help="Defenses switched on (any subset)", registry="defenses")
+    defense_params: Optional[Mapping[str, Any]] = param(None, help="Per-defense parameters {name: {...}}")
+    retriever: str = param(
+        "minilm", help="Retriever: a registered name or a sentence-transformers model name/path", registry="retrievers"
+    )
+    retriever_params: Optional[Mapping[str, Any]] = param(
+        None, help="Retriever parameters", label="Retriever parameters (JSON)"
+    )
+    top_k: int = param(3, min=1, max=100, help="Chunks retrieved per question")
+    template: str = param(
+        "rag-privacy", choices=("rag-privacy", "chat"), help="Prompt template", label="Prompt template"
+    )
+    max_tokens: int = param(96, min=8, max=4096, help="Tokens generated per answer")
+    chunk_size: Optional[int] = param(
+        512,
+        min=16,
+        help="Chunk size in the retriever's tokens (a record is a chunk; None: whole documents)",
+        label="Chunk size (tokens)",
+    )
+    chunk_overlap: int = param(0, min=0, help="Chunk overlap in tokens", label="Chunk overlap (tokens)")
+    seed: int = param(0, min=0, help="Seed of the split, the probing order and the attack")
+    data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
+
+    def validate(self) -> None:
+        """The attack, generator and defenses are registered and the chunking is consistent, so a bad config
+        fails before anything loads."""
+        if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
+            raise ConfigError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
+        from .attacks.membership import MEMBERSHIP_ATTACKS
+        from .defenses import DEFENSES
+
+        MEMBERSHIP_ATTACKS.get(self.attack)
+        if not self.kb.strip():
+            raise ConfigError("kb: name the knowledge base whose records are probed")
+        check_generators(self, ("generator",))
+        for d in self.defenses:
+            DEFENSES.get(d)
+
+    def config_hash(self) -> str:
+        """First 16 hex digits of the sha256 of the sorted JSON config."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 class ComparisonConfig(Params):
     """One attack against several defense configurations, with leakage and utility per configuration."""
 
@@ -431,6 +493,12 @@ class AuditConfig(Params):
                 )
         if not self.extraction_attacks and not self.poisoning_attacks:
             raise ConfigError("the battery is empty: give extraction_attacks or poisoning_attacks")
+        if self.target == "pipeline" and self.kb.strip() not in ("", "none", "target"):
+            raise ConfigError(
+                f"kb: the built-in pipeline is attacked with its own knowledge base (its preset's), so {self.kb!r} "
+                "would be ignored; choose the pipeline's knowledge base in its parameters instead "
+                f'(--target-params \'{{"kb": "{self.kb}"}}\')'
+            )
         if self.poison_target not in TARGET_KINDS:
             raise ConfigError(f"poison_target: {self.poison_target!r} is not one of {', '.join(TARGET_KINDS)}")
         for name in dict(self.attack_params or {}):
@@ -471,6 +539,7 @@ PRESET_KINDS = {
     "extract": ExtractionConfig,
     "compare": ComparisonConfig,
     "audit": AuditConfig,
+    "membership": MembershipConfig,
 }
 
 

@@ -230,6 +230,32 @@ class AttackerState(Event):
 
 
 @dataclass(frozen=True)
+class MembershipSplit(Event):
+    """A membership experiment's split: the records probed as members (in the knowledge base) and as non-members
+    (held out of it, or from the held-out corpus), in corpus order, and the size of the knowledge base built."""
+
+    kind: ClassVar[str] = "membership_split"
+    members: tuple[str, ...] = ()
+    non_members: tuple[str, ...] = ()
+    kb_size: int = 0
+    held_out_from: str = ""  # the corpus the non-members came from ('' = held out of the kb by the seed)
+
+
+@dataclass(frozen=True)
+class MembershipScored(Event):
+    """One record's decision: whether it is a member (the truth), the attack's score and the questions it cost."""
+
+    kind: ClassVar[str] = "membership_scored"
+    round: int = 0
+    record_id: str = ""
+    member: bool = False
+    score: float = 0.0
+    queries: int = 0
+    blocked: int = 0  # questions a defense refused
+    retrieved: bool = False  # whether the record itself was in the top-K of one of its questions
+
+
+@dataclass(frozen=True)
 class RunResumed(Event):
     """An interrupted run was read back and continues after ``from_round``."""
 

@@ -96,6 +96,7 @@ REGISTRIES = {
     "defenses": ("engine.defenses", "DEFENSES"),
     "extraction-attacks": ("engine.attacks.extraction", "EXTRACTION_ATTACKS"),
     "poisoning-attacks": ("engine.attacks.poisoning", "POISONING_ATTACKS"),
+    "membership-attacks": ("engine.attacks.membership", "MEMBERSHIP_ATTACKS"),
     "detectors": ("engine.detectors", "DETECTORS"),
     "retrievers": ("engine.embedders", "RETRIEVERS"),
     "targets": ("engine.targets", "TARGETS"),

@@ -258,3 +258,51 @@ class ComparisonRow(_ReadsAsDict):
             out["cascade"] = self.cascade
         out.update(self.extra)
         return out
+
+
+@dataclass(frozen=True, eq=False)
+class MembershipSummary(_ReadsAsDict):
+    """The result of one membership-inference experiment, from its events alone (engine.metrics.membership).
+
+    ``auroc`` with its stratified-bootstrap 95% interval ``auroc_ci``; ``tpr_at_1fpr`` / ``tpr_at_5fpr``: the
+    TPR at the lowest threshold keeping the FPR at or below 1% / 5%, each with its Wilson interval and the FPR
+    it reached (``fpr_resolution``: 1 / non-members, the smallest FPR above 0 this many non-members can show);
+    ``roc``: the curve's points; ``queries``: questions sent in all, ``queries_per_decision`` per record;
+    ``members_retrieved``: the share of members whose own record came back in the top-K (an attack cannot tell
+    a member the retriever never finds)."""
+
+    auroc: float | None = None
+    auroc_ci: tuple[float, float] | None = None
+    tpr_at_1fpr: float = 0.0
+    tpr_at_1fpr_ci: tuple[float, float] | None = None
+    tpr_at_1fpr_fpr: float = 0.0
+    tpr_at_5fpr: float = 0.0
+    tpr_at_5fpr_ci: tuple[float, float] | None = None
+    tpr_at_5fpr_fpr: float = 0.0
+    fpr_resolution: float | None = None
+    roc: Mapping[str, list[float]] = field(default_factory=dict)
+    n_members: int = 0
+    n_non_members: int = 0
+    mean_score_members: float | None = None
+    mean_score_non_members: float | None = None
+    queries: int = 0
+    queries_per_decision: float = 0.0
+    blocked: int = 0
+    decisions: int = 0
+    members_retrieved: float | None = None  # share of members whose own record its questions retrieved
+    attack: str | None = None
+    defenses: list[str] = field(default_factory=list)
+    kb: str | None = None
+    kb_size: int = 0
+    tokens: Mapping[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``summary.json`` and ``run_ended.summary``."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "MembershipSummary":
+        """A summary read back from its JSON object (unknown keys are ignored, missing ones default)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})

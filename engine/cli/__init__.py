@@ -1,4 +1,4 @@
-"""Command line: ``python -m engine poison|run|sweep|analyze|extract|utility|compare|audit|list``.
+"""Command line: ``python -m engine poison|run|sweep|analyze|extract|utility|compare|audit|membership|list``.
 
 Bad input exits non-zero with one ``error: …`` line on stderr, never a traceback. With
 ``--json`` the last line printed on stdout is one JSON object with the results.
@@ -15,6 +15,7 @@ from typing import Sequence
 from ..errors import EngineError
 from ..secrets import scrub
 from .audit import add_parser as add_audit_parser
+from .membership import add_parser as add_membership_parser
 from .common import Parser, _partial_line, _progress_printer, add_executor_args, check_args
 from .extraction import _finish_extraction, run_compare
 from .extraction import add_parsers as add_extraction_parsers
@@ -53,6 +54,14 @@ def cmd_run(args) -> int:
         return cmd_audit(args)
     if not args.quiet:
         print(f"preset {meta.get('name')}: {meta.get('description', '').strip()}", file=sys.stderr)
+    if kind == "membership":
+        from ..runs.membership import MembershipRun
+        from .common import finish_run
+        from .membership import _show
+
+        if args.data_dir:
+            cfg = cfg.replace(data_dir=args.data_dir)
+        return finish_run(MembershipRun(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet)), args, _show)
     if kind in ("extract", "compare"):
         from ..runs.extraction import ExtractionRun
 
@@ -76,6 +85,7 @@ def cmd_list(args) -> int:
     """``list``: registered plugins, local models, targets, corpora, query sets and presets (one object with
     ``--json``)."""
     from ..attacks.extraction import EXTRACTION_ATTACKS
+    from ..attacks.membership import MEMBERSHIP_ATTACKS
     from ..attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
     from ..defenses import DEFENSES
     from ..generators import GENERATORS, MODELS
@@ -91,6 +101,7 @@ def cmd_list(args) -> int:
         "attacks": {n: POISONING_ATTACKS.describe(n) for n in POISONING_ATTACKS.names()},
         "detectors": {n: DETECTORS.describe(n) for n in DETECTORS.names()},
         "extraction_attacks": {n: EXTRACTION_ATTACKS.describe(n) for n in EXTRACTION_ATTACKS.names()},
+        "membership_attacks": {n: MEMBERSHIP_ATTACKS.describe(n) for n in MEMBERSHIP_ATTACKS.names()},
         "defenses": {n: DEFENSES.describe(n) for n in DEFENSES.names()},
         "generators": {n: GENERATORS.describe(n) for n in GENERATORS.names()},
         "audit_targets": {n: TARGETS.describe(n) for n in TARGETS.names()},
@@ -105,6 +116,7 @@ def cmd_list(args) -> int:
         "attacks": POISONING_ATTACKS,
         "detectors": DETECTORS,
         "extraction_attacks": EXTRACTION_ATTACKS,
+        "membership_attacks": MEMBERSHIP_ATTACKS,
         "defenses": DEFENSES,
         "generators": GENERATORS,
         "audit_targets": TARGETS,
@@ -161,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_extraction_parsers(sub, common)
     add_audit_parser(sub, common)
+    add_membership_parser(sub, common)
 
     pl = sub.add_parser("list", help="registered retrievers, attacks, detectors, targets, presets")
     pl.add_argument("--json", action="store_true")

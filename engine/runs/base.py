@@ -7,8 +7,37 @@ import uuid
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..errors import EngineError
 from ..events import Event, event_to_json
 from ..progress import Progress
+
+
+class RunInterrupted(EngineError):
+    """A run stopped on a fault; its finished rounds are on disk and it can be resumed."""
+
+    def __init__(self, message: str, run_dir: Path | None, rounds_done: int) -> None:
+        super().__init__(message)
+        self.run_dir = run_dir
+        self.rounds_done = rounds_done
+
+
+def locked_resume(run_dir: str | Path, reopen: Any) -> Any:
+    """Lock a run folder, then ``reopen(folder, lock)`` it (the lock passes to the run, which releases it when it
+    closes); a second resume (or a live run) of the same folder stops at once with one line, and a folder that
+    cannot be reopened releases the lock again."""
+    from ..errors import ConfigError
+    from ..folder_lock import run_lock
+
+    if not str(run_dir).strip() or not Path(run_dir).is_dir():
+        raise ConfigError(f"--resume: {str(run_dir)!r} is not a run folder")
+    folder = Path(run_dir)
+    lock = run_lock(folder, folder.name)
+    lock.acquire()
+    try:
+        return reopen(folder, lock)
+    except BaseException:
+        lock.release()
+        raise
 
 
 def finished_rounds(events: list[Event]) -> tuple[list[Event], int, str]:
@@ -115,6 +144,70 @@ class EventRunner:
             atomic_write(self.out_dir / "summary.json", json.dumps(jsonable(summary), indent=2, default=str))
         self.close()
         return self.events[start:]
+
+    # the command that resumes a run of this kind (``python -m engine COMMAND --resume FOLDER``), named on a fault
+    resume_command = ""
+
+    def _fail(self, message: str, r: int) -> None:
+        """End the run as failed in round ``r`` (a ``run_ended`` with the error) and raise RunInterrupted naming
+        the command that resumes it."""
+        from ..events import RunEnded
+        from ..secrets import scrub
+
+        message = scrub(message)
+        where = (
+            f"; resume with: python -m engine {self.resume_command} --resume {self.out_dir}"
+            if self.out_dir and self.resume_command
+            else ""
+        )
+        self._emit(RunEnded, status="failed", summary={"error": message, "rounds_done": self._round, "failed_round": r})
+        raise RunInterrupted(
+            f"run {self.run_id} stopped in round {r} ({message}); {self._round} finished round(s) kept{where}",
+            self.out_dir,
+            self._round,
+        )
+
+    def _emit_answer(self, r: int, query_id: str, ans: Any) -> str:
+        """Record one answer of the defended system in round ``r``: each defense's action, the raw top-K
+        (``retrieved``), then ``generated``; returns the answer's text with every key the engine was given
+        scrubbed."""
+        from ..events import DefenseApplied, Generated, Retrieved
+        from ..secrets import scrub_known
+
+        for a in ans.actions:
+            self._emit(DefenseApplied, round=r, defense=a.defense, stage=a.stage, action=a.action, detail=a.detail)
+        self._emit(
+            Retrieved,
+            round=r,
+            query_id=query_id,
+            doc_ids=tuple(c.doc_id for c in ans.retrieved),
+            scores=tuple(round(c.score, 5) for c in ans.retrieved),
+            ranks=tuple(c.rank for c in ans.retrieved),
+            is_poison=tuple(False for _ in ans.retrieved),
+        )
+        g = ans.generation
+        text = scrub_known(ans.answer)  # a key the engine was given never reaches the events, even echoed
+        self._emit(
+            Generated,
+            round=r,
+            text=text,
+            context_ids=tuple(c.doc_id for c in ans.context),
+            blocked_by=ans.blocked_by,
+            model=g.model if g else "",
+            prompt_tokens=g.prompt_tokens if g else 0,
+            completion_tokens=g.completion_tokens if g else 0,
+            seconds=round(g.seconds, 4) if g else 0.0,
+            info=dict(g.info) if g else {},
+            context_tokens=ans.context_tokens,
+            answer_budget=ans.answer_budget if g else 0,
+        )
+        return text
+
+    def finish(self) -> list[Event]:
+        """End the run: the summary event and ``summary.json`` (a no-op once finished); returns the new events."""
+        if self._finished:
+            return []
+        return self._end()
 
     def summary(self) -> Mapping[str, Any]:
         """The run's headline numbers (a typed summary that reads as its JSON object), written to

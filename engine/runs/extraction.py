@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Optional
 from ..attacker_states import full_states, state_delta
 from ..attacks.extraction import AttackContext, Exchange, ExtractionAgent, make_agent
 from ..config import ExtractionConfig
-from ..corpora import Corpus, load_corpus, retriever_window, stats_for
+from ..corpora import Corpus, check_corpus_spec, load_corpus, retriever_window, stats_for
 from ..defenses import make_defenses
 from ..embedders import make_retriever
 from ..errors import ConfigError, EngineError
@@ -34,7 +34,6 @@ from ..metrics.intervals import wilson
 from ..metrics.leakage import LeakageTracker
 from ..progress import Progress
 from ..files import atomic_write
-from ..secrets import scrub, scrub_known
 from ..rag import RagSystem
 from ..store import StoreSettings
 from ..summaries import ExtractionSummary
@@ -49,12 +48,11 @@ from ..events import (
     Retrieved,
     RoundEnded,
     RoundStarted,
-    RunEnded,
     RunStarted,
     jsonable,
     read_events,
 )
-from .base import EventRunner, finished_rounds
+from .base import EventRunner, RunInterrupted, finished_rounds, locked_resume  # noqa: F401 (RunInterrupted: imported from here)
 from .kb_snapshot import KB_FILE, load_kb, save_kb
 from .manifest import build_manifest
 
@@ -76,17 +74,10 @@ def events_file(run_dir: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-class RunInterrupted(EngineError):
-    """A run stopped on a fault; its finished rounds are on disk and it can be resumed."""
-
-    def __init__(self, message: str, run_dir: Path | None, rounds_done: int) -> None:
-        super().__init__(message)
-        self.run_dir = run_dir
-        self.rounds_done = rounds_done
-
-
 class ExtractionRun(EventRunner):
     """One extraction attack against one defended RAG configuration."""
+
+    resume_command = "extract"
 
     def __init__(
         self,
@@ -137,6 +128,8 @@ class ExtractionRun(EventRunner):
         """Everything but events: KB, retriever, generator(s), defenses, system, agent, tracker."""
         c = self.config
         data_dir = c.data_dir or None
+        if self._corpus_override is None and c.kb.strip() not in ("", "none", "target"):
+            check_corpus_spec(c.kb, data_dir)  # a wrong name or path is one line now, before any model loads
         retriever = make_retriever(c.retriever, dict(c.retriever_params or {}))
         if c.external:
             return self._build_target(retriever)
@@ -329,33 +322,7 @@ class ExtractionRun(EventRunner):
             ans = self.system.answer(query, on_text=on_text)
         except EngineError as e:
             self._fail(str(e), r)
-        for a in ans.actions:
-            self._emit(DefenseApplied, round=r, defense=a.defense, stage=a.stage, action=a.action, detail=a.detail)
-        self._emit(
-            Retrieved,
-            round=r,
-            query_id=qid,
-            doc_ids=tuple(c.doc_id for c in ans.retrieved),
-            scores=tuple(round(c.score, 5) for c in ans.retrieved),
-            ranks=tuple(c.rank for c in ans.retrieved),
-            is_poison=tuple(False for _ in ans.retrieved),
-        )
-        g = ans.generation
-        answer = scrub_known(ans.answer)  # a key the engine was given never reaches the events, even echoed
-        self._emit(
-            Generated,
-            round=r,
-            text=answer,
-            context_ids=tuple(c.doc_id for c in ans.context),
-            blocked_by=ans.blocked_by,
-            model=g.model if g else "",
-            prompt_tokens=g.prompt_tokens if g else 0,
-            completion_tokens=g.completion_tokens if g else 0,
-            seconds=round(g.seconds, 4) if g else 0.0,
-            info=dict(g.info) if g else {},
-            context_tokens=ans.context_tokens,
-            answer_budget=ans.answer_budget if g else 0,
-        )
+        answer = self._emit_answer(r, qid, ans)
         t1 = time.perf_counter()
         leak = self.tracker.update(answer, [c.doc_id for c in ans.context], [c.doc_id for c in ans.retrieved])
         t_metrics = time.perf_counter() - t1
@@ -380,22 +347,6 @@ class ExtractionRun(EventRunner):
         usage = {k: round(used[k] - used0.get(k, 0), 6) for k in used}
         self._emit(RoundEnded, round=r, query_id=qid, timings={k: round(v, 4) for k, v in timings.items()}, usage=usage)
         self._round = r
-
-    def _fail(self, message: str, r: int) -> None:
-        message = scrub(message)
-        where = f"; resume with: python -m engine extract --resume {self.out_dir}" if self.out_dir else ""
-        self._emit(RunEnded, status="failed", summary={"error": message, "rounds_done": self._round, "failed_round": r})
-        raise RunInterrupted(
-            f"run {self.run_id} stopped in round {r} ({message}); {self._round} finished round(s) kept{where}",
-            self.out_dir,
-            self._round,
-        )
-
-    def finish(self) -> list[Event]:
-        """End the run: the summary event and ``summary.json`` (a no-op once finished); returns the new events."""
-        if self._finished:
-            return []
-        return self._end()
 
     def run(self) -> list[Event]:
         """Prepare, play every round and finish; returns all events."""
@@ -430,26 +381,18 @@ class ExtractionRun(EventRunner):
     ) -> "ExtractionRun":
         """Reopen a run folder: replay its finished rounds, then continue where it stopped. The folder is locked
         first: a second resume (or a live run) of the same folder stops at once with one line."""
-        from ..folder_lock import run_lock
-
-        if not str(run_dir).strip() or not Path(run_dir).is_dir():
-            raise ConfigError(f"--resume: {str(run_dir)!r} is not a run folder")
-        run_dir = Path(run_dir)
-        lock = run_lock(run_dir, run_dir.name)
-        lock.acquire()
-        try:
-            return cls._resume(
-                run_dir,
+        return locked_resume(
+            run_dir,
+            lambda folder, lock: cls._resume(
+                folder,
                 lock,
                 progress=progress,
                 generator=generator,
                 config_overrides=config_overrides,
                 secrets=secrets,
                 target=target,
-            )
-        except BaseException:
-            lock.release()
-            raise
+            ),
+        )
 
     @classmethod
     def _resume(

@@ -10,15 +10,15 @@ import pytest
 from engine.cli import build_parser
 from engine.cli.audit import audit_config
 from engine.cli.config_options import option_flag
-from engine.cli.extraction import extraction_values
+from engine.cli.extraction import COMPARE_VARIES, extraction_values
 from engine.cli.poisoning import poison_values
-from engine.config import AuditConfig, ComparisonConfig, ExtractionConfig, PoisonConfig, SweepConfig
+from engine.config import AuditConfig, ComparisonConfig, ExtractionConfig, MembershipConfig, PoisonConfig, SweepConfig
 from engine.executors import ExecutorConfig
 from engine.errors import ConfigError
 
 SHARED = {"--help", "--data-dir", "--json", "--quiet", "--out"}
 # config fields that are no option of their command, each with the reason
-NOT_OPTIONS = {"compare": {"base": "the runs' shared ExtractionConfig: a preset's, or --kb/--generator/--rounds"}}
+NOT_OPTIONS = {"compare": {"base": "the cells' shared ExtractionConfig: its fields are options themselves (below)"}}
 # command -> (its config, the options that are not config fields, each with the reason it is not one)
 COMMANDS = {
     "extract": (
@@ -51,15 +51,25 @@ COMMANDS = {
         ComparisonConfig,
         {
             "--preset": "the config's starting values",
-            "--kb": "base.kb without a preset",
-            "--generator": "base.generator (a spec)",
             "--api-base": "a server URL merged into the generator's parameters",
-            "--rounds": "base.rounds",
+            **{
+                option_flag(f.name): "base.<field>: every cell's ExtractionConfig"
+                for f in dataclasses.fields(ExtractionConfig)
+                if f.name not in COMPARE_VARIES
+            },
             "--overwrite": "what to do with another comparison's folder",
             **{
                 f"--{f.name.replace('_', '-')}": "where cells run (ExecutorConfig)"
                 for f in dataclasses.fields(ExecutorConfig)
             },
+        },
+    ),
+    "membership": (
+        MembershipConfig,
+        {
+            "--preset": "the config's starting values",
+            "--api-base": "a server URL merged into the generator's parameters",
+            "--resume": "continues a recorded run: its config comes from the folder",
         },
     ),
     "audit": (
@@ -286,3 +296,27 @@ def test_sweep_and_compare_options_read_as_typed():
     assert cfg.configurations == ("none", "threshold", "system-prompt")  # the command's quick default grid
     cfg, _ = compare_config(_args("compare", "--preset", "ragfort-healthcaremagic", "--repeats", "2"))
     assert cfg.repeats == 2 and "reindex+cascade" in cfg.configurations  # the preset's grid, the option on top
+
+
+def test_compare_takes_every_base_field_as_an_option():
+    """Every ExtractionConfig field but the ones a comparison varies is an option of ``compare`` that sets every
+    cell's base, over a preset's; a generator spec naming the preset's generator keeps its other parameters."""
+    from engine.cli.extraction import compare_config
+
+    flags = _long_flags(_sub("compare"))
+    for f in dataclasses.fields(ExtractionConfig):
+        if f.name not in COMPARE_VARIES:
+            assert flags[option_flag(f.name)].dest == f.name
+    cfg, _ = compare_config(_args("compare", "--preset", "ragfort-paper-scale", "--max-tokens", "32",
+                                  "--answer-budget", "fixed", "--generator", "local:qwen2.5-0.5b", "--top-k", "2",
+                                  "--attacker-llm-params", '{"max_tokens": 16}'))  # fmt: skip
+    b = cfg.base
+    assert (b["max_tokens"], b["answer_budget"], b["top_k"]) == (32, "fixed", 2)
+    assert b["generator"] == "local" and b["generator_params"] == {"model": "qwen2.5-0.5b", "n_ctx": 4096}
+    assert b["attacker_llm_params"] == {"max_tokens": 16}  # a mapping given replaces the preset's
+    assert b["rounds"] == 200 and cfg.kbs == ("healthcaremagic", "enron")  # the rest is the preset's
+    cfg, _ = compare_config(_args("compare", "--generator", "openai/gpt-4o-mini", "--api-base", "http://h:8000/v1"))
+    assert cfg.base["generator"] != "local" and cfg.base["generator_params"]["api_base"] == "http://h:8000/v1"
+    assert cfg.base["kb"] == "clinic_records" and cfg.base["rounds"] == 10  # the command's defaults
+    with pytest.raises(ConfigError, match="max_tokens"):
+        compare_config(_args("compare", "--max-tokens", "0"))

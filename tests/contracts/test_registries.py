@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from engine.attacks.extraction import EXTRACTION_ATTACKS, AttackContext, Exchange, make_agent
+from engine.attacks.membership import MEMBERSHIP_ATTACKS
 from engine.attacks.poisoning import PARAPHRASERS, POISONING_ATTACKS, make_attack
 from engine.defenses import DEFENSES, STAGES, Defense
 from engine.detectors import DETECTORS
@@ -23,6 +24,7 @@ ALL = [
         PARAPHRASERS,
         GENERATORS,
         EXTRACTION_ATTACKS,
+        MEMBERSHIP_ATTACKS,
         DEFENSES,
         TARGETS,
     )

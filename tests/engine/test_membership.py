@@ -1,0 +1,147 @@
+"""Membership inference: the metrics against independent computations, the split, and real experiments (Qwen2.5-0.5B,
+MiniLM, a real Chroma store) that record, summarise, resume and print their JSON."""
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from engine.attacks.membership import MEMBERSHIP_ATTACKS, make_membership_attack
+from engine.attacks.membership.s2mia import bleu
+from engine.config import MembershipConfig, load_preset
+from engine.corpora import load_corpus
+from engine.errors import ConfigError
+from engine.events import MembershipScored, MembershipSplit, RunEnded, read_events
+from engine.generators import GENERATORS
+from engine.metrics.membership import auroc, auroc_interval, membership_metrics, roc_curve, tpr_at_fpr
+from engine.runs.membership import MembershipRun, probe_order, split_records
+from tests.helpers import run_cli
+
+
+def test_auroc_is_the_mann_whitney_statistic_ties_counted_half():
+    rng = np.random.default_rng(3)
+    mem = rng.integers(0, 5, 40).astype(float)  # many ties
+    non = rng.integers(0, 4, 30).astype(float)
+    y = [1] * len(mem) + [0] * len(non)
+    assert auroc(mem, non) == pytest.approx(roc_auc_score(y, np.concatenate([mem, non])))
+    assert auroc([1, 1], [1, 1]) == 0.5 and auroc([2, 3], [0, 1]) == 1.0 and auroc([0], [1]) == 0.0
+    fpr, tpr = roc_curve(mem, non)
+    assert (fpr[0], tpr[0], fpr[-1], tpr[-1]) == (0.0, 0.0, 1.0, 1.0)
+    assert np.trapezoid(tpr, fpr) == pytest.approx(auroc(mem, non))  # the curve's area is the same number
+
+
+def test_auroc_interval_is_seeded_and_holds_the_estimate():
+    rng = np.random.default_rng(0)
+    mem, non = rng.normal(1, 1, 50), rng.normal(0, 1, 50)
+    lo, hi = auroc_interval(mem, non, seed=1)
+    assert 0 <= lo < auroc(mem, non) < hi <= 1
+    assert auroc_interval(mem, non, seed=1) == (lo, hi)
+    wide = auroc_interval(mem[:10], non[:10], seed=1)
+    assert wide[1] - wide[0] > hi - lo  # fewer records, a wider interval
+    assert auroc_interval([], non) is None
+
+
+def test_tpr_at_a_low_fpr_passes_no_more_false_positives_than_allowed():
+    non = [0.1 * i for i in range(20)]  # 0.0 … 1.9
+    mem = [1.85, 1.95, 2.5, 3.0, 0.5]
+    tpr, ci, fpr = tpr_at_fpr(mem, non, 0.05)  # 20 non-members: one false positive allowed (at ≥ 1.9)
+    assert (tpr, fpr) == (4 / 5, 1 / 20)
+    assert ci[0] < tpr < ci[1]
+    tpr, _, fpr = tpr_at_fpr(mem, non, 0.01)  # none allowed: only scores above every non-member
+    assert (tpr, fpr) == (3 / 5, 0.0)
+    m = membership_metrics(mem, non)
+    assert m["tpr_at_5fpr"] == 4 / 5 and m["fpr_resolution"] == 1 / 20 and m["auroc_ci"]
+
+
+def test_bleu_is_one_for_a_copy_and_low_for_other_words():
+    ref = "the patient reports chest pain radiating to the left arm since tuesday".split()
+    assert bleu(ref, ref) == pytest.approx(1.0)
+    assert bleu(ref, "a sunny day at the beach with friends and family all along".split()) < 0.05
+    assert bleu(ref, ref[:6]) < bleu(ref, ref[:10]) < 1.0  # brevity penalty
+
+
+def test_attacks_ask_about_the_record_and_score_the_answer():
+    rec = "Name: Ann Lee; MRN 123. Presents with cough and fever for three days, worse at night, no travel."
+    s2 = make_membership_attack("s2mia")
+    (q,) = s2.probes(rec, np.random.default_rng(0))
+    head, rest = rec.split()[: len(rec.split()) // 2], rec.split()[len(rec.split()) // 2 :]
+    assert " ".join(head) in q and " ".join(rest) not in q
+    assert s2.score(rec, [q], [" ".join(rest)]) > s2.score(rec, [q], ["I cannot help with that."])
+    d = make_membership_attack("direct")
+    (q,) = d.probes(rec, np.random.default_rng(0))
+    assert rec in q and "Yes or No" in q
+    assert [d.score(rec, [q], [a]) for a in ("Yes, it is.", "No.", "I am not sure")] == [1.0, 0.0, 0.5]
+    assert set(MEMBERSHIP_ATTACKS.names()) >= {"direct", "s2mia"}
+
+
+def test_the_split_keeps_members_in_and_non_members_out_by_the_seed():
+    kb = load_corpus("clinic_records", chunk_size=None)
+    mem, out, kept = split_records(kb, None, 10, 12, seed=5)
+    ids = {d.id for d in kept}
+    assert len(mem) == 10 and len(out) == 12 and len(kept) == len(kb) - 12
+    assert all(d.id in ids for d in mem) and not any(d.id in ids for d in out)
+    again = split_records(kb, None, 10, 12, seed=5)
+    assert [d.id for d in again[0]] == [d.id for d in mem]
+    assert [d.id for d in split_records(kb, None, 10, 12, seed=6)[0]] != [d.id for d in mem]
+    order = probe_order(mem, out, 5)
+    assert sum(m for _, m in order) == 10 and len(order) == 22
+    held = load_corpus("clinic_handbook", chunk_size=None)  # non-members from another corpus: the whole kb stays
+    mem, out, kept = split_records(kb, held, 5, 5, seed=0)
+    assert len(kept) == len(kb) and not {d.id for d in out} & {d.id for d in kept}
+    with pytest.raises(ConfigError, match="more than the knowledge base"):
+        split_records(kb, None, len(kb), 1, seed=0)
+
+
+def test_membership_config_is_checked_before_anything_loads():
+    with pytest.raises(ConfigError, match="unknown membership attack 'nope'"):
+        MembershipConfig.from_dict({"attack": "nope"})
+    with pytest.raises(ConfigError, match="members: 0 is below the minimum 1"):
+        MembershipConfig.from_dict({"members": 0})
+    kind, cfg, _ = load_preset("membership-quick")
+    assert kind == "membership" and cfg.attack == "s2mia" and cfg.members == cfg.non_members == 20
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    return GENERATORS.create("local", {"model": "qwen2.5-0.5b"})
+
+
+@pytest.mark.slow
+def test_an_experiment_records_every_decision_and_resumes_after_a_stop(tmp_path, qwen):
+    cfg = MembershipConfig(members=3, non_members=3, max_tokens=24, attack="s2mia", seed=1)
+    run = MembershipRun(cfg, out_dir=tmp_path, generator=qwen)
+    run.prepare()
+    split = next(e for e in run.events if isinstance(e, MembershipSplit))
+    assert len(split.members) == len(split.non_members) == 3 and split.kb_size == len(run.corpus)
+    run.step(2)
+    first = [e for e in run.events if isinstance(e, MembershipScored)]
+    run.close()  # stopped after two records, as a killed process leaves it
+    again = MembershipRun.resume(tmp_path / run.run_id, generator=qwen)
+    assert again.rounds_done == 2
+    again.run()
+    again.close()
+    events, _ = read_events(tmp_path / run.run_id / "events.jsonl")
+    scored = [e for e in events if isinstance(e, MembershipScored)]
+    assert [e.record_id for e in scored[:2]] == [e.record_id for e in first]
+    assert len(scored) == 6 and sum(e.member for e in scored) == 3
+    assert {e.record_id for e in scored} == set(split.members) | set(split.non_members)
+    s = json.loads((tmp_path / run.run_id / "summary.json").read_text())
+    assert s["decisions"] == 6 and s["queries"] == 6 and s["n_members"] == 3
+    assert 0 <= s["auroc"] <= 1 and s["auroc_ci"][0] <= s["auroc"] <= s["auroc_ci"][1]
+    assert events[-1].kind == RunEnded.kind and events[-1].summary["auroc"] == s["auroc"]
+
+
+def test_cli_membership_prints_its_json_and_refuses_bad_input_in_one_line(tmp_path):
+    p = run_cli("membership", "--attack", "direct", "--members", "2", "--non-members", "2", "--max-tokens", "8",
+                "--defenses", "system-prompt", "--json", "--quiet", "--out", str(tmp_path))  # fmt: skip
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    for key in ("auroc", "auroc_ci", "tpr_at_1fpr", "tpr_at_1fpr_ci", "tpr_at_5fpr", "tpr_at_5fpr_ci", "queries"):
+        assert key in out, key
+    assert out["queries"] == 4 and out["defenses"] == ["system-prompt"] and out["attack"] == "direct"
+    p = run_cli("membership", "--kb", str(tmp_path / "none.jsonl"))
+    assert p.returncode == 2 and p.stderr.count("error:") == 1 and "not found" in p.stderr
+    assert "Loading weights" not in p.stderr
+    p = run_cli("membership", "--members", "300", "--non-members", "300")
+    assert p.returncode == 2 and "more than the knowledge base" in p.stderr and "Traceback" not in p.stderr
