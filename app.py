@@ -17,6 +17,7 @@ page = st.navigation(
         st.Page("pages/poisoning_lab.py", title="Poisoning lab", icon="☣️"),
         st.Page("pages/extraction_lab.py", title="Extraction lab", icon="🕵️"),
         st.Page("pages/defense_comparison.py", title="Defense comparison", icon="🛡️"),
+        st.Page("pages/membership.py", title="Membership inference", icon="🪪"),
         st.Page("pages/audit.py", title="Audit your RAG", icon="🔍"),
         st.Page("pages/analysis.py", title="Analysis", icon="📈"),
         st.Page("pages/sweeps.py", title="Sweeps", icon="🧮"),

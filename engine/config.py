@@ -319,12 +319,22 @@ class ExtractionConfig(Params):
 class MembershipConfig(Params):
     """A membership-inference experiment: which records of a knowledge base an attack can tell are in it."""
 
-    kb: str = param("clinic_records", help="Knowledge base whose records are probed: bundled name, benchmark or path")
+    kb: str = param(
+        "clinic_records",
+        help="Knowledge base whose records are probed: bundled name, benchmark or path",
+        label="Knowledge base",
+    )
     attack: str = param("s2mia", help="Membership-inference attack", registry="membership-attacks")
     attack_params: Optional[Mapping[str, Any]] = param(None, help="Attack parameters")
-    members: int = param(20, min=1, max=100000, help="Records probed that are in the knowledge base")
+    members: int = param(
+        20, min=1, max=100000, help="Records probed that are in the knowledge base", label="Members probed"
+    )
     non_members: int = param(
-        20, min=1, max=100000, help="Records probed that are not (held out of the knowledge base by the seed)"
+        20,
+        min=1,
+        max=100000,
+        help="Records probed that are not (held out of the knowledge base by the seed)",
+        label="Non-members probed",
     )
     non_member_kb: str = param(
         "",
@@ -341,11 +351,11 @@ class MembershipConfig(Params):
     retriever_params: Optional[Mapping[str, Any]] = param(
         None, help="Retriever parameters", label="Retriever parameters (JSON)"
     )
-    top_k: int = param(3, min=1, max=100, help="Chunks retrieved per question")
+    top_k: int = param(3, min=1, max=100, help="Chunks retrieved per question", label="Top-K")
     template: str = param(
         "rag-privacy", choices=("rag-privacy", "chat"), help="Prompt template", label="Prompt template"
     )
-    max_tokens: int = param(96, min=8, max=4096, help="Tokens generated per answer")
+    max_tokens: int = param(96, min=8, max=4096, help="Tokens generated per answer", label="Tokens per answer")
     chunk_size: Optional[int] = param(
         512,
         min=16,

@@ -94,7 +94,7 @@ def list_runs(root: Path | None = None, kind: str | None = None) -> list[dict[st
             "retriever": cfg.get("retriever"),
             "attack": cfg.get("attack"),
         }
-        if k == "extract":
+        if k in ("extract", "membership"):
             row.update(
                 corpus=cfg.get("kb"), defenses=", ".join(cfg.get("defenses") or ()) or "none", rounds=cfg.get("rounds")
             )

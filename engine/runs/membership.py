@@ -38,6 +38,7 @@ from ..events import (
     QueryIssued,
     RoundEnded,
     RoundStarted,
+    RunEnded,
     RunStarted,
     jsonable,
     read_events,
@@ -319,6 +320,42 @@ class MembershipRun(EventRunner):
                 run.scores[e.record_id] = (e.member, e.score)
         run._continue_after(path, kept, last_done, prev, dropped)
         return run
+
+
+def run_membership(
+    cfg: MembershipConfig,
+    *,
+    out_dir: str | Path | None = None,
+    progress: Progress | None = None,
+    stop: Any = None,
+    generator: Any = None,
+) -> MembershipRun:
+    """Run an experiment to its end, or until ``stop`` (a stop token: anything with ``is_set()``) is set between
+    two records; returns the closed run (``events``; ``summary()`` covers the records probed so far, and a stopped
+    run with an ``out_dir`` resumes with :meth:`MembershipRun.resume`)."""
+    from ..progress import stopped
+
+    run = MembershipRun(cfg, out_dir=out_dir, progress=progress, generator=generator)
+    try:
+        run.prepare()
+        while not run.done and not stopped(stop):
+            run.step()
+            run._tick("probing", run.rounds_done, run.rounds)
+        if run.done:
+            run.finish()
+    finally:
+        run.close()
+    return run
+
+
+def load_membership(folder: str | Path) -> tuple[dict[str, Any], list[Event], bool]:
+    """A saved experiment's summary (from its events), events, and whether it ran to its end."""
+    path = events_file(Path(folder))
+    if path is None:
+        raise ConfigError(f"{folder} holds no events.jsonl: not a run folder")
+    events, _ = read_events(path)
+    complete = any(isinstance(e, RunEnded) and e.status == "completed" for e in events)
+    return dict(summarize_membership(events)), events, complete
 
 
 def summarize_membership(events: list[Event], config: MembershipConfig | None = None) -> MembershipSummary:

@@ -1,0 +1,60 @@
+"""The membership page's results: headline figures with their intervals, the ROC curve, scores by class, and one
+row per probed record (all computed by the engine from the run's events; this only draws them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+import streamlit as st
+
+from components.state import my_runs_dir
+from engine.events import Event
+from engine.plots.membership import roc_figure, score_figure
+from engine.views.membership import record_rows
+
+
+def membership_dir() -> Path:
+    """This session's folder of membership experiments (beside, not among, the lab runs the Saved-runs page
+    lists)."""
+    return my_runs_dir() / "membership"
+
+
+def _ci(ci: Sequence[float] | None) -> str:
+    return f"95% interval [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+
+
+def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, complete: bool = True) -> None:
+    """Headline metrics, the two figures and the per-record table of one experiment."""
+    if not complete:
+        st.warning(
+            f"Stopped after {summary['decisions']} of the records: the figures cover those only (the experiment "
+            "resumes from its folder with `python -m engine membership --resume`)."
+        )
+    c1, c2, c3, c4 = st.columns(4)
+    auc = summary.get("auroc")
+    c1.metric("AUROC", "n/a" if auc is None else f"{auc:.2f}", help="0.5 = chance, 1.0 = every member told apart")
+    c1.caption(_ci(summary.get("auroc_ci")))
+    for col, key, label in ((c2, "tpr_at_1fpr", "TPR at 1% FPR"), (c3, "tpr_at_5fpr", "TPR at 5% FPR")):
+        col.metric(label, f"{summary[key]:.2f}", help="Share of members found while wrongly accusing at most this "
+                   "share of non-members")  # fmt: skip
+        col.caption(_ci(summary.get(f"{key}_ci")))
+    c4.metric("Questions per decision", f"{summary['queries_per_decision']:.1f}")
+    seen = summary.get("members_retrieved")
+    c4.caption(
+        f"{summary['n_members']} members · {summary['n_non_members']} non-members"
+        + (f" · {seen:.0%} of members retrieved" if seen is not None else "")
+    )
+    res = summary.get("fpr_resolution")
+    if res and res > 0.01:
+        st.caption(
+            f"With {summary['n_non_members']} non-members one false positive is an FPR of {res:.2f}: the 1% column "
+            "means no non-member may be called a member."
+        )
+    f1, f2 = st.columns(2)
+    f1.plotly_chart(roc_figure(summary), width="stretch", key="mia_roc")
+    f2.plotly_chart(score_figure(events), width="stretch", key="mia_scores")
+    rows = record_rows(events)
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -1,0 +1,59 @@
+"""Figures of a membership experiment (pure: summary or events → plotly figure)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import plotly.graph_objects as go
+
+from ..events import Event
+from ..views.membership import scores_by_class
+
+MEMBER, NON_MEMBER = "#d62728", "#1f77b4"
+
+
+def roc_figure(summary: Mapping[str, Any]) -> go.Figure:
+    """The ROC curve with the chance diagonal, its AUROC (and interval) in the title."""
+    roc = dict(summary.get("roc") or {})
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot", "color": "#999"}, name="chance (0.5)")
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=roc.get("fpr", []), y=roc.get("tpr", []), mode="lines+markers", line={"shape": "hv"}, name="attack"
+        )
+    )
+    auc, ci = summary.get("auroc"), summary.get("auroc_ci")
+    title = (
+        "ROC curve" if auc is None else f"ROC curve — AUROC {auc:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+    )
+    fig.update_layout(
+        title=title,
+        xaxis_title="false-positive rate (non-members called members)",
+        yaxis_title="true-positive rate (members found)",
+        xaxis={"range": [0, 1]},
+        yaxis={"range": [0, 1.02]},
+        height=380,
+        margin={"l": 50, "r": 20, "t": 50, "b": 50},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig
+
+
+def score_figure(events: Sequence[Event]) -> go.Figure:
+    """Each record's score, members beside non-members: how far apart the two classes sit."""
+    mem, non = scores_by_class(events)
+    fig = go.Figure()
+    for name, ys, color in (("members", mem, MEMBER), ("non-members", non, NON_MEMBER)):
+        fig.add_trace(
+            go.Box(y=ys, name=f"{name} ({len(ys)})", boxpoints="all", jitter=0.4, pointpos=0, marker_color=color)
+        )
+    fig.update_layout(
+        title="Attack score by record",
+        yaxis_title="score (higher: called a member)",
+        height=380,
+        margin={"l": 50, "r": 20, "t": 50, "b": 50},
+        showlegend=False,
+    )
+    return fig

@@ -1,0 +1,130 @@
+"""Membership inference: can an attacker tell whether a given record is in the knowledge base?"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components.job_panel import job_panel
+from components.membership import membership_dir, render_membership
+from components.params_form import params_form, registry_forms
+from components.runtime_notice import local_runtime_notice
+from components.state import data_dir, init_state
+from components.text import md_escape
+from engine.attacks.membership import MEMBERSHIP_ATTACKS
+from engine.config import MembershipConfig
+from engine.defenses import DEFENSES
+from engine.errors import EngineError
+from engine.generators import packaged_generator
+from engine.generators.models import MODELS as MODELS_REGISTRY
+from engine.jobs import Job
+from engine.runs.membership import load_membership, run_membership
+from engine.saved import list_runs
+
+FORM_FIELDS = ("kb", "members", "non_members", "top_k", "max_tokens", "seed")
+DEFAULT_MODEL = "qwen2.5-0.5b"  # the smallest model that answers the continuation prompt at all
+
+init_state()
+st.title("Membership inference")
+st.caption(
+    "A patient, or anyone who owns a record, asks: is my record in this assistant's knowledge base? The attacker "
+    "holds the record and may only ask questions. The experiment keeps some records in the knowledge base "
+    "(members), holds others out (non-members), asks about each, and measures how well the answers tell them "
+    "apart: AUROC 0.5 is a coin flip, 1.0 a perfect test."
+)
+local_runtime_notice()
+job: Job | None = st.session_state.get("mia_job")
+base = MembershipConfig()
+
+with st.form("mia_setup"):
+    c1, c2 = st.columns(2)
+    attack = c1.selectbox(
+        "Attack",
+        MEMBERSHIP_ATTACKS.names(),
+        index=MEMBERSHIP_ATTACKS.names().index(base.attack),
+        format_func=lambda a: f"{a} — {MEMBERSHIP_ATTACKS.describe(a)}",
+    )
+    values = params_form(MembershipConfig, {"members": 10, "non_members": 10}, only=FORM_FIELDS, container=c1)
+    models = tuple(MODELS_REGISTRY)
+    model = c2.selectbox("Generator model", models, index=models.index(DEFAULT_MODEL) if DEFAULT_MODEL in models else 0)
+    defenses = c2.multiselect("Defenses", DEFENSES.names(), help="Any subset; none = the undefended assistant")
+    with st.expander("Attack and defense parameters"):
+        attack_params = registry_forms(MEMBERSHIP_ATTACKS, [attack])
+        defense_params = registry_forms(DEFENSES, defenses) if defenses else {}
+    start = st.form_submit_button("Run experiment", type="primary", disabled=bool(job and job.running))
+
+if start:
+    try:
+        cfg = MembershipConfig.from_dict(
+            {
+                **values,
+                "attack": attack,
+                "attack_params": attack_params.get(attack) or None,
+                "defenses": list(defenses),
+                "defense_params": defense_params or None,
+                "generator": packaged_generator(),
+                "generator_params": {"model": model},
+                "data_dir": data_dir(),
+            },
+            where="membership",
+        )
+        folder = membership_dir()
+        st.session_state.pop("mia_view", None)
+        st.session_state["mia_job"] = Job(
+            "membership",
+            lambda progress, stop: run_membership(
+                cfg, out_dir=folder, progress=lambda stage, d, t: progress(d, t, stage), stop=stop
+            ),
+        ).start()
+        st.rerun()
+    except EngineError as e:
+        st.error(md_escape(e))
+
+
+def mia_progress(j: Job) -> tuple[float, str]:
+    stage = f"{j.last}: {j.done_count:,}/{j.total:,}" if j.last else "starting…"
+    return (j.done_count / j.total if j.total and j.last == "probing" else 0.0), stage
+
+
+job_panel(
+    "mia_job",
+    what="experiment",
+    progress=mia_progress,
+    stop_label="Stop after this record",
+    stop_key="mia_stop",
+    drawn=job is not None and not job.running,
+)
+if job is not None and not job.running and job.result is not None and st.session_state.get("mia_view_job") is not job:
+    run = job.result
+    st.session_state["mia_view"] = {"summary": dict(run.summary()), "events": run.events, "complete": run.finished}
+    st.session_state["mia_view_job"] = job
+
+with st.expander("Saved experiments"):
+    saved = [r for r in list_runs(membership_dir()) if r["kind"] == "membership"] if membership_dir().is_dir() else []
+    if not saved:
+        st.caption("None yet: every experiment you run here is saved and can be reopened.")
+    else:
+        pick = st.selectbox(
+            "Experiment",
+            [r["folder"] for r in saved],
+            format_func=lambda f: next(
+                f"{r['run_id']} · {r['attack']} on {r['corpus']} · {r['defenses']}"
+                + ("" if r["finished"] else " · unfinished")
+                for r in saved
+                if r["folder"] == f
+            ),
+        )
+        if st.button("Open", key="mia_open"):
+            try:
+                summary, events, complete = load_membership(pick)
+                st.session_state["mia_view"] = {"summary": summary, "events": events, "complete": complete}
+            except EngineError as e:
+                st.error(md_escape(e))
+
+view = st.session_state.get("mia_view")
+if view is not None:
+    render_membership(view["summary"], view["events"], complete=view["complete"])
+elif job is None:
+    st.info(
+        "Press **Run experiment**: S²MIA on 10 + 10 clinic records takes about a minute with Qwen2.5-0.5B. Then "
+        "switch a defense on and run it again: does the AUROC move toward 0.5?"
+    )

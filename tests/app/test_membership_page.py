@@ -1,0 +1,79 @@
+"""AppTest: the membership-inference page renders, runs a tiny experiment in the background with the real model,
+shows its figures and table, reopens it from disk, and turns bad input into one message."""
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    """Experiments are written under the cache: keep them in a temporary folder (models stay shared)."""
+    from engine import saved
+
+    monkeypatch.setattr(saved, "runs_dir", lambda owner=None: tmp_path)
+    return tmp_path
+
+
+def _page() -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/membership.py").run()
+    assert not at.exception
+    return at
+
+
+def test_the_page_renders_standalone_and_from_the_app():
+    at = AppTest.from_file(str(REPO / "pages/membership.py"), default_timeout=120)
+    at.run()
+    assert not at.exception
+    at = _page()
+    assert any(b.label == "Run experiment" for b in at.button)
+    assert {n.label for n in at.number_input} >= {"Members probed", "Non-members probed", "Tokens per answer", "Top-K"}
+    assert next(t for t in at.text_input if t.label == "Knowledge base").value == "clinic_records"
+
+
+def test_a_tiny_experiment_runs_shows_its_figures_and_reopens(runs):
+    at = _page()
+    for n in at.number_input:
+        n.set_value({"Members probed": 2, "Non-members probed": 2, "Tokens per answer": 16}.get(n.label, n.value))
+    next(s for s in at.selectbox if s.label == "Attack").set_value("direct")
+    next(b for b in at.button if b.label == "Run experiment").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    end = time.time() + 900
+    while at.session_state["mia_job"].running:
+        assert time.time() < end, "the experiment did not finish in 900 s"
+        time.sleep(3)
+        at.run()
+        assert not at.exception, at.exception
+    at.run()
+    job = at.session_state["mia_job"]
+    assert job.error is None, job.error
+    assert {m.label for m in at.metric} >= {"AUROC", "TPR at 1% FPR", "TPR at 5% FPR"}
+    assert len(at.get("plotly_chart")) == 2
+    table = at.dataframe[0].value
+    assert len(table) == 4 and set(table["in the KB"]) == {"member", "non-member"}
+    assert list((runs / "membership").glob("*/summary.json"))
+    at.session_state["mia_view"] = None  # reopen it from disk
+    at.run()
+    next(b for b in at.button if b.label == "Open").click().run()
+    assert not at.exception and len(at.dataframe[0].value) == 4
+
+
+def test_more_records_than_the_knowledge_base_is_one_message(runs):
+    at = _page()
+    for n in at.number_input:
+        n.set_value({"Members probed": 400, "Non-members probed": 400}.get(n.label, n.value))
+    next(b for b in at.button if b.label == "Run experiment").click().run()
+    end = time.time() + 300
+    while at.session_state["mia_job"].running:
+        assert time.time() < end
+        time.sleep(2)
+        at.run()
+    at.run()
+    assert not at.exception
+    assert any("more than the knowledge base" in e.value for e in at.error), [e.value for e in at.error]
