@@ -29,8 +29,9 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
     """Headline metrics, the two figures and the per-record table of one experiment."""
     if not complete:
         st.warning(
-            f"Stopped after {summary['decisions']} of the records: the figures cover those only (the experiment "
-            "resumes from its folder with `python -m engine membership --resume`)."
+            f"Not finished (still running, stopped or interrupted): the figures cover the {summary['decisions']} "
+            "records probed so far. A stopped experiment resumes from its folder with "
+            "`python -m engine membership --resume FOLDER`."
         )
     c1, c2, c3, c4 = st.columns(4)
     auc = summary.get("auroc")
@@ -40,7 +41,7 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
         col.metric(label, f"{summary[key]:.2f}", help="Share of members found while wrongly accusing at most this "
                    "share of non-members")  # fmt: skip
         col.caption(_ci(summary.get(f"{key}_ci")))
-    c4.metric("Questions per decision", f"{summary['queries_per_decision']:.1f}")
+    c4.metric("Queries per record", f"{summary['queries_per_decision']:.1f}", help="Questions one decision cost")
     seen = summary.get("members_retrieved")
     c4.caption(
         f"{summary['n_members']} members · {summary['n_non_members']} non-members"
@@ -57,4 +58,14 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
     f2.plotly_chart(score_figure(events), width="stretch", key="mia_scores")
     rows = record_rows(events)
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.dataframe(
+            pd.DataFrame(rows),
+            hide_index=True,
+            width="stretch",
+            height=min(36 * (len(rows) + 1) + 3, 640),
+            column_config={
+                "score": st.column_config.NumberColumn(format="%.3f"),
+                "answer": st.column_config.TextColumn(width="large"),
+                "question": st.column_config.TextColumn(width="medium"),
+            },
+        )

@@ -41,9 +41,11 @@ with st.form("mia_setup"):
         "Attack",
         MEMBERSHIP_ATTACKS.names(),
         index=MEMBERSHIP_ATTACKS.names().index(base.attack),
-        format_func=lambda a: f"{a} — {MEMBERSHIP_ATTACKS.describe(a)}",
+        help="; ".join(f"{a}: {MEMBERSHIP_ATTACKS.describe(a)}" for a in MEMBERSHIP_ATTACKS.names()),
     )
-    values = params_form(MembershipConfig, {"members": 10, "non_members": 10}, only=FORM_FIELDS, container=c1)
+    values = params_form(
+        MembershipConfig, {"members": 10, "non_members": 10, "max_tokens": 64}, only=FORM_FIELDS, container=c1
+    )
     models = tuple(MODELS_REGISTRY)
     model = c2.selectbox("Generator model", models, index=models.index(DEFAULT_MODEL) if DEFAULT_MODEL in models else 0)
     defenses = c2.multiselect("Defenses", DEFENSES.names(), help="Any subset; none = the undefended assistant")
@@ -81,8 +83,10 @@ if start:
 
 
 def mia_progress(j: Job) -> tuple[float, str]:
-    stage = f"{j.last}: {j.done_count:,}/{j.total:,}" if j.last else "starting…"
-    return (j.done_count / j.total if j.total and j.last == "probing" else 0.0), stage
+    if not j.last:
+        return 0.0, "starting…"
+    step = "records probed" if j.last == "probing" else j.last  # earlier stages: embedding, indexing the KB
+    return (j.done_count / j.total if j.total else 0.0), f"{step}: {j.done_count:,}/{j.total:,}"
 
 
 job_panel(
@@ -125,6 +129,7 @@ if view is not None:
     render_membership(view["summary"], view["events"], complete=view["complete"])
 elif job is None:
     st.info(
-        "Press **Run experiment**: S²MIA on 10 + 10 clinic records takes about a minute with Qwen2.5-0.5B. Then "
-        "switch a defense on and run it again: does the AUROC move toward 0.5?"
+        "Press **Run experiment**: S²MIA on 10 + 10 clinic records takes 2–4 minutes with Qwen2.5-0.5B on 2 idle "
+        "cores (a first run also embeds the knowledge base; a busy machine takes longer). Then switch a defense on "
+        "and run it again: does the AUROC move toward 0.5?"
     )

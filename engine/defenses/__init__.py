@@ -5,6 +5,7 @@ from .base import STAGES, Chunk, Defense, DefenseAction, DefenseContext
 from .cascade import CascadeGeneration
 from .intent import QueryIntentBlock
 from .llm_rewrite import Paraphrase, Summarize
+from .mirabel import DetectAndHide
 from .reindex import ContrastiveReindex
 from .rerank import RerankCut
 from .system_prompt import DefensiveSystemPrompt
@@ -25,6 +26,7 @@ DEFENSES.register("cascade")(CascadeGeneration)
 DEFENSES.register("perplexity")(PerplexityFilter)
 DEFENSES.register("trustrag-cluster")(ClusterFilter)
 DEFENSES.register("isolate-aggregate")(IsolateAggregate)
+DEFENSES.register("detect-and-hide")(DetectAndHide)
 
 
 def make_defenses(names, params=None) -> list[Defense]:

@@ -10,7 +10,7 @@ from ..events import Event, Generated, MembershipScored, QueryIssued
 
 def record_rows(events: Sequence[Event], texts: dict[str, str] | None = None, width: int = 140) -> list[dict[str, Any]]:
     """One row per probed record, in probing order: its id, whether it is a member, the attack's score, whether its
-    own record was retrieved, questions refused, the question and the answer (cut at ``width`` characters; plain
+    own record was retrieved, questions refused, the answer and the question (cut at ``width`` characters; plain
     text — the page shows them in a table, never as markup). ``texts``: record id → text, for a record column."""
     questions: dict[int, str] = {}
     answers: dict[int, str] = {}
@@ -37,8 +37,8 @@ def record_rows(events: Sequence[Event], texts: dict[str, str] | None = None, wi
             }
             if texts is not None:
                 row["record text"] = cut(texts.get(e.record_id, ""))
-            row["question"] = cut(questions.get(e.round, ""))
             row["answer"] = cut(answers.get(e.round, ""))
+            row["question"] = cut(questions.get(e.round, ""))
             rows.append(row)
     return rows
 

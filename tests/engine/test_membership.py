@@ -145,3 +145,28 @@ def test_cli_membership_prints_its_json_and_refuses_bad_input_in_one_line(tmp_pa
     assert "Loading weights" not in p.stderr
     p = run_cli("membership", "--members", "300", "--non-members", "300")
     assert p.returncode == 2 and "more than the knowledge base" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_detect_and_hide_hides_the_record_a_membership_question_singles_out():
+    from engine.defenses import DEFENSES, DefenseContext
+    from engine.defenses.base import Chunk
+    from engine.embedders import make_retriever
+    from engine.queries import load_queries
+
+    kb = load_corpus("clinic_records")
+    d = DEFENSES.create("detect-and-hide")
+    ctx = DefenseContext(kb, make_retriever("minilm"), None)
+    direct = make_membership_attack("direct")  # the record itself in the question: far closer than genuine ones
+    hidden = 0
+    for doc in kb.documents[:30]:
+        (q,) = direct.probes(doc.text, np.random.default_rng(0))
+        kept, action = d.filter(q, [Chunk(doc.id, doc.text, 0.9, 1), Chunk("other", "x", 0.5, 2)], ctx)
+        if action.action == "hidden":
+            assert action.detail["hidden"] == doc.id and [c.doc_id for c in kept] == ["other"]
+            hidden += 1
+    assert hidden >= 25  # nearly every direct question is caught
+    tau = d.calibration["threshold"]
+    genuine = [q.text for q in load_queries("clinic_handbook")]
+    flagged = sum(d.filter(q, [], ctx)[1].action == "hidden" for q in genuine)
+    assert flagged <= 0.1 * len(genuine)  # the calibration questions: about α = 5% above the Gumbel quantile
+    assert 0 < tau < 1 and d.calibration["n"] == len(genuine)
