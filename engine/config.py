@@ -264,6 +264,14 @@ class ExtractionConfig(Params):
         registry="targets",
     )
     target_params: Optional[Mapping[str, Any]] = param(None, help="The target's parameters (credentials as ${VAR})")
+    canaries: float = param(
+        0.0,
+        min=0.0,
+        max=1.0,
+        help="Share of the knowledge base's chunks given a unique fake record number (a canary) before the run: an "
+        "answer carrying one leaked its chunk, with no false positives",
+        label="Canaries (share of chunks)",
+    )
 
     def validate(self) -> None:
         """Checks chunking, that the attack, generators and defenses are registered, and that a local model is a
@@ -293,6 +301,11 @@ class ExtractionConfig(Params):
                     f"defenses: the engine's defenses act inside its own pipeline; target "
                     f"{self.target!r} runs its own (for a Chroma target, set its defenses parameter)"
                 )
+            if self.canaries:
+                raise ConfigError(
+                    f"canaries: planted in the built-in pipeline's knowledge base only; target {self.target!r} "
+                    "holds its own (plant canaries in its store yourself and give them as the reference kb)"
+                )
         for d in self.defenses:
             DEFENSES.get(d)
 
@@ -304,6 +317,8 @@ class ExtractionConfig(Params):
         if d.get("target") == "pipeline" and not d.get("target_params"):
             d.pop("target", None)
             d.pop("target_params", None)
+        if not d.get("canaries"):  # no canaries: the record and hash of runs written before they existed
+            d.pop("canaries", None)
         return d
 
     @property

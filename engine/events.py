@@ -214,6 +214,17 @@ class LeakScored(Event):
     semantic: tuple[str, ...] = ()
     pii: tuple[str, ...] = ()
     metrics: Mapping[str, float] = field(default_factory=dict)
+    canaries: tuple[str, ...] = ()  # chunks whose canary this round's answer carried for the first time
+
+
+@dataclass(frozen=True)
+class CanariesPlanted(Event):
+    """Canaries planted in the knowledge base before the run (engine.canaries): chunk ids and their codes."""
+
+    kind: ClassVar[str] = "canaries_planted"
+    doc_ids: tuple[str, ...] = ()
+    codes: tuple[str, ...] = ()
+    share: float = 0.0
 
 
 @dataclass(frozen=True)

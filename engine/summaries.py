@@ -81,12 +81,18 @@ class ExtractionSummary(_ReadsAsDict):
     cascade: Mapping[str, float] | None = None
     crr_ci: tuple[float, float] | None = None  # 95% Wilson interval of CRR over the KB's chunks
     pii_ci: tuple[float, float] | None = None  # 95% Wilson interval of the share of PII items leaked
+    canaries_planted: int = 0  # canaries planted in the KB (engine.canaries); 0: none
+    canaries_leaked: int = 0  # distinct canaries the answers carried
+    canaries_ci: tuple[float, float] | None = None  # 95% Wilson interval of the share leaked: the KB share estimate
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``summary.json`` and ``run_ended.summary`` (``cascade`` only when it ran)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         if out["cascade"] is None:
             del out["cascade"]
+        if not out["canaries_planted"]:  # no canaries: the JSON of runs without them
+            for k in ("canaries_planted", "canaries_leaked", "canaries_ci"):
+                del out[k]
         return out
 
     @classmethod

@@ -36,6 +36,11 @@ def _print_extraction(s: dict) -> None:
         f"{s['repeat_contexts']}   ROUGE contexts {s['rouge_contexts']}   semantic leak {s['semantic_leak']:.3f}   "
         f"PII leaked {s['pii_leaked']}/{s['pii_total']}   blocked {s['blocked']}"
     )
+    if s.get("canaries_planted"):
+        print(
+            f"  canaries leaked {s['canaries_leaked']}/{s['canaries_planted']} "
+            f"{fmt_interval(s.get('canaries_ci'), 3)} (no false positives; the share estimates the KB share leaked)"
+        )
     if s.get("crr_ci"):
         print(
             f"  95% Wilson intervals: CRR {fmt_interval(s['crr_ci'], 4)}"

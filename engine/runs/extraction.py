@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Optional
 from ..attacker_states import full_states, state_delta
 from ..attacks.extraction import AttackContext, Exchange, ExtractionAgent, make_agent
 from ..config import ExtractionConfig
+from ..canaries import canary_codes, plant_canaries
 from ..corpora import Corpus, check_corpus_spec, load_corpus, retriever_window, stats_for
 from ..defenses import make_defenses
 from ..embedders import make_retriever
@@ -39,6 +40,7 @@ from ..store import StoreSettings
 from ..summaries import ExtractionSummary
 from ..events import (
     AttackerState,
+    CanariesPlanted,
     DefenseApplied,
     Event,
     Generated,
@@ -108,6 +110,8 @@ class ExtractionRun(EventRunner):
         self.attacker_meter: Optional[MeteredGenerator] = None
         self._exhausted = False
         self._agent_state: dict[str, Any] | None = None  # the last full state written (the next event's base)
+        self.canaries: dict[str, str] = {}  # chunk id -> canary code (config.canaries)
+        self._kb_has_canaries = False
 
     @property
     def rounds_done(self) -> int:
@@ -145,6 +149,11 @@ class ExtractionRun(EventRunner):
             raise ConfigError(f"the knowledge base {c.kb!r} is empty")
         if c.top_k > len(corpus):
             raise ConfigError(f"top-k ({c.top_k}) is larger than the knowledge base ({len(corpus)} chunks)")
+        if c.canaries:
+            if self._kb_has_canaries:  # a resumed upload's saved chunks hold them already: the same codes
+                self.canaries = canary_codes(corpus.ids, c.canaries, c.seed)
+            else:
+                corpus, self.canaries = plant_canaries(corpus, c.canaries, c.seed)
         self.corpus = corpus
         self._make_agent(retriever, defenses)
         self.system = RagSystem(
@@ -257,6 +266,13 @@ class ExtractionRun(EventRunner):
             },
         )
         self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
+        if self.canaries:
+            self._emit(
+                CanariesPlanted,
+                doc_ids=tuple(self.canaries),
+                codes=tuple(self.canaries.values()),
+                share=c.canaries,
+            )
         if self.out_dir:
             atomic_write(self.out_dir / "manifest.json", json.dumps(jsonable(manifest), indent=2, default=str))
             # uploads, or a target's own store read as the reference: not reloadable by name (or may change), so kept
@@ -264,7 +280,11 @@ class ExtractionRun(EventRunner):
                 save_kb(corpus, self.out_dir)
         self._index_events(retriever)
         self.tracker = LeakageTracker(
-            corpus, retriever=retriever, crr_tau=c.crr_tau, semantic_threshold=c.semantic_threshold
+            corpus,
+            retriever=retriever,
+            crr_tau=c.crr_tau,
+            semantic_threshold=c.semantic_threshold,
+            canaries=self.canaries,
         )
         self._prepared = True
         return self.events[start:]
@@ -336,6 +356,7 @@ class ExtractionRun(EventRunner):
             semantic=leak.semantic,
             pii=leak.pii,
             metrics=leak.metrics,
+            canaries=leak.canaries,
         )
         self.transcript.append(Exchange(query, answer))
         state = jsonable(self.agent.state())
@@ -436,10 +457,15 @@ class ExtractionRun(EventRunner):
             target=target,
         )
         run._lock = lock
+        run._kb_has_canaries = corpus is not None  # the saved chunks are the planted ones
         retriever, _ = run._build()
         run.system.build(progress=run._tick)
         run.tracker = LeakageTracker(
-            run.corpus, retriever=retriever, crr_tau=cfg.crr_tau, semantic_threshold=cfg.semantic_threshold
+            run.corpus,
+            retriever=retriever,
+            crr_tau=cfg.crr_tau,
+            semantic_threshold=cfg.semantic_threshold,
+            canaries=run.canaries,
         )
         queries = {e.round: e.text for e in kept if isinstance(e, QueryIssued)}
         answers = {e.round: e for e in kept if isinstance(e, Generated)}
@@ -544,4 +570,12 @@ def summarize_extraction(events: list[Event], config: ExtractionConfig | None = 
     kb, rec, pii, pii_n = int(out["kb_size"]), int(out["recovered"]), int(out["pii_leaked"]), int(out["pii_total"])
     out["crr_ci"] = wilson(rec, kb) if kb else None
     out["pii_ci"] = wilson(pii, pii_n) if pii_n else None
+    planted = next((e for e in events if isinstance(e, CanariesPlanted)), None)
+    if planted is not None and planted.doc_ids:
+        leaked = len({c for e in scored for c in e.canaries})
+        out.update(
+            canaries_planted=len(planted.doc_ids),
+            canaries_leaked=leaked,
+            canaries_ci=wilson(leaked, len(planted.doc_ids)),
+        )
     return ExtractionSummary(**out)

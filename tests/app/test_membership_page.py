@@ -37,6 +37,7 @@ def test_the_page_renders_standalone_and_from_the_app():
     assert next(t for t in at.text_input if t.label == "Knowledge base").value == "clinic_records"
 
 
+@pytest.mark.slow
 def test_a_tiny_experiment_runs_shows_its_figures_and_reopens(runs):
     at = _page()
     for n in at.number_input:

@@ -23,7 +23,7 @@ LAYERS = [
         "retry",
         "cpu_share",
     },
-    {"corpora", "queries", "embedders", "detectors", "generators", "metrics", "summaries"},
+    {"corpora", "queries", "embedders", "detectors", "generators", "metrics", "summaries", "canaries"},
     {"store", "defenses", "attacks", "rag"},
     {"config", "targets", "runs", "pipeline", "jobs", "executors", "views", "saved"},
     {"compare", "sweep", "analysis", "plots", "report", "audit"},
