@@ -109,7 +109,7 @@ class PoisonConfig(Params):
                     f"defense {d!r} rebuilds the index (index stage): not available in poisoning runs, "
                     "whose poisons are embedded by the attacker's retriever"
                 )
-            if stage in ("context", "prompt", "generation") and not self.generate:
+            if stage in ("context", "prompt", "generation", "output") and not self.generate:
                 raise ConfigError(
                     f"defense {d!r} acts at the {stage} stage, on the answer: switch generation on "
                     "(--generate / generate: true) to use it"

@@ -2,6 +2,7 @@
 
 from ..registry import Registry
 from .base import STAGES, Chunk, Defense, DefenseAction, DefenseContext
+from .canary_guard import CanaryGuard
 from .cascade import CascadeGeneration
 from .intent import QueryIntentBlock
 from .llm_rewrite import Paraphrase, Summarize
@@ -27,6 +28,7 @@ DEFENSES.register("perplexity")(PerplexityFilter)
 DEFENSES.register("trustrag-cluster")(ClusterFilter)
 DEFENSES.register("isolate-aggregate")(IsolateAggregate)
 DEFENSES.register("detect-and-hide")(DetectAndHide)
+DEFENSES.register("canary-guard")(CanaryGuard)
 
 
 def make_defenses(names, params=None) -> list[Defense]:

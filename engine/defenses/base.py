@@ -7,7 +7,9 @@ Stages, in pipeline order (any subset of defenses can be on at once):
 * ``retrieval``  — filters / re-orders the retrieved chunks (distance threshold, re-rank cut);
 * ``context``    — rewrites the chunks the generator will see (summarize, paraphrase);
 * ``prompt``     — adds to the system prompt (defensive system prompt);
-* ``generation`` — produces the answer itself (RAGFort constrained cascade generation).
+* ``generation`` — produces the answer itself (RAGFort constrained cascade generation);
+* ``output``     — screens the finished answer: passes, redacts or replaces it (canary guard). Answers are not
+  streamed while an output-stage defense is on (the screen sees the whole answer before anyone does).
 
 Every hook returns what it did as a :class:`DefenseAction`, which the run records as an event.
 """
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from ..generators.base import Generation, Generator
     from ..store import BaseIndex, StoreSettings
 
-STAGES = ("index", "query", "retrieval", "context", "prompt", "generation")
+STAGES = ("index", "query", "retrieval", "context", "prompt", "generation", "output")
 STAGE_HOOKS = {
     "index": "reindex",
     "query": "check_query",
@@ -34,6 +36,7 @@ STAGE_HOOKS = {
     "context": "rewrite",
     "prompt": "system_prompt",
     "generation": "generate",
+    "output": "screen_answer",
 }  # the method a defense of each stage overrides
 
 
@@ -126,4 +129,11 @@ class Defense:
         """Generation stage: the answer itself, in place of the pipeline's generator, in at most ``max_tokens``.
         ``chunks`` are the retrieved chunks as retrieved (protected text), ``context`` what the earlier stages
         left of them, ``question`` the user's question."""
+        raise NotImplementedError
+
+    def screen_answer(
+        self, question: str, answer: str, chunks: Sequence[Chunk], ctx: DefenseContext
+    ) -> tuple[str, DefenseAction]:
+        """Output stage: the answer as the user will get it (``answer`` unchanged, redacted or replaced by a
+        refusal) and what was done. ``chunks`` are the retrieved chunks as retrieved, ``question`` the user's."""
         raise NotImplementedError

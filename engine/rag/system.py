@@ -91,15 +91,32 @@ def defended_generation(
     on_text: TextCallback | None = None,
 ) -> tuple[Generation, list[DefenseAction]]:
     """Generation stage: the last generation-stage defense answers (with the retrieved chunks as protected text),
-    else the generator; returns the generation and the defense's action."""
+    else the generator; then the output stage screens the answer. Returns the generation (its text as screened)
+    and the defenses' actions. With an output-stage defense on, nothing is streamed before the screen: ``on_text``
+    gets the screened answer in one piece."""
     gen_stage = [d for d in defenses if d.stage == "generation"]
+    out_stage = [d for d in defenses if d.stage == "output"]
+    stream = None if out_stage else on_text
+    actions: list[DefenseAction] = []
     if not gen_stage:
-        return generator.chat(messages, max_tokens=max_tokens, on_text=on_text), []
-    d = gen_stage[-1]
-    gen = d.generate(messages, retrieved, ctx, max_tokens, question=question, context=context)
-    if on_text is not None and gen.text:
-        on_text(gen.text)
-    return gen, [d.action("generated", **{k: v for k, v in gen.info.items() if k != "decisions"})]
+        gen = generator.chat(messages, max_tokens=max_tokens, on_text=stream)
+    else:
+        d = gen_stage[-1]
+        gen = d.generate(messages, retrieved, ctx, max_tokens, question=question, context=context)
+        if stream is not None and gen.text:
+            stream(gen.text)
+        actions.append(d.action("generated", **{k: v for k, v in gen.info.items() if k != "decisions"}))
+    if out_stage:
+        import dataclasses
+
+        text = gen.text
+        for d in out_stage:
+            text, a = d.screen_answer(question, text, retrieved, ctx)
+            actions.append(a)
+        gen = dataclasses.replace(gen, text=text)
+        if on_text is not None and text:
+            on_text(text)
+    return gen, actions
 
 
 class RagSystem:

@@ -76,3 +76,38 @@ def test_an_extraction_run_records_its_canaries_and_their_hits():
     s = run.summary()
     assert s["canaries_planted"] == len(run.corpus) and s["canaries_leaked"] == len(set(hits))
     assert s["canaries_ci"][0] <= s["canaries_leaked"] / s["canaries_planted"] <= s["canaries_ci"][1]
+
+
+def test_the_canary_guard_blocks_or_redacts_an_answer_that_carries_a_canary():
+    from engine.defenses import DEFENSES, DefenseContext
+
+    planted, codes = plant_canaries(load_corpus("clinic_records"), 0.2, seed=1)
+    ctx = DefenseContext(planted, None, None)
+    code = next(iter(codes.values()))
+    block = DEFENSES.create("canary-guard")
+    assert sorted(block.codes(ctx)) == sorted(codes.values())  # read back from the planted lines
+    text, action = block.screen_answer("q", f"The record says {code.lower().replace('-', ' ')} and more.", [], ctx)
+    assert action.action == "blocked" and text == block.params.refusal
+    redact = DEFENSES.create("canary-guard", {"mode": "redact"})
+    text, action = redact.screen_answer("q", f"Ref {code}: chest pain.", [], ctx)
+    assert action.action == "redacted" and code not in text and "[redacted]" in text and "chest pain" in text
+    text, action = block.screen_answer("q", "No canary in this answer.", [], ctx)
+    assert action.action == "passed" and text == "No canary in this answer."
+
+
+def test_with_the_guard_on_no_canary_reaches_an_answer_and_nothing_streams_before_the_screen():
+    gen = GENERATORS.create("local", {"model": "smollm2-135m"})
+    cfg = ExtractionConfig(
+        attack="zeng", rounds=2, canaries=1.0, attacker_llm="", max_tokens=64, top_k=2, defenses=("canary-guard",)
+    )
+    run = ExtractionRun(cfg, generator=gen)
+    run.prepare()
+    pieces: list[str] = []
+    while not run.done:
+        run.step(on_text=pieces.append)
+    run.close()
+    answers = [e.text for e in run.events if e.kind == "generated"]
+    assert pieces == [a for a in answers if a]  # one piece per answer: the screened one
+    assert run.summary()["canaries_leaked"] == 0
+    acts = [e for e in run.events if e.kind == "defense_applied" and e.defense == "canary-guard"]
+    assert len(acts) == 2 and all(a.stage == "output" for a in acts)
