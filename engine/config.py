@@ -339,7 +339,7 @@ class MembershipConfig(Params):
         help="Knowledge base whose records are probed: bundled name, benchmark or path",
         label="Knowledge base",
     )
-    attack: str = param("s2mia", help="Membership-inference attack", registry="membership-attacks")
+    attack: str = param("direct", help="Membership-inference attack", registry="membership-attacks")
     attack_params: Optional[Mapping[str, Any]] = param(None, help="Attack parameters")
     members: int = param(
         20, min=1, max=100000, help="Records probed that are in the knowledge base", label="Members probed"

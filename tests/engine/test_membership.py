@@ -99,7 +99,7 @@ def test_membership_config_is_checked_before_anything_loads():
     with pytest.raises(ConfigError, match="members: 0 is below the minimum 1"):
         MembershipConfig.from_dict({"members": 0})
     kind, cfg, _ = load_preset("membership-quick")
-    assert kind == "membership" and cfg.attack == "s2mia" and cfg.members == cfg.non_members == 20
+    assert kind == "membership" and cfg.attack == "direct" and cfg.members == cfg.non_members == 20
 
 
 @pytest.fixture(scope="module")
