@@ -41,7 +41,7 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
         col.metric(label, f"{summary[key]:.2f}", help="Share of members found while wrongly accusing at most this "
                    "share of non-members")  # fmt: skip
         col.caption(_ci(summary.get(f"{key}_ci")))
-    c4.metric("Queries per record", f"{summary['queries_per_decision']:.1f}", help="Questions one decision cost")
+    c4.metric("Queries / record", f"{summary['queries_per_decision']:.1f}", help="Questions one decision cost")
     seen = summary.get("members_retrieved")
     c4.caption(
         f"{summary['n_members']} members · {summary['n_non_members']} non-members"
@@ -62,8 +62,9 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
             pd.DataFrame(rows),
             hide_index=True,
             width="stretch",
-            height=min(36 * (len(rows) + 1) + 3, 640),
+            height=min(36 * (len(rows) + 1) + 12, 960),
             column_config={
+                "record": st.column_config.TextColumn(width="medium"),
                 "score": st.column_config.NumberColumn(format="%.3f"),
                 "answer": st.column_config.TextColumn(width="large"),
                 "question": st.column_config.TextColumn(width="medium"),

@@ -41,7 +41,7 @@ with st.form("mia_setup"):
         "Attack",
         MEMBERSHIP_ATTACKS.names(),
         index=MEMBERSHIP_ATTACKS.names().index(base.attack),
-        help="; ".join(f"{a}: {MEMBERSHIP_ATTACKS.describe(a)}" for a in MEMBERSHIP_ATTACKS.names()),
+        help=" ".join(f"**{a}**: {MEMBERSHIP_ATTACKS.describe(a)}" for a in MEMBERSHIP_ATTACKS.names()),
     )
     values = params_form(
         MembershipConfig, {"members": 10, "non_members": 10, "max_tokens": 64}, only=FORM_FIELDS, container=c1

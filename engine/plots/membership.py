@@ -30,8 +30,8 @@ def roc_figure(summary: Mapping[str, Any]) -> go.Figure:
     )
     fig.update_layout(
         title=title,
-        xaxis_title="false-positive rate (non-members called members)",
-        yaxis_title="true-positive rate (members found)",
+        xaxis_title="FPR: non-members called members",
+        yaxis_title="TPR: members found",
         xaxis={"range": [0, 1]},
         yaxis={"range": [0, 1.02]},
         height=380,
