@@ -145,7 +145,7 @@ class PoisonConfig(Params):
             same = json.dumps(d.get(k), default=str) == json.dumps(_default_of(defaults[k]), default=str)
             if same or (k in GENERATION_KEYS and not self.generate):
                 d.pop(k, None)
-        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return config_digest(d)
 
 
 GENERATION_KEYS = ("generate", "generator", "generator_params", "template", "max_tokens", "judge", "judge_params")
@@ -158,6 +158,11 @@ def _default_of(f: Any) -> Any:
     if f.default is not dataclasses.MISSING:
         return f.default
     return f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+
+
+def config_digest(values: Mapping[str, Any]) -> str:
+    """First 16 hex digits of the sha256 of ``values`` as sorted JSON: what every run config's hash is."""
+    return hashlib.sha256(json.dumps(dict(values), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def check_generators(cfg: Params, kinds: tuple[str, ...]) -> None:
@@ -328,7 +333,7 @@ class ExtractionConfig(Params):
 
     def config_hash(self) -> str:
         """First 16 hex digits of the sha256 of the sorted JSON config: equal configurations get equal hashes."""
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return config_digest(self.to_dict())
 
 
 class MembershipConfig(Params):
@@ -400,7 +405,7 @@ class MembershipConfig(Params):
 
     def config_hash(self) -> str:
         """First 16 hex digits of the sha256 of the sorted JSON config."""
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return config_digest(self.to_dict())
 
 
 class ComparisonConfig(Params):
