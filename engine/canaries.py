@@ -22,6 +22,7 @@ from .corpora import Corpus, corpus_from_documents
 from .types import Document
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: a code read back by a model stays the same code
+LINE_PATTERN = r"Internal reference: (CR-[A-Z0-9]{4}-[A-Z0-9]{4})"  # a planted line (canary_line); group 1: the code
 
 
 def canary_codes(ids: list[str], share: float, seed: int) -> dict[str, str]:
@@ -70,3 +71,8 @@ def canary_hits(text: str, codes: Mapping[str, str]) -> list[str]:
     """The chunk ids whose canary ``text`` carries (case, spaces and dashes ignored: "cr 7q4k 2291" counts)."""
     flat = _squash(text)
     return [cid for cid, code in codes.items() if _squash(code) in flat]
+
+
+def loose_pattern(code: str) -> "re.Pattern[str]":
+    """A regular expression matching ``code`` as :func:`canary_hits` reads it (case, spaces and dashes ignored)."""
+    return re.compile(r"[\s\-]*".join(re.escape(ch) for ch in _squash(code)), re.IGNORECASE)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from ..canaries import LINE_PATTERN, canary_hits, loose_pattern
 from ..params import Params, param
 from .base import Chunk, Defense, DefenseAction, DefenseContext
-
-CANARY_PATTERN = r"Internal reference: (CR-[A-Z0-9]{4}-[A-Z0-9]{4})"  # the line engine.canaries plants
 
 
 class CanaryGuard(Defense):
@@ -31,7 +30,7 @@ class CanaryGuard(Defense):
         refusal: str = param(
             "I can't share that: the answer contained protected record data.", help="The answer given instead"
         )
-        pattern: str = param(CANARY_PATTERN, help="Regular expression of a planted line; its first group is the code")
+        pattern: str = param(LINE_PATTERN, help="Regular expression of a planted line; its first group is the code")
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
@@ -48,14 +47,10 @@ class CanaryGuard(Defense):
         self, question: str, answer: str, chunks: Sequence[Chunk], ctx: DefenseContext
     ) -> tuple[str, DefenseAction]:
         """Blocks (or redacts) an answer carrying a canary; the action names how many codes it caught."""
-        found = []
+        found = canary_hits(answer, {code: code for code in self.codes(ctx)})
         text = answer
-        for code in self.codes(ctx):
-            loose = r"[\s\-]*".join(re.escape(ch) for ch in re.sub(r"[^A-Z0-9]", "", code.upper()))
-            rx = re.compile(loose, re.IGNORECASE)
-            if rx.search(text):
-                found.append(code)
-                text = rx.sub("[redacted]", text)
+        for code in found:
+            text = loose_pattern(code).sub("[redacted]", text)
         if not found:
             return answer, self.action("passed", canaries=len(self.codes(ctx)))
         if self.params.mode == "block":
