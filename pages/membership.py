@@ -129,7 +129,7 @@ if view is not None:
     render_membership(view["summary"], view["events"], complete=view["complete"])
 elif job is None:
     st.info(
-        "Press **Run experiment**: the direct question on 10 + 10 clinic records takes 2–4 minutes with "
+        "Press **Run experiment**: the direct question on 10 + 10 clinic records takes about 1.5 minutes with "
         "Qwen2.5-0.5B on 2 idle cores (a first run also embeds the knowledge base; a busy machine takes longer). "
         "Then switch **detect-and-hide** on and run it again: does the AUROC fall toward 0.5? Then try S²MIA."
     )

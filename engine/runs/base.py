@@ -226,5 +226,29 @@ class EventRunner:
         self.close()
 
     def close(self) -> None:
-        """Close the ``events.jsonl`` sink (safe to call again)."""
+        """Close the run's RAG system (its overlay store), if it has one, and the ``events.jsonl`` sink (safe to call
+        again)."""
+        system = getattr(self, "system", None)
+        if system is not None:
+            system.close()
         self._close_sink()
+
+    # the progress stage :meth:`run` reports, and how many rounds it counts toward
+    run_stage = "running"
+
+    def planned_rounds(self) -> int:
+        """How many rounds :meth:`run` plays (its progress total); a runner that uses :meth:`run` implements it."""
+        raise NotImplementedError
+
+    def run(self, stop: Any = None) -> list[Event]:
+        """Prepare, play every round (``step``) and finish; returns all events. ``stop`` (a stop token: anything with
+        ``is_set()``) ends it between two rounds, unfinished (the run resumes from its folder)."""
+        from ..progress import stopped
+
+        self.prepare()
+        while not self.done and not stopped(stop):
+            self.step()
+            self._tick(self.run_stage, self._round, self.planned_rounds())
+        if self.done:
+            self.finish()
+        return self.events

@@ -80,6 +80,7 @@ class ExtractionRun(EventRunner):
     """One extraction attack against one defended RAG configuration."""
 
     resume_command = "extract"
+    run_stage = "attacking"
 
     def __init__(
         self,
@@ -369,19 +370,9 @@ class ExtractionRun(EventRunner):
         self._emit(RoundEnded, round=r, query_id=qid, timings={k: round(v, 4) for k, v in timings.items()}, usage=usage)
         self._round = r
 
-    def run(self) -> list[Event]:
-        """Prepare, play every round and finish; returns all events."""
-        self.prepare()
-        while not self.done:
-            self.step()
-            self._tick("attacking", self._round, self.config.rounds)
-        self.finish()
-        return self.events
-
-    def close(self) -> None:
-        if self.system is not None:
-            self.system.close()
-        self._close_sink()
+    def planned_rounds(self) -> int:
+        """Rounds to play: config.rounds."""
+        return self.config.rounds
 
     # ------------------------------------------------------------------ results
     def summary(self) -> ExtractionSummary:

@@ -101,6 +101,7 @@ class MembershipRun(EventRunner):
     """One membership-inference experiment: an attack against one defended RAG configuration."""
 
     resume_command = "membership"
+    run_stage = "probing"
 
     def __init__(
         self,
@@ -125,11 +126,6 @@ class MembershipRun(EventRunner):
     def rounds_done(self) -> int:
         """Records probed so far."""
         return self._round
-
-    @property
-    def rounds(self) -> int:
-        """Records to probe (members + non-members; known once prepared)."""
-        return len(self.order)
 
     @property
     def done(self) -> bool:
@@ -271,19 +267,9 @@ class MembershipRun(EventRunner):
         self._emit(RoundEnded, round=r, query_id=doc.id, timings={"probe": round(time.perf_counter() - t0, 4)})
         self._round = r
 
-    def run(self) -> list[Event]:
-        """Prepare, probe every record and finish; returns all events."""
-        self.prepare()
-        while not self.done:
-            self.step()
-            self._tick("probing", self._round, len(self.order))
-        self.finish()
-        return self.events
-
-    def close(self) -> None:
-        if self.system is not None:
-            self.system.close()
-        self._close_sink()
+    def planned_rounds(self) -> int:
+        """Rounds to play: len(order)."""
+        return len(self.order)
 
     def summary(self) -> MembershipSummary:
         """The experiment's :class:`~engine.summaries.MembershipSummary` so far (final once it has ended)."""
@@ -333,16 +319,9 @@ def run_membership(
     """Run an experiment to its end, or until ``stop`` (a stop token: anything with ``is_set()``) is set between
     two records; returns the closed run (``events``; ``summary()`` covers the records probed so far, and a stopped
     run with an ``out_dir`` resumes with :meth:`MembershipRun.resume`)."""
-    from ..progress import stopped
-
     run = MembershipRun(cfg, out_dir=out_dir, progress=progress, generator=generator)
     try:
-        run.prepare()
-        while not run.done and not stopped(stop):
-            run.step()
-            run._tick("probing", run.rounds_done, run.rounds)
-        if run.done:
-            run.finish()
+        run.run(stop)
     finally:
         run.close()
     return run
