@@ -388,7 +388,7 @@ def test_a_pdf_whose_pages_hold_no_text_is_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_a_huge_one_line_document_is_chunked_in_bounded_memory(tmp_path):
-    """A 5 MB document with no sentence in it (one line of words): cut into blocks before any tokenizer sees it,
+    """A 2 MB document with no sentence in it (one line of words): cut into blocks before any tokenizer sees it,
     packed word by word in linear work, every chunk within what MiniLM reads; the peak memory of loading it
     stays well under 1 GB above the process's own."""
     import random
@@ -396,7 +396,7 @@ def test_a_huge_one_line_document_is_chunked_in_bounded_memory(tmp_path):
     random.seed(0)
     words = ["patient", "reports", "pain", "since", "monday", "blood", "pressure", "normal", "follow", "up", "dose"]
     path = tmp_path / "one-line.txt"
-    path.write_text(" ".join(random.choice(words) for _ in range(800_000)))
+    path.write_text(" ".join(random.choice(words) for _ in range(330_000)))
     code = (
         "import resource, sys\nsys.path.insert(0, sys.argv[2])\n"
         "from engine.corpora import load_corpus, retriever_window\nfrom engine.embedders import make_retriever\n"
@@ -409,7 +409,7 @@ def test_a_huge_one_line_document_is_chunked_in_bounded_memory(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(path), str(REPO)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-1500:]
     chunks, longest, grown_mb = (int(x) for x in r.stdout.split())
-    assert chunks > 3000 and longest <= 254 and grown_mb < 1024, r.stdout
+    assert chunks > 1200 and longest <= 254 and grown_mb < 1024, r.stdout
 
 
 def test_a_full_disk_leaves_the_previous_results_whole(tmp_path):
