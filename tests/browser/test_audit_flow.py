@@ -1,9 +1,9 @@
 """The Audit page in a real browser: `streamlit run app.py` driven by headless chromium through Playwright.
 
 Flow, as a practitioner: Audit your RAG -> target http, pointed at the example RAG service (the audit test
-system) with its sources and its document API -> Test connection (the parsed answer and contexts) -> Run audit
-(the quick battery, one query per extraction attack and one question per poisoning attack) -> the report:
-severity counts, the findings table, a finding's evidence -> the downloaded report.html opened on its own,
+system) with its sources and its document API -> a smaller battery chosen in the form (zeng and ikea, one query
+each; universal poisoning, one question) -> Test connection (the parsed answer and contexts) -> Run audit -> the
+report: severity counts, the findings table, a finding's evidence -> the downloaded report.html opened on its own,
 offline. Screenshots: tests/artifacts/audit_*.png; the audit's seconds in tests/artifacts/audit_flow.json
 (measured, never asserted).
 """
@@ -88,6 +88,10 @@ def flow(pg, server: str, service: str, cache: Path, browser) -> None:
     pg.get_by_label("Reference knowledge base", exact=True).fill("clinic_records")
     pg.get_by_label("Queries per extraction attack", exact=True).fill("1")
     pg.get_by_label("Questions per poisoning attack", exact=True).fill("1")
+    for name in ("rag-thief", "code-claim", "trigger", "jamming"):  # a smaller battery (the engine tests run it all)
+        main.get_by_role("button", name=re.compile(rf"^Remove {name} — ")).click()
+    for name in ("zeng", "ikea", "universal"):
+        expect(main.get_by_role("button", name=re.compile(rf"^Remove {name} — "))).to_be_visible()
     snap(pg, "audit_01_target.png")
 
     pg.get_by_role("button", name="Test connection").click()
@@ -120,7 +124,7 @@ def flow(pg, server: str, service: str, cache: Path, browser) -> None:
     expect(doc.get_by_role("heading", name="RAG audit report")).to_be_visible()
     expect(doc.locator(".plotly").first).to_be_visible()
     doc.screenshot(path=str(ARTIFACTS / "audit_05_report_html.png"))
-    assert doc.locator("section.finding").count() >= 7
+    assert doc.locator("section.finding").count() >= 3
     rep = json.loads(html.with_name("report.json").read_text())
     assert rep["status"] == "complete" and rep["cleanup"]["outstanding"] == 0
     (ARTIFACTS / "audit_flow.json").write_text(
