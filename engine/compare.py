@@ -142,7 +142,7 @@ def compare_cell(item: tuple, reporter=None) -> dict[str, Any] | None:
             reporter.progress(stage, d, t)
 
     def stopping() -> bool:
-        return reporter is not None and reporter.should_stop()
+        return stopped(reporter)
 
     earlier = _earlier_run(out / "runs", ecfg) if out and resume else None
     if earlier is not None and earlier[1] is not None:  # all its rounds played; only its record is missing

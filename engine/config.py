@@ -462,6 +462,58 @@ class ComparisonConfig(Params):
         )
 
 
+class UtilityConfig(Params):
+    """What defenses cost: multiple-choice accuracy and faithfulness of a (defended) RAG system on honest
+    questions (the ``utility`` command)."""
+
+    corpus: str = param("clinic_handbook", help="Knowledge base answered from: bundled name, benchmark name or path")
+    queries: str = param("clinic_handbook", help="Honest questions (query-set spec with answer options)")
+    generator: str = param(
+        "local",
+        help="The answering generator: local[:model] | a packaged model name | a .gguf path | a litellm "
+        "provider/model string",
+    )
+    defenses: tuple[str, ...] = param((), help="Defenses switched on", registry="defenses")
+    limit: Optional[int] = param(None, min=1, help="First N questions (none: all)")
+    retriever: str = param(
+        "minilm", help="Retriever: a registered name or a sentence-transformers model", registry="retrievers"
+    )
+    top_k: int = param(3, min=1, max=1000, help="Documents retrieved per question")
+    seed: int = param(0, min=0, help="Seed of the answer-option order")
+    data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
+
+    def validate(self) -> None:
+        """Every defense is registered."""
+        from .defenses import DEFENSES
+
+        for d in self.defenses:
+            DEFENSES.get(d)
+
+
+class AnalyzeConfig(Params):
+    """Why poisons win: the universal-poisoning paper's Table 3 (orthogonal augmentation) and Table 4 for one
+    corpus and target, per retriever (the ``analyze`` command)."""
+
+    corpus: str = param("clinic_handbook", help="Corpus: bundled name, benchmark name or path")
+    queries: tuple[str, ...] = param(
+        ("clinic_handbook",), help="Query sets: Table 3 uses the first, Table 4 has a column for each"
+    )
+    retrievers: tuple[str, ...] = param(
+        ("minilm",),
+        help="Dense retrievers, each analysed in turn (then the paper's Contriever and MedCPT rows)",
+        registry="retrievers",
+    )
+    target: str = param("pii", help="Target information kind of the poisons")
+    limit: int = param(50, min=1, help="First N questions of each set")
+    chunk_size: Optional[int] = param(512, min=16, help="Chunk size in the retriever's tokens (none: no chunking)")
+    data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
+
+    def validate(self) -> None:
+        """At least one retriever and one query set."""
+        if not self.retrievers or not self.queries:
+            raise ConfigError("analyze: give at least one retriever and one query set")
+
+
 def defense_set(configuration: str) -> tuple[str, ...]:
     """'reindex+cascade' → ('reindex', 'cascade'); 'none' or '' → ()."""
     c = configuration.strip()

@@ -4,7 +4,8 @@
 A cell is a plain function ``fn(item, reporter) -> result`` (module-level, so Ray can ship it); the same
 function runs in both executors, so a cell's result does not depend on where it ran. ``reporter`` carries
 the cell's progress back (``reporter.progress(stage, done, total)``) and tells it when to stop
-(``reporter.should_stop()``, checked between rounds or target documents); a cell that stops returns None.
+(the reporter is the cell's stop token, ``reporter.is_set()``, as everywhere in the engine (engine/progress.py):
+checked between rounds or target documents); a cell that stops returns None.
 
 On Ray (https://docs.ray.io) each cell is one task reserving ``cpus_per_cell`` CPUs; at most ``workers``
 run at once and the rest wait in this process, so Stop cancels every cell not yet started and asks the
@@ -55,12 +56,13 @@ class ExecutorConfig(Params):
 
 
 class Reporter(Protocol):
-    """What a running cell may call: progress of its own work, and whether it should stop now."""
+    """What a running cell may call: progress of its own work (the engine's one ``Progress`` signature), and the
+    run's stop token (``is_set()``: pass the reporter itself as ``stop=``)."""
 
     def progress(self, stage: str, done: int, total: int) -> None:
         """Report the cell's own progress (``stage``: done of total)."""
 
-    def should_stop(self) -> bool:
+    def is_set(self) -> bool:
         """Whether the run's stop token is set: the cell should end at this step, returning None."""
 
 
@@ -98,7 +100,7 @@ class _LocalReporter:
         if self._progress:
             self._progress(self.index, stage, done, total)
 
-    def should_stop(self) -> bool:
+    def is_set(self) -> bool:
         return stopped(self._stop)
 
 
@@ -257,7 +259,7 @@ class _RayReporter:
             self._last_report = now
             self.board.report.remote(self.index, stage, done, total)
 
-    def should_stop(self) -> bool:
+    def is_set(self) -> bool:
         if not self._stopped and time.monotonic() - self._last_check >= 1.0:
             import ray
 

@@ -1,7 +1,8 @@
 """One convention for long work: a progress callback and a stop token.
 
-``Progress(stage, done, total)`` is called as work advances (a CLI prints it, the app draws a bar);
-``CountProgress(done, total)`` is the stage-less form used by embedding batches. Every long operation takes
+``Progress(stage, done, total)`` is called as work advances (a CLI prints it, the app draws a bar), by every
+long operation (embedding batches, indexing, rounds, cells: a Ray cell's reporter has the same ``progress``, and
+is the cell's stop token). Every long operation takes
 its stop token as ``stop=``: anything with ``is_set()`` (a ``threading.Event``, a background job's flag); None
 never stops. Work checks it between steps (:func:`stopped`) and ends cleanly, keeping what it finished.
 :func:`stop_flag` adapts a plain callable for code that has one.
@@ -12,7 +13,6 @@ from __future__ import annotations
 from typing import Callable, Optional, Protocol
 
 Progress = Callable[[str, int, int], None]
-CountProgress = Callable[[int, int], None]
 
 
 class StopToken(Protocol):

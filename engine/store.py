@@ -158,9 +158,7 @@ class BaseIndex:
             if progress:
                 progress("tokenizing", len(corpus), len(corpus))
             return cls(corpus, retriever, None, bm25=bm25, id_to_row={d: i for i, d in enumerate(ids)})
-        vecs, n_new = retriever.encode_documents(
-            corpus.texts, progress=(lambda d, t: progress("embedding", d, t)) if progress else None
-        )
+        vecs, n_new = retriever.encode_documents(corpus.texts, progress=progress)
         name = (
             "base-"
             + hashlib.sha256(

@@ -145,7 +145,7 @@ def sweep_cell(item: tuple[dict, dict], reporter=None, corpora: dict | None = No
     embedded: list[float] = []
     for v in range(cfg.variants):
         if reporter is not None:
-            if reporter.should_stop():
+            if reporter.is_set():
                 return None
             reporter.progress("target documents", v, cfg.variants)
         pc = PoisonConfig(

@@ -145,6 +145,8 @@ def cmd_extract(args) -> int:
 def cmd_utility(args) -> int:
     """``utility``: ACC and faithfulness of a (defended) RAG system on honest questions."""
     from .common import _clean, _progress_printer
+    from .config_options import config_values
+    from ..config import UtilityConfig
     from ..corpora import load_corpus, retriever_window
     from ..defenses import make_defenses
     from ..embedders import make_retriever
@@ -152,17 +154,18 @@ def cmd_utility(args) -> int:
     from ..queries import load_queries
     from ..rag import RagSystem, evaluate_utility
 
-    gname, gparams = _gen(args.generator, args.api_base)
-    retriever = make_retriever(args.retriever)
-    corpus = load_corpus(args.corpus, data_dir=args.data_dir, window=retriever_window(retriever))
-    queries = load_queries(args.queries, data_dir=args.data_dir)
+    cfg = UtilityConfig.from_dict({**config_values(args, UtilityConfig), "data_dir": args.data_dir or ""})
+    gname, gparams = _gen(cfg.generator, args.api_base)
+    retriever = make_retriever(cfg.retriever)
+    corpus = load_corpus(cfg.corpus, data_dir=cfg.data_dir, window=retriever_window(retriever))
+    queries = load_queries(cfg.queries, data_dir=cfg.data_dir)
     system = RagSystem(
-        corpus, retriever, GENERATORS.create(gname, gparams), make_defenses(_defenses(args.defenses)), top_k=args.top_k
+        corpus, retriever, GENERATORS.create(gname, gparams), make_defenses(cfg.defenses), top_k=cfg.top_k
     )
     try:
         system.build(progress=_progress_printer(not args.quiet))
         u = evaluate_utility(
-            system, queries, seed=args.seed, limit=args.limit, progress=_progress_printer(not args.quiet)
+            system, queries, seed=cfg.seed, limit=cfg.limit, progress=_progress_printer(not args.quiet)
         )
     finally:
         system.close()
@@ -170,7 +173,7 @@ def cmd_utility(args) -> int:
     if not args.json or not args.quiet:
         acc = "n/a" if out["acc"] is None else f"{out['acc']:.3f}"
         print(
-            f"utility on {args.queries} over {args.corpus}: ACC {acc} ({out['n_graded']} graded), "
+            f"utility on {cfg.queries} over {cfg.corpus}: ACC {acc} ({out['n_graded']} graded), "
             f"faithfulness {out['faithfulness']:.3f}, {out['n']} questions, {out['blocked']} blocked"
         )
     if args.json:
@@ -346,7 +349,7 @@ def compare_config(args) -> tuple[Any, dict]:
 
 def add_parsers(sub, common) -> None:
     """Add the ``extract``, ``utility`` and ``compare`` subcommands; ``common(parser)`` adds the shared options."""
-    from ..config import ComparisonConfig, ExtractionConfig
+    from ..config import ComparisonConfig, ExtractionConfig, UtilityConfig
     from .config_options import add_config_options
 
     pe = sub.add_parser("extract", help="knowledge-base extraction attack against a (defended) RAG system")
@@ -368,15 +371,8 @@ def add_parsers(sub, common) -> None:
     pe.set_defaults(func=cmd_extract)
 
     pu = sub.add_parser("utility", help="what defenses cost: multiple-choice ACC and faithfulness")
-    pu.add_argument("--corpus", default="clinic_handbook")
-    pu.add_argument("--queries", default="clinic_handbook")
-    pu.add_argument("--generator", default="local")
-    pu.add_argument("--api-base")
-    pu.add_argument("--defenses", default="", help="comma-separated, of: {registered:defenses}")
-    pu.add_argument("--limit", type=int)
-    pu.add_argument("--retriever", default="minilm", help="{registered:retrievers}, or a sentence-transformers model")
-    pu.add_argument("--top-k", type=int, default=3)
-    pu.add_argument("--seed", type=int, default=0)
+    add_config_options(pu, UtilityConfig, skip=("data_dir",))
+    pu.add_argument("--api-base", help="base URL of an OpenAI-compatible server (litellm generators)")
     common(pu, out=False)
     pu.set_defaults(func=cmd_utility)
 

@@ -251,29 +251,28 @@ def cmd_analyze(args) -> int:
     the paper's Contriever and MedCPT rows."""
     from ..analysis.paper_tables import paper_table3, paper_table4
     from ..analysis.why import why_it_works
-    from ..config import PoisonConfig
+    from .config_options import config_values
+    from ..config import AnalyzeConfig, PoisonConfig
     from ..errors import ConfigError
     from ..paths import writable_file
 
     if args.save:
         writable_file(args.save, "--save")  # checked now, not after the whole analysis
 
-    retrievers = [r.strip() for r in (args.retrievers or args.retriever).split(",") if r.strip()]
-    sets = [q.strip() for q in args.queries.split(",") if q.strip()]
-    if not retrievers or not sets:
-        raise ConfigError("analyze: give at least one retriever and one query set")
+    acfg = AnalyzeConfig.from_dict({**config_values(args, AnalyzeConfig), "data_dir": args.data_dir or ""})
+    retrievers, sets = list(acfg.retrievers), list(acfg.queries)
     out: dict = {}
     for name in retrievers:
         cfg = PoisonConfig.from_dict(
             dict(
-                corpus=args.corpus,
+                corpus=acfg.corpus,
                 queries=sets[0],
                 retriever=name,
-                target=args.target,
-                limit=args.limit or 50,
-                data_dir=args.data_dir or "",
+                target=acfg.target,
+                limit=acfg.limit,
+                data_dir=acfg.data_dir,
                 detectors=(),
-                chunk_size=args.chunk_size or None,
+                chunk_size=acfg.chunk_size,
             )
         )
         try:
@@ -298,11 +297,11 @@ def cmd_analyze(args) -> int:
         "retrievers": {r: {k: v.to_dict() for k, v in t.items()} for r, t in out.items()},
         "paper": {t: {r: df.to_dict() for r, df in frames.items()} for t, frames in paper.items()},
         "setup": {
-            "corpus": args.corpus,
+            "corpus": acfg.corpus,
             "queries": sets,
-            "target": args.target,
-            "limit": args.limit,
-            "chunk_size": args.chunk_size,
+            "target": acfg.target,
+            "limit": acfg.limit,
+            "chunk_size": acfg.chunk_size,
         },
     }
     if args.save:
@@ -368,21 +367,11 @@ def add_parsers(sub, common) -> None:
     pw.set_defaults(func=cmd_sweep)
 
     pa = sub.add_parser("analyze", help="why poisons win: Table 3 (orthogonal augmentation) and Table 4")
-    pa.add_argument("--corpus", default="clinic_handbook")
-    pa.add_argument(
-        "--queries",
-        default="clinic_handbook",
-        help="query set(s), comma-separated: Table 3 uses the first, Table 4 has a column for each",
+    from ..config import AnalyzeConfig
+
+    add_config_options(
+        pa, AnalyzeConfig, skip=("data_dir",), aliases={"retrievers": ("--retriever",)}, zero_is_none=("chunk_size",)
     )
-    pa.add_argument("--retriever", default="minilm", help="{registered:retrievers}, or a sentence-transformers model")
-    pa.add_argument(
-        "--retrievers",
-        help="comma-separated retrievers, e.g. minilm,mpnet,e5-small: every table for "
-        "each, then the paper's Contriever and MedCPT rows",
-    )
-    pa.add_argument("--target", default="pii")
-    pa.add_argument("--limit", type=int, default=50)
-    pa.add_argument("--chunk-size", type=int, default=512)
     pa.add_argument(
         "--save",
         metavar="FILE.json",

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..params import Params
 from .cache import shared_cache
-from ..progress import CountProgress as Progress
+from ..progress import Progress
 
 
 class Retriever:
@@ -81,9 +81,10 @@ class Retriever:
         raise NotImplementedError
 
     def encode_queries(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
-        """Query embeddings (one row per text), cached on disk; ``progress(done, total)`` as batches finish."""
+        """Query embeddings (one row per text), cached on disk; ``progress("embedding", done, total)`` as batches
+        finish."""
         mat, _ = shared_cache().encode(
-            self.model_id + ":query", list(texts), self._locked(self._encode_queries), progress
+            self.model_id + ":query", list(texts), self._locked(self._encode_queries), _counts(progress)
         )
         return mat
 
@@ -92,9 +93,10 @@ class Retriever:
         return self._locked(self._encode_queries)(list(texts))
 
     def encode_documents(self, texts: Sequence[str], progress: Progress | None = None) -> tuple[np.ndarray, int]:
-        """Document embeddings (cached on disk) and how many had to be encoded now."""
+        """Document embeddings (cached on disk) and how many had to be encoded now; ``progress("embedding", done,
+        total)`` as batches finish."""
         return shared_cache().encode(
-            self.model_id + ":doc", list(texts), self._locked(self._encode_documents), progress
+            self.model_id + ":doc", list(texts), self._locked(self._encode_documents), _counts(progress)
         )
 
     def _locked(self, fn: Callable[[list[str]], np.ndarray]) -> Callable[[list[str]], np.ndarray]:
@@ -112,3 +114,10 @@ class Retriever:
             q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
             d = d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
         return q @ d.T
+
+
+def _counts(progress: Progress | None) -> Callable[[int, int], None] | None:
+    """The embedding cache's (done, total) callback over the engine's ``Progress`` (stage "embedding")."""
+    if progress is None:
+        return None
+    return lambda done, total: progress("embedding", done, total)

@@ -1,6 +1,7 @@
-"""Run configurations are declared once: every field of ExtractionConfig, PoisonConfig and AuditConfig is an option
-of its command (derived from the field, engine/cli/config_options.py), every option of those commands is a field
-or one of the few command-only options named here, and the options read into the config as typed."""
+"""Run configurations are declared once: every field of a run's configuration (extract, poison, sweep, compare,
+membership, audit, utility, analyze) is an option of its command (derived from the field,
+engine/cli/config_options.py), every option of those commands is a field or one of the few command-only options
+named here, and the options read into the config as typed."""
 
 import argparse
 import dataclasses
@@ -12,7 +13,16 @@ from engine.cli.audit import audit_config
 from engine.cli.config_options import option_flag
 from engine.cli.extraction import COMPARE_VARIES, extraction_values
 from engine.cli.poisoning import poison_values
-from engine.config import AuditConfig, ComparisonConfig, ExtractionConfig, MembershipConfig, PoisonConfig, SweepConfig
+from engine.config import (
+    AnalyzeConfig,
+    AuditConfig,
+    ComparisonConfig,
+    ExtractionConfig,
+    MembershipConfig,
+    PoisonConfig,
+    SweepConfig,
+    UtilityConfig,
+)
 from engine.executors import ExecutorConfig
 from engine.errors import ConfigError
 
@@ -72,6 +82,8 @@ COMMANDS = {
             "--resume": "continues a recorded run: its config comes from the folder",
         },
     ),
+    "utility": (UtilityConfig, {"--api-base": "a server URL merged into the generator's parameters"}),
+    "analyze": (AnalyzeConfig, {"--save": "where the tables go, not a setting of the analysis"}),
     "audit": (
         AuditConfig,
         {
