@@ -70,6 +70,14 @@ class Generator:
             f"the {self.name or type(self).__name__} generator cannot score text (use a local model)"
         )
 
+    def token_pieces(self, text: str, max_tokens: int = 512) -> list[tuple[bytes, float]]:
+        """The first ``max_tokens`` tokens of ``text`` as (their bytes, their log-probability given the tokens
+        before them; 0.0 for the first), which together spell ``text``; only generators that expose their model's
+        log-probabilities implement it (an attacker's proxy model ranks words with it)."""
+        raise NotImplementedError(
+            f"the {self.name or type(self).__name__} generator cannot score text (use a local model)"
+        )
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` in this generator's own tokenizer (an estimate where it has none)."""
         return max(1, round(len(text.split()) * 4 / 3)) if text.strip() else 0

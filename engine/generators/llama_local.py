@@ -308,6 +308,17 @@ class LlamaCppGenerator(Generator):
             dec = decoder_for(llm)
             return [float(x) for x in dec.token_logprobs(dec.text_tokens(text)[:max_tokens])]
 
+    def token_pieces(self, text: str, max_tokens: int = 512) -> list[tuple[bytes, float]]:
+        """(bytes, log-probability) of the first ``max_tokens`` tokens of ``text``, in one pass under the model's
+        lock; a BOS token spells nothing."""
+        llm = self._llm()
+        with locked(llm):
+            dec = decoder_for(llm)
+            tokens = dec.text_tokens(text)[:max_tokens]
+            lps = dec.token_logprobs(tokens)
+            pieces = [bytes(llm.detokenize([t])) for t in tokens]
+        return [(pieces[0], 0.0)] + [(b, float(lp)) for b, lp in zip(pieces[1:], lps)] if pieces else []
+
     def count_tokens(self, text: str) -> int:
         """Exact tokens of ``text`` in the model's tokenizer (no BOS, special markers as text); loads the model."""
         llm = self._llm()

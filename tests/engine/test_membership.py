@@ -2,6 +2,7 @@
 MiniLM, a real Chroma store) that record, summarise, resume and print their JSON."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -170,3 +171,56 @@ def test_detect_and_hide_hides_the_record_a_membership_question_singles_out():
     flagged = sum(d.filter(q, [], ctx)[1].action == "hidden" for q in genuine)
     assert flagged <= 0.1 * len(genuine)  # the calibration questions: about α = 5% above the Gumbel quantile
     assert 0 < tau < 1 and d.calibration["n"] == len(genuine)
+
+
+def test_mba_masks_a_records_hard_words_with_its_proxy_model_and_scores_the_fill():
+    """MBA (Liu et al. §3): the proxy model (SmolLM2-135M, offline) picks the words no one could guess — the e-mail,
+    the date of birth, the chart and phone numbers — never a function word, never two masks side by side; the
+    score is the share of masks filled with the original word."""
+    from engine.attacks.membership.mba import STOP, _norm
+
+    rec = next(t for t in load_corpus("clinic_records", chunk_size=None).texts if "MRN" in t)
+    mba = make_membership_attack("mba", {"masks": 5})
+    (q,) = mba.probes(rec, np.random.default_rng(0))
+    masked, truth = mba.mask(rec)
+    assert len(truth) == 5 and all(f"[MASK_{i}]" in q for i in range(1, 6)) and "[MASK_6]" not in q
+    assert not any(_norm(w) in STOP or len(_norm(w)) < 3 for w in truth)
+    words = masked.split()
+    slots = [i for i, w in enumerate(words) if "[MASK_" in w]
+    assert all(b - a > 1 for a, b in zip(slots, slots[1:])), "masks are never neighbours"
+    assert sum(any(c.isdigit() for c in w) or "@" in w for w in truth) >= 3, truth  # identifiers, not prose
+    perfect = "\n".join(f"[MASK_{i}]: {w}." for i, w in enumerate(truth, 1))
+    half = "\n".join(f"[MASK_{i}]: {w if i <= 2 else 'unknown'}" for i, w in enumerate(truth, 1))
+    assert mba.score(rec, [q], [perfect]) == 1.0
+    assert mba.score(rec, [q], [half]) == pytest.approx(2 / 5)
+    slot = make_membership_attack("mba", {"masks": 5, "match": "slot"})
+    assert slot.score(rec, [q], [f"The text says {truth[0]}."]) == 0.0  # the paper's reading: only in its line
+    assert mba.score(rec, [q], [f"The text says {truth[0]}."]) == pytest.approx(1 / 5)
+    assert mba.score(rec, [q], ["I cannot share patient information."]) == 0.0
+    rule = make_membership_attack("mba", {"masks": 5, "difficulty": "rule"})  # no proxy model: a documented rule
+    assert len(rule.mask(rec)[1]) == 5
+    assert "mba" in MEMBERSHIP_ATTACKS.names()
+
+
+@pytest.mark.slow
+def test_mba_runs_against_the_real_pipeline_and_never_shows_a_masked_word(tmp_path, qwen):
+    """Through the real RAG system (Qwen2.5-0.5B, MiniLM, Chroma), 2 members and 2 non-members: each decision is one
+    question holding the masked record (four masks, each word hidden where it stood) and a fill share in [0, 1].
+    (Whether members score higher depends on the model: Qwen2.5-0.5B mostly repeats the masked text instead of
+    filling it; see docs/results.md.)"""
+    cfg = MembershipConfig(members=2, non_members=2, max_tokens=24, attack="mba", attack_params={"masks": 4}, seed=0)
+    run = MembershipRun(cfg, out_dir=tmp_path, generator=qwen)
+    run.prepare()
+    run.run()
+    run.close()
+    s = json.loads((tmp_path / run.run_id / "summary.json").read_text())
+    assert s["decisions"] == 4 and s["queries"] == 4 and 0 <= s["auroc"] <= 1
+    events, _ = read_events(tmp_path / run.run_id / "events.jsonl")
+    asked = [e.text for e in events if e.kind == "query_issued"]
+    assert len(asked) == 4
+    for (record, (masked, truth)), question in zip(run.attack._masked.items(), asked):
+        assert masked in question and sorted(set(re.findall(r"\[MASK_\d+\]", masked))) == [
+            f"[MASK_{i}]" for i in range(1, 5)
+        ]
+        assert len(truth) == 4 and all(w not in masked.split() for w in truth if record.split().count(w) == 1)
+    assert all(0 <= e.score <= 1 for e in events if isinstance(e, MembershipScored))

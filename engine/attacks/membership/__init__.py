@@ -5,11 +5,13 @@ from __future__ import annotations
 from ...registry import Registry
 from .base import MembershipAttack, MembershipContext
 from .direct import DirectQuestion
+from .mba import MaskBased
 from .s2mia import S2MIA
 
 MEMBERSHIP_ATTACKS: Registry[MembershipAttack] = Registry("membership attack")
 MEMBERSHIP_ATTACKS.register("direct")(DirectQuestion)
 MEMBERSHIP_ATTACKS.register("s2mia")(S2MIA)
+MEMBERSHIP_ATTACKS.register("mba")(MaskBased)
 
 
 def make_membership_attack(
