@@ -1,7 +1,7 @@
 """Carry a sentence-transformers folder to a machine without this repository's environment, under a transfer
 size limit: ``pack`` stores its float32 tensors as float16 (half the bytes; integer tensors unchanged),
 ``restore`` turns them back into float32 there (the weights then differ from the original by float16 rounding
-only: the same architecture and speed). Used for the GPU figures (``bench/bench_gpu.py``, README *Scale-out*).
+only: the same architecture and speed). Used for the GPU figures (``bench/bench_gpu.py``, docs/scale-out.md).
 
     .venv/bin/python bench/carry_model.py pack    SRC_FOLDER  PACKED_FOLDER
     python3          bench/carry_model.py restore PACKED_FOLDER  FLOAT32_FOLDER

@@ -1,4 +1,4 @@
-"""The README's CRR-vs-rounds figure of a long comparison, as a PNG (a developer script; needs Playwright and a
+"""The results page's CRR-vs-rounds figure of a long comparison, as a PNG (a developer script; needs Playwright and a
 Chromium, which the test requirements install):
 
     .venv/bin/python scripts/long_run_figure.py results/ragfort-paper-scale-hcm

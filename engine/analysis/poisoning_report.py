@@ -4,7 +4,7 @@
 
 Reads ``<results>/table1-bioasq`` (the Table-1 sweep), ``<results>/table8`` (β-sweep summaries), every sweep
 with detectors under ``<results>`` (Figures 3–9) and ``<results>/tables34`` (``analyze --save``); prints one
-Markdown table per reproduction, skipping (with a line saying so) any that has no saved runs yet. The README's
+Markdown table per reproduction, skipping (with a line saying so) any that has no saved runs yet. The docs'
 tables are this output.
 """
 

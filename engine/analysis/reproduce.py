@@ -2,7 +2,7 @@
 
 The commands write plain files (``poison --beta-sweep paper --json`` one summary per query set, ``sweep
 --detectors l2,mahalanobis --out DIR`` a ``sweep_cells.csv``, ``analyze --out FILE`` the Tables 3–4 JSON); these
-functions turn them into the frames the Sweeps page's "Reproduce" section and the README show:
+functions turn them into the frames the Sweeps page's "Reproduce" section and the docs (docs/results.md) show:
 
 - :func:`read_beta_sweeps` / :func:`table8` — the paper's Table 8 (detection rate vs the shrinkage β);
 - :func:`read_detection` / :func:`detection_table` — its Figures 3–9 (ℓ2-norm vs Mahalanobis per setup);

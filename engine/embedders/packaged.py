@@ -123,7 +123,7 @@ class MiniLMRetriever(_PackagedST):
             choices=BACKENDS,
             help="torch (sentence-transformers, float32); torch-bf16 (bfloat16 autocast: fast on "
             "CPUs with AMX / AVX-512 BF16 and on GPUs); onnx (ONNX Runtime, the float32 "
-            "vectors); onnx-int8 (int8 weights: fastest, but ranks shift; see the README); "
+            "vectors); onnx-int8 (int8 weights: fastest, but ranks shift; see docs/scale-out.md); "
             "openvino (OpenVINO, float32); openvino-bf16 (OpenVINO, bfloat16 products)",
         )
 

@@ -19,7 +19,7 @@ from ..paths import REPO_ROOT
 
 STATUS_FILE = REPO_ROOT / ".venv" / "llama-status"
 LOG_FILE = REPO_ROOT / ".venv" / "llama-build.log"
-TYPICAL_BUILD_S = 420  # compile + install on 2 cores, measured (README, Benchmarks)
+TYPICAL_BUILD_S = 420  # compile + install on 2 cores, measured (docs/benchmarks.md)
 
 
 @dataclass(frozen=True)

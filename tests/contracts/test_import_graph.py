@@ -1,5 +1,5 @@
 """The engine's import graph: no cycle between its packages, and no package imports a layer above its own
-(the layers of the README's architecture). Lazy imports inside functions count too."""
+(the layers of docs/architecture.md). Lazy imports inside functions count too."""
 
 import ast
 from pathlib import Path
@@ -67,7 +67,7 @@ def _layer(pkg: str) -> int:
     for i, layer in enumerate(LAYERS):
         if pkg in layer:
             return i
-    raise AssertionError(f"engine/{pkg} is in no layer: add it to LAYERS (and to the README's architecture)")
+    raise AssertionError(f"engine/{pkg} is in no layer: add it to LAYERS (and to docs/architecture.md)")
 
 
 def test_every_engine_package_has_a_layer():

@@ -189,7 +189,7 @@ def test_analyze_prints_tables_3_and_4_for_each_retriever_beside_the_paper(tmp_p
 
 
 def test_the_table1_command_smoke_two_cells(tmp_path, data_dir):
-    """The README's Table-1 command (the universal-poisoning-table1 preset), cut to 2 cells: BM25 × PubMedQA ×
+    """The results page's Table-1 command (the universal-poisoning-table1 preset), cut to 2 cells: BM25 × PubMedQA ×
     {PII, NQ} on the 20,767 BioASQ snippets, 5 questions, 3 target documents each; then the side-by-side view
     reads the folder."""
     p = run_cli(

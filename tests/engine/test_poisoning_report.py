@@ -1,4 +1,4 @@
-"""The README's poisoning tables come from one command over the saved runs (engine.analysis.poisoning_report)."""
+"""The results page's poisoning tables come from one command over the saved runs (engine.analysis.poisoning_report)."""
 
 import json
 

@@ -37,7 +37,7 @@ def test_mahalanobis_detects_poisons_on_held_out_clean_docs(pubmedqa_pii):
     m = pubmedqa_pii["detectors"]["mahalanobis"]
     # measured with seed 0: TPR 0.932, FPR 0.088 (out-of-fold 95th percentile), AUROC 0.973.
     # The target is TPR >= 0.95 at FPR <= 0.10: not reached by the paper's rule with MiniLM
-    # (see README, "Known limits"); these bounds pin what the faithful method achieves.
+    # (see docs/known-limits.md); these bounds pin what the faithful method achieves.
     assert m["fpr"] <= 0.10
     assert m["tpr"] >= 0.90
     assert m["auroc"] >= 0.95

@@ -1,0 +1,62 @@
+"""The documentation: the site builds in strict mode (no broken link, anchor or missing page), generated pages are
+current, and the README's quick start and page list match the site's home page."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_generated_cli_reference_is_current():
+    from engine.cli.reference import cli_reference
+
+    committed = (REPO / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    assert committed == cli_reference(), "docs/reference/cli.md is stale: run .venv/bin/python scripts/gen_docs.py"
+
+
+def test_the_reference_lists_every_subcommand_and_registered_plugin():
+    from engine.attacks.extraction import EXTRACTION_ATTACKS
+    from engine.cli import build_parser
+    from engine.defenses import DEFENSES
+
+    text = (REPO / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    for name in sub.choices:
+        assert f"## `{name}`" in text
+    extract = text[text.index("## `extract`") : text.index("## `utility`")]
+    for name in [*EXTRACTION_ATTACKS.names(), *DEFENSES.names()]:
+        assert name in extract, name
+
+
+def test_the_site_builds_strict(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+    assert list((tmp_path / "site" / "_repo" / "results").rglob("*.png")), "the results figures are copied"
+
+
+def _commands(text: str) -> list[str]:
+    block = re.search(r"```bash\n(.*?)```", text, re.S)
+    assert block, "no quick-start block"
+    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_readme_and_site_home_agree():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    home = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
+    assert _commands(readme) == _commands(home) == ["bash scripts/app.sh", "bash scripts/test.sh"]
+    in_readme = re.findall(r"^\| \[[^]]+\]\(docs/([a-z/-]+\.md)\)", readme, re.M)  # the page tables
+    in_home = re.findall(r"^\| \[[^]]+\]\(([a-z/-]+\.md)\)", home, re.M)
+    assert in_readme and in_readme == in_home
+    pages = {str(p.relative_to(REPO / "docs")) for p in (REPO / "docs").rglob("*.md")} - {"index.md"}
+    assert set(in_readme) == pages, "every page is linked from the README and the site's home"
