@@ -53,6 +53,12 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
             f"With {summary['n_non_members']} non-members one false positive is an FPR of {res:.2f}: the 1% column "
             "means no non-member may be called a member."
         )
+    if summary.get("canaries_planted"):
+        st.caption(
+            f"Canaries: {summary['canaries_leaked']} of {summary['canaries_planted']} leaked "
+            f"{_ci(summary.get('canaries_ci'))} · {summary['canary_members_found']} of {summary['canary_members']} "
+            "canaried members proven by their own canary in an answer (no false positive possible)."
+        )
     f1, f2 = st.columns(2)
     f1.plotly_chart(roc_figure(summary), width="stretch", key="mia_roc")
     f2.plotly_chart(score_figure(events), width="stretch", key="mia_scores")

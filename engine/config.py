@@ -385,6 +385,22 @@ class MembershipConfig(Params):
     chunk_overlap: int = param(0, min=0, help="Chunk overlap in tokens", label="Chunk overlap (tokens)")
     seed: int = param(0, min=0, help="Seed of the split, the probing order and the attack")
     data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
+    canaries: float = param(
+        0.0,
+        min=0.0,
+        max=1.0,
+        help="Share of the knowledge base's records given a unique fake record number (a canary) before the run: an "
+        "answer carrying a member's own canary proves it is in the knowledge base, with no false positives",
+        label="Canaries (share of records)",
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict, ``canaries`` only when some are planted (so the record and hash of runs
+        without them stay as they were)."""
+        d = super().to_dict()
+        if not d.get("canaries"):
+            d.pop("canaries", None)
+        return d
 
     def validate(self) -> None:
         """The attack, generator and defenses are registered and the chunking is consistent, so a bad config

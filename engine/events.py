@@ -264,6 +264,7 @@ class MembershipScored(Event):
     queries: int = 0
     blocked: int = 0  # questions a defense refused
     retrieved: bool = False  # whether the record itself was in the top-K of one of its questions
+    canaries: tuple[str, ...] = ()  # records whose canary the answers carried (config.canaries; else empty)
 
 
 @dataclass(frozen=True)

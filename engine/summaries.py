@@ -275,7 +275,8 @@ class MembershipSummary(_ReadsAsDict):
     it reached (``fpr_resolution``: 1 / non-members, the smallest FPR above 0 this many non-members can show);
     ``roc``: the curve's points; ``queries``: questions sent in all, ``queries_per_decision`` per record;
     ``members_retrieved``: the share of members whose own record came back in the top-K (an attack cannot tell
-    a member the retriever never finds)."""
+    a member the retriever never finds); with canaries planted, how many leaked (``canaries_ci``: the Wilson
+    interval of the share) and how many probed members were proven by their own canary in an answer."""
 
     auroc: float | None = None
     auroc_ci: tuple[float, float] | None = None
@@ -296,6 +297,11 @@ class MembershipSummary(_ReadsAsDict):
     blocked: int = 0
     decisions: int = 0
     members_retrieved: float | None = None  # share of members whose own record its questions retrieved
+    canaries_planted: int = 0  # records given a canary (engine.canaries); 0: none
+    canaries_leaked: int = 0  # distinct canaries the answers carried
+    canaries_ci: tuple[float, float] | None = None  # 95% Wilson interval of the share leaked
+    canary_members: int = 0  # probed members that carry a canary in the knowledge base
+    canary_members_found: int = 0  # of those, members whose own canary came back in an answer (certain, no FP)
     attack: str | None = None
     defenses: list[str] = field(default_factory=list)
     kb: str | None = None
@@ -304,8 +310,13 @@ class MembershipSummary(_ReadsAsDict):
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of ``summary.json`` and ``run_ended.summary``."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The JSON object of ``summary.json`` and ``run_ended.summary`` (the canary fields only when some were
+        planted)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if not out["canaries_planted"]:
+            for k in ("canaries_planted", "canaries_leaked", "canaries_ci", "canary_members", "canary_members_found"):
+                out.pop(k)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "MembershipSummary":

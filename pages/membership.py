@@ -20,7 +20,7 @@ from engine.jobs import Job
 from engine.runs.membership import load_membership, run_membership
 from engine.saved import list_runs
 
-FORM_FIELDS = ("kb", "members", "non_members", "top_k", "max_tokens", "seed")
+FORM_FIELDS = ("kb", "members", "non_members", "top_k", "max_tokens", "seed", "canaries")
 DEFAULT_MODEL = "qwen2.5-0.5b"  # the smallest model that answers the continuation prompt at all
 
 init_state()

@@ -37,6 +37,12 @@ def _show(s: dict) -> None:
         print(f"  mean score: members {mm:.3f}, non-members {mn:.3f}")
     if s.get("members_retrieved") is not None:
         print(f"  members whose own record was retrieved: {s['members_retrieved']:.0%}")
+    if s.get("canaries_planted"):
+        print(
+            f"  canaries: {s['canaries_leaked']} of {s['canaries_planted']} leaked "
+            f"{fmt_interval(s.get('canaries_ci'), 3)}; {s['canary_members_found']} of {s['canary_members']} "
+            "canaried members proven by their own canary (no false positive possible)"
+        )
     print(
         f"  {s['queries']} questions ({s['queries_per_decision']:.1f} per decision), {s['blocked']} refused by a "
         f"defense, {s['seconds']:.0f} s"

@@ -167,6 +167,13 @@ class EventRunner:
             self._round,
         )
 
+    def _emit_canaries(self, canaries: Mapping[str, str], share: float) -> None:
+        """The ``canaries_planted`` event of the canaries (chunk id -> code) planted in the knowledge base, if any."""
+        if canaries:
+            from ..events import CanariesPlanted
+
+            self._emit(CanariesPlanted, doc_ids=tuple(canaries), codes=tuple(canaries.values()), share=share)
+
     def _emit_answer(self, r: int, query_id: str, ans: Any) -> str:
         """Record one answer of the defended system in round ``r``: each defense's action, the raw top-K
         (``retrieved``), then ``generated``; returns the answer's text with every key the engine was given

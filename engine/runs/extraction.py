@@ -267,13 +267,7 @@ class ExtractionRun(EventRunner):
             },
         )
         self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
-        if self.canaries:
-            self._emit(
-                CanariesPlanted,
-                doc_ids=tuple(self.canaries),
-                codes=tuple(self.canaries.values()),
-                share=c.canaries,
-            )
+        self._emit_canaries(self.canaries, c.canaries)
         if self.out_dir:
             atomic_write(self.out_dir / "manifest.json", json.dumps(jsonable(manifest), indent=2, default=str))
             # uploads, or a target's own store read as the reference: not reloadable by name (or may change), so kept

@@ -23,12 +23,14 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from ..attacks.membership import MembershipAttack, MembershipContext, make_membership_attack
+from ..canaries import canary_hits, plant_canaries
 from ..config import MembershipConfig
 from ..corpora import Corpus, check_corpus_spec, corpus_from_documents, load_corpus, retriever_window, stats_for
 from ..defenses import make_defenses
 from ..embedders import make_retriever
 from ..errors import ConfigError, EngineError
 from ..events import (
+    CanariesPlanted,
     DefenseApplied,
     Event,
     Generated,
@@ -46,6 +48,7 @@ from ..events import (
 from ..files import atomic_write
 from ..generators import GENERATORS
 from ..generators.base import TextCallback
+from ..metrics.intervals import wilson
 from ..metrics.membership import membership_metrics
 from ..progress import Progress
 from ..rag import RagSystem
@@ -121,6 +124,7 @@ class MembershipRun(EventRunner):
         self.attack: Optional[MembershipAttack] = None
         self.order: list[tuple[Document, bool]] = []
         self.scores: dict[str, tuple[bool, float]] = {}  # record id -> (member, score)
+        self.canaries: dict[str, str] = {}  # record id -> its canary code (config.canaries)
 
     @property
     def rounds_done(self) -> int:
@@ -153,6 +157,8 @@ class MembershipRun(EventRunner):
             raise ConfigError(f"top-k ({c.top_k}) is larger than the knowledge base ({len(kept)} records)")
         self.split = (mem, out)
         self.corpus = kb if held is not None else corpus_from_documents(kb.name, kept, chunk_size=None)
+        if c.canaries:  # planted in the knowledge base only: the probed records stay as their owner holds them
+            self.corpus, self.canaries = plant_canaries(self.corpus, c.canaries, c.seed)
         self.order = probe_order(mem, out, c.seed)
         self.system = RagSystem(
             self.corpus,
@@ -201,6 +207,7 @@ class MembershipRun(EventRunner):
             kb_size=len(self.corpus),
             held_out_from=c.non_member_kb,
         )
+        self._emit_canaries(self.canaries, c.canaries)
         t0 = time.perf_counter()
         actions = self.system.build(progress=self._tick)
         base = self.system.index
@@ -263,6 +270,9 @@ class MembershipRun(EventRunner):
             queries=len(probes),
             blocked=blocked,
             retrieved=doc.id in seen,
+            canaries=tuple(sorted({h for a in answers for h in canary_hits(a, self.canaries)}))
+            if self.canaries
+            else (),
         )
         self._emit(RoundEnded, round=r, query_id=doc.id, timings={"probe": round(time.perf_counter() - t0, 4)})
         self._round = r
@@ -350,8 +360,17 @@ def summarize_membership(events: list[Event], config: MembershipConfig | None = 
     non = [e.score for e in scored if not e.member]
     m = membership_metrics(mem, non, seed=int(cfg.get("seed", 0) or 0))
     queries = sum(e.queries for e in scored)
+    planted = next((e for e in events if isinstance(e, CanariesPlanted)), None)
+    canaried = set(planted.doc_ids) if planted else set()
+    leaked = {c for e in scored for c in e.canaries}
+    proven = [e for e in scored if e.member and e.record_id in canaried]
     return MembershipSummary(
         **m,
+        canaries_planted=len(canaried),
+        canaries_leaked=len(leaked),
+        canaries_ci=wilson(len(leaked), len(canaried)) if canaried else None,
+        canary_members=len(proven),
+        canary_members_found=sum(e.record_id in e.canaries for e in proven),
         mean_score_members=float(np.mean(mem)) if mem else None,
         mean_score_non_members=float(np.mean(non)) if non else None,
         queries=queries,

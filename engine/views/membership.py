@@ -10,8 +10,9 @@ from ..events import Event, Generated, MembershipScored, QueryIssued
 
 def record_rows(events: Sequence[Event], texts: dict[str, str] | None = None, width: int = 140) -> list[dict[str, Any]]:
     """One row per probed record, in probing order: its id, whether it is a member, the attack's score, whether its
-    own record was retrieved, questions refused, the answer and the question (cut at ``width`` characters; plain
-    text — the page shows them in a table, never as markup). ``texts``: record id → text, for a record column."""
+    own record was retrieved, questions refused, the canaries its answers carried (when canaries were planted), the
+    answer and the question (cut at ``width`` characters; plain text — the page shows them in a table, never as
+    markup). ``texts``: record id → text, for a record column."""
     questions: dict[int, str] = {}
     answers: dict[int, str] = {}
     for e in events:
@@ -24,6 +25,7 @@ def record_rows(events: Sequence[Event], texts: dict[str, str] | None = None, wi
         text = " ".join(str(text).split())
         return text if len(text) <= width else text[: width - 1] + "…"
 
+    canaried = any(e.kind == "canaries_planted" for e in events)
     rows = []
     for e in events:
         if isinstance(e, MembershipScored):
@@ -35,6 +37,8 @@ def record_rows(events: Sequence[Event], texts: dict[str, str] | None = None, wi
                 "own record retrieved": e.retrieved,
                 "refused": e.blocked,
             }
+            if canaried:  # the canaries its answers carried: its own (proof of membership) or another record's
+                row["canaries in the answer"] = ", ".join(("own" if c == e.record_id else c) for c in e.canaries)
             if texts is not None:
                 row["record text"] = cut(texts.get(e.record_id, ""))
             row["answer"] = cut(answers.get(e.round, ""))

@@ -16,7 +16,7 @@ from engine.errors import ConfigError
 from engine.events import MembershipScored, MembershipSplit, RunEnded, read_events
 from engine.generators import GENERATORS
 from engine.metrics.membership import auroc, auroc_interval, membership_metrics, roc_curve, tpr_at_fpr
-from engine.runs.membership import MembershipRun, probe_order, split_records
+from engine.runs.membership import MembershipRun, probe_order, split_records, summarize_membership
 from tests.helpers import run_cli
 
 
@@ -224,3 +224,51 @@ def test_mba_runs_against_the_real_pipeline_and_never_shows_a_masked_word(tmp_pa
         ]
         assert len(truth) == 4 and all(w not in masked.split() for w in truth if record.split().count(w) == 1)
     assert all(0 <= e.score <= 1 for e in events if isinstance(e, MembershipScored))
+
+
+@pytest.mark.slow
+def test_canaries_in_a_membership_run_are_planted_in_the_kb_counted_in_answers_and_resume_alike(tmp_path, qwen):
+    """canaries = 1: every record of the knowledge base gets its fake record number (the probed copies do not —
+    their owner holds them as they were); each decision records the canaries its answers carried, exactly those
+    canary_hits finds; the summary counts them with a Wilson interval; a resumed run plants the same codes; a run
+    without canaries keeps its record and hash."""
+    from engine.canaries import canary_hits
+
+    cfg = MembershipConfig(
+        members=2,
+        non_members=1,
+        max_tokens=8,
+        top_k=1,
+        attack="direct",
+        attack_params={"max_chars": 300},
+        seed=3,
+        canaries=1.0,
+    )
+    run = MembershipRun(cfg, out_dir=tmp_path, generator=qwen)
+    run.prepare()
+    planted = next(e for e in run.events if e.kind == "canaries_planted")
+    assert len(planted.doc_ids) == len(run.corpus) == run.events[1].kb_size and planted.share == 1.0
+    by_id = {d.id: d.text for d in run.corpus.documents}
+    assert all(code in by_id[i] for i, code in zip(planted.doc_ids, planted.codes))
+    assert not any(code in d.text for d in run.split[0] for code in planted.codes)  # the probed copies
+    run.step(1)
+    run.close()
+    again = MembershipRun.resume(tmp_path / run.run_id, generator=qwen)
+    assert again.canaries == run.canaries  # the same codes: the same seed plants the same canaries
+    again.run()
+    again.close()
+    events, _ = read_events(tmp_path / run.run_id / "events.jsonl")
+    answers = {}
+    for e in events:
+        if e.kind == "generated":
+            answers.setdefault(e.round, []).append(e.text)
+    scored = [e for e in events if isinstance(e, MembershipScored)]
+    assert len(scored) == 3
+    for e in scored:
+        assert set(e.canaries) == {h for a in answers[e.round] for h in canary_hits(a, run.canaries)}
+    s = json.loads((tmp_path / run.run_id / "summary.json").read_text())
+    assert s["canaries_planted"] == len(run.corpus) and s["canary_members"] == 2
+    assert s["canaries_leaked"] == len({c for e in scored for c in e.canaries}) and len(s["canaries_ci"]) == 2
+    plain = MembershipConfig(members=2, non_members=1, attack="direct", seed=3)
+    assert "canaries" not in plain.to_dict() and "canaries" in cfg.to_dict()
+    assert "canaries_planted" not in summarize_membership([]).to_dict()
