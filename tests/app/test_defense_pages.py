@@ -169,7 +169,7 @@ def test_reopened_ragfort_ablation_shows_the_verdict_and_the_cluster_view(monkey
         {**r, "attack": "worm", "crr": v, "curves": {"crr": [v]}} for r, v in zip(rows, (0.2, 0.2, 0.1, 0.1))
     ]  # worm alone: the direction does not hold
     add_ratios(rows)
-    at = AppTest.from_file(str(REPO / "pages/defense_comparison.py"), default_timeout=60)
+    at = AppTest.from_file(str(REPO / "pages/defense_comparison.py"), default_timeout=120)
     at.session_state["cmp_view"] = {
         "config": {
             "base": {"kb": "clinic_records"},
