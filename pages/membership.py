@@ -35,19 +35,25 @@ local_runtime_notice()
 job: Job | None = st.session_state.get("mia_job")
 base = MembershipConfig()
 
+a1, _ = st.columns(2)
+attack = a1.selectbox(  # outside the form: the attack's parameters and the model it needs follow the choice
+    "Attack",
+    MEMBERSHIP_ATTACKS.names(),
+    index=MEMBERSHIP_ATTACKS.names().index(base.attack),
+    help=" ".join(f"**{a}**: {MEMBERSHIP_ATTACKS.describe(a)}" for a in MEMBERSHIP_ATTACKS.names()),
+)
+suggested = MEMBERSHIP_ATTACKS.get(attack).suggested_model
+if suggested:
+    a1.caption(f"This attack needs a model that follows its request: {suggested} is preselected below.")
+
 with st.form("mia_setup"):
     c1, c2 = st.columns(2)
-    attack = c1.selectbox(
-        "Attack",
-        MEMBERSHIP_ATTACKS.names(),
-        index=MEMBERSHIP_ATTACKS.names().index(base.attack),
-        help=" ".join(f"**{a}**: {MEMBERSHIP_ATTACKS.describe(a)}" for a in MEMBERSHIP_ATTACKS.names()),
-    )
     values = params_form(
         MembershipConfig, {"members": 10, "non_members": 10, "max_tokens": 64}, only=FORM_FIELDS, container=c1
     )
     models = tuple(MODELS_REGISTRY)
-    model = c2.selectbox("Generator model", models, index=models.index(DEFAULT_MODEL) if DEFAULT_MODEL in models else 0)
+    wanted = suggested if suggested in models else DEFAULT_MODEL
+    model = c2.selectbox("Generator model", models, index=models.index(wanted) if wanted in models else 0)
     defenses = c2.multiselect("Defenses", DEFENSES.names(), help="Any subset; none = the undefended assistant")
     with st.expander("Attack and defense parameters"):
         attack_params = registry_forms(MEMBERSHIP_ATTACKS, [attack])

@@ -35,6 +35,12 @@ def test_the_page_renders_standalone_and_from_the_app():
     assert any(b.label == "Run experiment" for b in at.button)
     assert {n.label for n in at.number_input} >= {"Members probed", "Non-members probed", "Tokens per answer", "Top-K"}
     assert next(t for t in at.text_input if t.label == "Knowledge base").value == "clinic_records"
+    model = lambda: next(s for s in at.selectbox if s.label == "Generator model").value  # noqa: E731
+    assert model() == "qwen2.5-0.5b"
+    next(s for s in at.selectbox if s.label == "Attack").set_value("mba").run()  # MBA needs a model that fills masks
+    assert not at.exception and model() == "qwen2.5-1.5b"
+    assert any("qwen2.5-1.5b is preselected" in c.value for c in at.caption)
+    assert any(n.label == "Masks" for n in at.number_input)  # the chosen attack's own parameters
 
 
 @pytest.mark.slow

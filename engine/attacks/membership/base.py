@@ -28,10 +28,13 @@ class MembershipContext:
 class MembershipAttack:
     """Base class: subclasses implement :meth:`probes` (the questions about one record) and :meth:`score`.
 
-    ``queries_per_record``: how many questions a decision costs (reported as the attack's query cost)."""
+    ``queries_per_record``: how many questions a decision costs (reported as the attack's query cost);
+    ``suggested_model``: the smallest packaged model measured to answer this attack's questions usefully (the app
+    preselects it), "" when any will do."""
 
     name: ClassVar[str] = ""
     queries_per_record: ClassVar[int] = 1
+    suggested_model: ClassVar[str] = ""  # a packaged model this attack needs at least (forms preselect it); "" = any
 
     class Params(Params):
         pass

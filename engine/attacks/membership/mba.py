@@ -52,6 +52,7 @@ class MaskBased(MembershipAttack):
     """
 
     queries_per_record = 1
+    suggested_model = "qwen2.5-1.5b"  # Qwen2.5-0.5B repeats the masked text instead of filling it (docs/results.md)
 
     class Params(Params):
         masks: int = param(6, min=1, max=50, help="Words masked per record (M)")
