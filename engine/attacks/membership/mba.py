@@ -157,15 +157,15 @@ class MaskBased(MembershipAttack):
         _, truth = self.mask(record)
         if not truth:
             return 0.0
+        text = answers[0] if answers else ""
+        if self.params.match == "anywhere":  # every word of the answer counts, its mask lines included
+            said_anywhere = {_norm(w) for w in WORD.findall(text)}
+            return sum(_norm(w) in said_anywhere for w in truth) / len(truth)
         given: dict[int, str] = {}
-        for line in (answers[0] if answers else "").splitlines():
+        for line in text.splitlines():
             m = ANSWER.search(line)
             if m and int(m.group(1)) not in given:
                 given[int(m.group(1))] = m.group(2)
-        text = answers[0] if answers else ""
-        said_anywhere = {_norm(w) for w in WORD.findall(text)}
-        hits = 0
-        for n, word in enumerate(truth, 1):
-            said = {_norm(w) for w in WORD.findall(given.get(n, ""))}
-            hits += _norm(word) in (said | said_anywhere if self.params.match == "anywhere" else said)
-        return hits / len(truth)
+        return sum(
+            _norm(w) in {_norm(x) for x in WORD.findall(given.get(n, ""))} for n, w in enumerate(truth, 1)
+        ) / len(truth)
