@@ -135,7 +135,8 @@ if view is not None:
     render_membership(view["summary"], view["events"], complete=view["complete"])
 elif job is None:
     st.info(
-        "Press **Run experiment**: the direct question on 10 + 10 clinic records takes about 1.5 minutes with "
-        "Qwen2.5-0.5B on 2 idle cores (a first run also embeds the knowledge base; a busy machine takes longer). "
+        "Press **Run experiment**: the direct question on 10 + 10 clinic records takes about 4 minutes here with "
+        "Qwen2.5-0.5B on 2 cores (measured: 247 s from the click to the results, the browser sharing the cores; "
+        "85 s from the command line; a busy machine takes longer). "
         "Then switch **detect-and-hide** on and run it again: does the AUROC fall toward 0.5? Then try S²MIA."
     )
