@@ -7,10 +7,11 @@ from typing import Any
 import streamlit as st
 
 from components.text import md_escape
-from engine.analysis.comparison_view import LEAK_METRICS, UTILITY_METRICS, comparison_table, uses_reindex
-from engine.compare import ablation_direction, average_ablation_direction
+from engine.views.comparison import LEAK_METRICS, UTILITY_METRICS, comparison_table, uses_reindex
+from engine.compare import ABLATION, ablation_direction, average_ablation_direction
 from engine.errors import EngineError
 from engine.plots.defenses import cluster_view, comparison_curves, ratio_bars, tradeoff_scatter
+from engine.metrics.catalog import MK
 
 
 def render_results(
@@ -53,7 +54,7 @@ def render_results(
     if any(r.get(f"{metric}_ratio") is not None for r in rows):
         st.plotly_chart(ratio_bars(rows, metric), width="stretch", key=f"{key}_ratios")
 
-    has_utility = any(r.get("utility_acc") is not None for r in rows)
+    has_utility = any(r.get(MK.UTILITY_ACC) is not None for r in rows)
     st.subheader("Security vs utility")
     if has_utility:
         x = st.radio(
@@ -73,10 +74,7 @@ def render_results(
         if check["holds"] is None:
             continue
         v = check["values"]
-        line = (
-            f"{LEAK_METRICS[metric]}: reindex+cascade {v['reindex+cascade']:.3g} · reindex {v['reindex']:.3g} · "
-            f"cascade {v['cascade']:.3g} · none {v['none']:.3g}"
-        )
+        line = f"{LEAK_METRICS[metric]}: " + " · ".join(f"{c} {v[c]:.3g}" for c in reversed(ABLATION))
         who = f"{attack} on {kb}" if len(kbs) > 1 else attack
         msg = f"RAGFort ablation direction for {md_escape(who)} (both < min(single paths) < none): "
         if check["holds"] and check["not_below_none"]:
@@ -95,10 +93,7 @@ def render_results(
     avg = average_ablation_direction(rows, metric)
     if avg["holds"] is not None and avg["attacks"] > 1:
         rr = avg["ratios"]
-        line = (
-            f"reindex+cascade {rr['reindex+cascade']:.2f}× · reindex {rr['reindex']:.2f}× · "
-            f"cascade {rr['cascade']:.2f}× · none 1.00×"
-        )
+        line = " · ".join(f"{c} {rr[c]:.2f}×" for c in reversed(ABLATION))
         msg = (
             f"RAGFort ablation on the relative {LEAK_METRICS[metric]} averaged over {avg['attacks']} attacks "
             "(the paper's ablation table): "
@@ -138,7 +133,7 @@ def _cluster_panel(config: dict[str, Any], key: str) -> None:
         "fine-tunes the encoder again (minutes on CPU).",
     ):
         return
-    from engine.analysis.reindex_view import reindex_view_for
+    from engine.views.reindex import reindex_view_for
 
     base = dict(config.get("base") or {})
     cache_key = repr(sorted(base.items()))
@@ -216,13 +211,13 @@ def long_run_section() -> None:
             "seed": r["seed"],
             "rounds": r["rounds"],  # a checkpoint this run has not reached yet reads "not yet", not a grey None
             **{f"CRR @ {k[4:]}": "not yet" if r[k] is None else f"{r[k]:.3f}" for k in r if k.startswith("crr@")},
-            "CRR now": r["crr"],
+            "CRR now": r[MK.CRR],
             "95% interval": f"{r['crr_low']:.3f}–{r['crr_high']:.3f}",
             "chunks recovered": f"{r['recovered']} of {r['kb_size']}",
-            "reached the context": r["ee_retrieval"],
-            "reproduced of that": r["ee_generation"],
-            "rounds finding a new chunk": round(r["exploration"], 2),  # whole percents (56%, not 56.04%)
-            "PII": r["pii_leaked"],
+            "reached the context": r[MK.EE_RETRIEVAL],
+            "reproduced of that": r[MK.EE_GENERATION],
+            "rounds finding a new chunk": round(r[MK.EXPLORATION], 2),  # whole percents (56%, not 56.04%)
+            "PII": r[MK.PII_LEAKED],
             "median seconds a round": None if r["seconds_median"] is None else round(r["seconds_median"], 1),
             "mean seconds a round": round(r["seconds_per_round"], 1),
         }

@@ -31,7 +31,7 @@ from engine.saved import list_runs
 from engine.generators.litellm_gen import LiteLLMGenerator
 from engine.generators.llama_local import on_model_wait
 from engine.generators.models import MODELS
-from engine.metrics.catalog import help_text
+from engine.metrics.catalog import MK, help_text
 from engine.metrics.intervals import fmt_interval
 from engine.plots.extraction import cascade_bars, coverage_map, leakage_curves, worm_drift
 from engine.views.extraction import (
@@ -44,6 +44,8 @@ from engine.views.extraction import (
     round_view,
     rounds_played,
     run_config,
+    tenancy_line,
+    tenant_label,
 )
 from engine.runs.extraction import ExtractionRun, summarize_extraction
 from engine.runs.kb_snapshot import KB_FILE, load_kb
@@ -88,7 +90,8 @@ def build_config(s: Mapping[str, Any], data_dir: str) -> ExtractionConfig:
             {**dict(s.get("generator_params") or {}), "model": s["generator"], "max_tokens": int(s["max_tokens"])},
         )
     uses_llm = (
-        EXTRACTION_ATTACKS.get(s["attack"]).uses_attacker_llm and s.get("attacker_llm", ATTACKER_NONE) != ATTACKER_NONE
+        EXTRACTION_ATTACKS.get(s["attack"]).can_use("attacker_llm")
+        and s.get("attacker_llm", ATTACKER_NONE) != ATTACKER_NONE
     )
     return ExtractionConfig.from_dict(
         {
@@ -246,31 +249,34 @@ def render_metrics(events: list[Event]) -> None:
     rows = metrics_rows(events)
     m = rows[-1] if rows else {}
     c = st.columns(6)
-    c[0].metric("CRR", f"{m.get('crr', 0.0):.4f}" if rows else "–", help=help_text("crr"))
+    c[0].metric("CRR", f"{m.get(MK.CRR, 0.0):.4f}" if rows else "–", help=help_text(MK.CRR))
     c[1].metric(
         "Reached the context",
-        f"{m.get('ee_retrieval', m.get('retrieved_coverage', 0.0)):.4f}" if rows else "–",
-        help=help_text("ee_retrieval"),
+        f"{m.get(MK.EE_RETRIEVAL, m.get(MK.RETRIEVED_COVERAGE, 0.0)):.4f}" if rows else "–",
+        help=help_text(MK.EE_RETRIEVAL),
     )
     c[2].metric(
-        "Reproduced of that", f"{m.get('ee_generation', 0.0):.2f}" if rows else "–", help=help_text("ee_generation")
+        "Reproduced of that", f"{m.get(MK.EE_GENERATION, 0.0):.2f}" if rows else "–", help=help_text(MK.EE_GENERATION)
     )
     c[3].metric(
-        "Repeat contexts", f"{int(m.get('repeat_contexts', 0))}" if rows else "–", help=help_text("repeat_contexts")
+        "Repeat contexts", f"{int(m.get(MK.REPEAT_CONTEXTS, 0))}" if rows else "–", help=help_text(MK.REPEAT_CONTEXTS)
     )
     c[4].metric(
-        "ROUGE contexts", f"{int(m.get('rouge_contexts', 0))}" if rows else "–", help=help_text("rouge_contexts")
+        "ROUGE contexts", f"{int(m.get(MK.ROUGE_CONTEXTS, 0))}" if rows else "–", help=help_text(MK.ROUGE_CONTEXTS)
     )
     c[5].metric(
         "PII leaked",
-        f"{int(m.get('pii_leaked', 0))} / {int(m.get('pii_total', 0))}" if rows else "–",
-        help=help_text("pii_leaked"),
+        f"{int(m.get(MK.PII_LEAKED, 0))} / {int(m.get('pii_total', 0))}" if rows else "–",
+        help=help_text(MK.PII_LEAKED),
     )
     if rows:
         s = summarize_extraction(events)
         ci = [f"CRR {fmt_interval(s.crr_ci, 4)}"] if s.crr_ci else []
         ci += [f"PII share {fmt_interval(s.pii_ci, 3)}"] if s.pii_ci else []
         st.caption(md_escape(cost_line(s)) + (" · 95% Wilson intervals: " + " · ".join(ci) if ci else ""))
+        line, crossed = tenancy_line(s)
+        if line:
+            (st.error if crossed else st.success)(md_escape(line))
 
 
 def stream_round(run: ExtractionRun) -> None:
@@ -326,18 +332,31 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
     with mid:
         st.markdown(f"**Retrieved — top-{len(v['retrieved'])}**")
         leaked = set(v["leaked"])
-        st.dataframe(
-            pd.DataFrame(
-                {
-                    "chunk": [d for d, _ in v["retrieved"]],
-                    "score": [s for _, s in v["retrieved"]],
-                    "in context": [d in v["context_ids"] for d, _ in v["retrieved"]],
-                    "leaked": ["⚠ leaked" if d in leaked else "" for d, _ in v["retrieved"]],
-                }
-            ),
-            hide_index=True,
-            width="stretch",
-        )
+        table = {
+            "chunk": [d for d, _ in v["retrieved"]],
+            "score": [s for _, s in v["retrieved"]],
+            "in context": [d in v["context_ids"] for d, _ in v["retrieved"]],
+            "leaked": ["⚠ leaked" if d in leaked else "" for d, _ in v["retrieved"]],
+        }
+        ten = v["tenancy"]
+        if ten:  # a multi-tenant run: whose chunk each is, and what a filter after the top-K cut
+            owner = ten["owner"]
+            table["tenant"] = [tenant_label(owner.get(d, ""), ten["identity"]) for d, _ in v["retrieved"]]
+            for d in ten["dropped"]:
+                table["chunk"].append(d)
+                table["score"].append(None)
+                table["in context"].append(False)
+                table["leaked"].append("cut by the tenant filter")
+                table["tenant"].append(tenant_label(owner.get(d, ""), ten["identity"]))
+        frame = pd.DataFrame(table)
+        if ten:  # whose chunk it is, right after its id: the column that matters in a tenant demo
+            frame = frame[["chunk", "tenant", "score", "in context", "leaked"]]
+        st.dataframe(frame, hide_index=True, width="stretch")
+        if ten:
+            st.caption(
+                md_escape(f"querying as {ten['identity']} · tenant filter: {ten['mode']}")
+                + (f" · {len(ten['dropped'])} result(s) cut after the top-K" if ten["dropped"] else "")
+            )
     with right:
         st.markdown("**Defenses this round**")
         if not v["actions"]:
@@ -365,8 +384,8 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
             k
             for k, ids in (
                 ("recovered", v["recovered"]),
-                ("repeat", v["repeat_contexts"]),
-                ("ROUGE", v["rouge_contexts"]),
+                ("repeat", v[MK.REPEAT_CONTEXTS]),
+                ("ROUGE", v[MK.ROUGE_CONTEXTS]),
             )
             if cid in ids
         ]
@@ -489,7 +508,7 @@ def render_sidebar_status() -> None:
         m = run.metrics()
         st.caption(
             f"{run.config.attack} vs {'+'.join(run.config.defenses) or 'no defense'} · "
-            f"{run.rounds_done}/{run.config.rounds} rounds · CRR {m.get('crr', 0.0):.3f}"
+            f"{run.rounds_done}/{run.config.rounds} rounds · CRR {m.get(MK.CRR, 0.0):.3f}"
             + (" · complete" if run.done else "")
         )
     elif st.session_state.get("extract_view"):

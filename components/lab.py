@@ -7,7 +7,7 @@ import streamlit as st
 
 from components.params_form import params_form
 from components.text import marked_markdown, md_escape
-from engine.analysis import detector_report, embedding_map, rounds_table
+from engine.views.poisoning_run import detector_report, embedding_map, rounds_table
 from engine.detectors import DETECTORS
 from engine.metrics import asr, asr_defended, asr_generation, detection, triggered_rounds
 from engine.runs.poisoning import trigger_of

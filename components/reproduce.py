@@ -17,7 +17,14 @@ from engine.analysis.paper_tables import (
     side_by_side,
     summary,
 )
-from engine.analysis.reproduce import detection_table, read_beta_sweeps, read_detection, read_tables34, table8
+from engine.analysis.reproduce import (
+    PAPER_DETECTORS,
+    detection_table,
+    read_beta_sweeps,
+    read_detection,
+    read_tables34,
+    table8,
+)
 from engine.errors import EngineError
 from engine.paths import REPO_ROOT
 
@@ -111,7 +118,7 @@ def _detection_tab() -> None:
         container=c[0],
         choices=[str(RESULTS), *subfolders_holding([RESULTS, my_sweeps_dir()], "sweep_cells.csv")],
     )
-    detector = c[1].radio("Detector", ("mahalanobis", "l2"), horizontal=True, key="det_detector")
+    detector = c[1].radio("Detector", PAPER_DETECTORS, horizontal=True, key="det_detector")
     table = _saved(lambda f: detection_table(read_detection(f), detector), folder)
     if table is not None:
         st.dataframe(table, hide_index=True, width="stretch")

@@ -19,7 +19,7 @@ from .files import atomic_write
 from .defenses import make_defenses
 from .embedders import make_retriever
 from .executors import ExecutorConfig
-from .metrics.catalog import LEAKAGE, STAGE
+from .metrics.catalog import LEAKAGE, MK, STAGE
 from .metrics.intervals import overlap, wilson
 from .generators import GENERATORS
 from .progress import Progress, StopToken, stopped
@@ -459,21 +459,21 @@ def add_ratios(rows: list[dict[str, Any]]) -> None:
     base = {(r.get("kb"), r["attack"]): r for r in rows if r["configuration"] == "none"}
     for r in rows:  # CRR is a share of the KB's chunks: Wilson's interval over chunks (× runs, pooled)
         n = int(r.get("kb_size") or 0) * int(r.get("n_runs") or 1)
-        r["crr_ci"] = list(wilson(int(round(float(r["crr"]) * n)), n)) if n else None
+        r[MK.CRR_CI] = list(wilson(int(round(float(r[MK.CRR]) * n)), n)) if n else None
     for r in rows:
         b = base.get((r.get("kb"), r["attack"]))
         for k in LEAK_KEYS:
             r[f"{k}_ratio"] = (r[k] / b[k]) if b and b[k] else None
-        if b is not None and b is not r and r.get("crr_ci") and b.get("crr_ci"):
-            r["crr_vs_none"] = (
+        if b is not None and b is not r and r.get(MK.CRR_CI) and b.get(MK.CRR_CI):
+            r[MK.CRR_VS_NONE] = (
                 "not distinguishable"
-                if overlap(r["crr_ci"], b["crr_ci"])
+                if overlap(r[MK.CRR_CI], b[MK.CRR_CI])
                 else "less"
-                if r["crr"] < b["crr"]
+                if r[MK.CRR] < b[MK.CRR]
                 else "more"
             )
-        if b and r.get("utility_acc") is not None and b.get("utility_acc") is not None:
-            r["utility_acc_drop"] = b["utility_acc"] - r["utility_acc"]
+        if b and r.get(MK.UTILITY_ACC) is not None and b.get(MK.UTILITY_ACC) is not None:
+            r["utility_acc_drop"] = b[MK.UTILITY_ACC] - r[MK.UTILITY_ACC]
 
 
 ABLATION = ("none", "reindex", "cascade", "reindex+cascade")
@@ -490,7 +490,7 @@ def _not_below_none(v: dict[str, float]) -> list[str]:
 
 
 def ablation_direction(
-    rows: list[dict[str, Any]], attack: str, metric: str = "crr", kb: str | None = None
+    rows: list[dict[str, Any]], attack: str, metric: str = MK.CRR, kb: str | None = None
 ) -> dict[str, Any]:
     """RAGFort's claim on one attack (on one kb, when a comparison has several): both < min(single
     paths) < none."""
@@ -518,7 +518,7 @@ def ablation_direction(
     }
 
 
-def average_ablation_direction(rows: list[dict[str, Any]], metric: str = "crr") -> dict[str, Any]:
+def average_ablation_direction(rows: list[dict[str, Any]], metric: str = MK.CRR) -> dict[str, Any]:
     """RAGFort's claim on the *relative average* (the paper's ablation table, "Relative Average CRR"):
     per configuration, the mean over attacks of ``metric`` ÷ its value without protection (same
     attack); attacks that leaked nothing undefended are left out (no ratio). Then: both < min(single

@@ -12,6 +12,7 @@ import yaml
 from .errors import ConfigError
 from .params import Params, param
 from .paths import PRESETS_DIR
+from .tenancy import TENANT_FILTERS
 
 INJECTION_MODES = ("one-at-a-time", "all-at-once")
 
@@ -114,6 +115,19 @@ class PoisonConfig(Params):
                     f"defense {d!r} acts at the {stage} stage, on the answer: switch generation on "
                     "(--generate / generate: true) to use it"
                 )
+        from .attacks.poisoning import POISONING_ATTACKS
+        from .capabilities import check_requirements
+
+        provided, why = _retriever_capabilities(self.retriever)
+        provided |= {"pipeline", "index"} | ({"generator"} if self.generate else set())
+        why.setdefault("generator", "switch generation on (--generate / generate: true)")
+        check_requirements(
+            "poisoning",
+            [("attack", self.attack, POISONING_ATTACKS.get(self.attack))]
+            + [("defense", d, DEFENSES.get(d)) for d in self.defenses],
+            provided,
+            why,
+        )
 
     def answer_generator_params(self) -> dict[str, Any]:
         """Generator parameters of the answers: the local default model is Qwen2.5-0.5B (SmolLM2 rarely uses
@@ -163,6 +177,16 @@ def _default_of(f: Any) -> Any:
 def config_digest(values: Mapping[str, Any]) -> str:
     """First 16 hex digits of the sha256 of ``values`` as sorted JSON: what every run config's hash is."""
     return hashlib.sha256(json.dumps(dict(values), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _retriever_capabilities(name: str) -> tuple[set[str], dict[str, str]]:
+    """What a run's retriever provides (``dense_retriever`` or not) and, when not, why and what to choose."""
+    from .embedders import RETRIEVERS, offline_retrievers
+
+    if name in RETRIEVERS and RETRIEVERS.get(name).dense:
+        return {"dense_retriever"}, {}
+    dense = [n for n in offline_retrievers() if RETRIEVERS.get(n).dense]
+    return set(), {"dense_retriever": f"retriever {name!r} is not dense: choose one of {', '.join(dense)}"}
 
 
 def check_generators(cfg: Params, kinds: tuple[str, ...]) -> None:
@@ -277,6 +301,22 @@ class ExtractionConfig(Params):
         "answer carrying one leaked its chunk, with no false positives",
         label="Canaries (share of chunks)",
     )
+    tenants: int = param(
+        0,
+        min=0,
+        max=1000,
+        help="Multi-tenant knowledge base: split it among this many tenants (whole records, seeded), or keep the "
+        "tenants its documents name in a 'tenant' field (any value ≥ 2 switches them on); 0: one owner",
+        label="Tenants",
+    )
+    identity: str = param("", help="The tenant the attacker queries as ('' = the first: tenant-1)", label="Query as")
+    tenant_filter: str = param(
+        "inside",
+        choices=TENANT_FILTERS,
+        help="How retrieval enforces tenancy: inside the vector search (correct), after the top-K (fewer results, "
+        "and their count leaks), none (the misconfiguration)",
+        label="Tenant filter",
+    )
 
     def validate(self) -> None:
         """Checks chunking, that the attack, generators and defenses are registered, and that a local model is a
@@ -301,18 +341,37 @@ class ExtractionConfig(Params):
             check_generators(self, ("attacker_llm",))
             if not self.target.strip():
                 raise ConfigError("target: name the system attacked (pipeline, http, openai-chat, python, chroma)")
-            if self.defenses:
-                raise ConfigError(
-                    f"defenses: the engine's defenses act inside its own pipeline; target "
-                    f"{self.target!r} runs its own (for a Chroma target, set its defenses parameter)"
-                )
             if self.canaries:
                 raise ConfigError(
                     f"canaries: planted in the built-in pipeline's knowledge base only; target {self.target!r} "
                     "holds its own (plant canaries in its store yourself and give them as the reference kb)"
                 )
-        for d in self.defenses:
-            DEFENSES.get(d)
+        if self.tenants == 1:
+            raise ConfigError("tenants: 1 tenant isolates nothing: 0 (one owner) or at least 2")
+        if not self.tenants and (self.identity or self.tenant_filter != "inside"):
+            raise ConfigError("identity and tenant_filter apply to a multi-tenant knowledge base: set tenants (≥ 2)")
+        if self.tenants and self.external:
+            raise ConfigError(
+                f"tenants: split the built-in pipeline's knowledge base only; target {self.target!r} enforces its own "
+                "tenancy (attack it with the credentials of one tenant)"
+            )
+        from .capabilities import check_requirements
+
+        provided, why = _retriever_capabilities(self.retriever)
+        provided.add("generator")
+        if self.target == "pipeline":
+            provided.add("pipeline")
+        else:
+            why["pipeline"] = f"target {self.target!r} runs its own (for a Chroma target, set its defenses parameter)"
+        if self.attacker_llm:
+            provided.add("attacker_llm")
+        check_requirements(
+            "extraction",
+            [("attack", self.attack, EXTRACTION_ATTACKS.get(self.attack))]
+            + [("defense", d, DEFENSES.get(d)) for d in self.defenses],
+            provided,
+            why,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Field values as a plain dict; ``target`` and ``target_params`` only when the run attacks a target
@@ -324,6 +383,9 @@ class ExtractionConfig(Params):
             d.pop("target_params", None)
         if not d.get("canaries"):  # no canaries: the record and hash of runs written before they existed
             d.pop("canaries", None)
+        if not d.get("tenants"):  # one owner: the record and hash of runs written before tenancy existed
+            for k in ("tenants", "identity", "tenant_filter"):
+                d.pop(k, None)
         return d
 
     @property
@@ -416,8 +478,16 @@ class MembershipConfig(Params):
         if not self.kb.strip():
             raise ConfigError("kb: name the knowledge base whose records are probed")
         check_generators(self, ("generator",))
-        for d in self.defenses:
-            DEFENSES.get(d)
+        from .capabilities import check_requirements
+
+        provided, why = _retriever_capabilities(self.retriever)
+        check_requirements(
+            "membership",
+            [("attack", self.attack, MEMBERSHIP_ATTACKS.get(self.attack))]
+            + [("defense", d, DEFENSES.get(d)) for d in self.defenses],
+            provided | {"generator", "pipeline"},
+            why,
+        )
 
     def config_hash(self) -> str:
         """First 16 hex digits of the sha256 of the sorted JSON config."""
@@ -460,6 +530,9 @@ class ComparisonConfig(Params):
             for d in defense_set(c):
                 DEFENSES.get(d)
         ExtractionConfig.from_dict(dict(self.base or {}), where="base")
+        for attack in self.attacks:  # every cell's plugins against what its run provides, before any cell starts
+            for c in self.configurations:
+                self.extraction_config(attack, c)
 
     def knowledge_bases(self) -> tuple[str, ...]:
         """The knowledge bases to attack: ``kbs``, else the base's ``kb``, else the default one."""
@@ -583,12 +656,18 @@ class AuditConfig(Params):
             raise ConfigError("target: name the system audited (pipeline, http, openai-chat, python, chroma)")
         for a in self.extraction_attacks:
             EXTRACTION_ATTACKS.get(a)
-        for a in self.poisoning_attacks:
-            if POISONING_ATTACKS.get(a).needs_index:
-                raise ConfigError(
-                    f"poisoning_attacks: {a!r} searches the clean index first (an adaptive attacker): "
-                    "not available against a target"
-                )
+        from .capabilities import check_requirements
+
+        provided, why = _retriever_capabilities(self.retriever)
+        provided |= {"generator"} | ({"attacker_llm"} if self.attacker_llm else set())
+        why["index"] = "an audit reaches its target through its queries and documents only"
+        check_requirements(
+            "audit",
+            [("extraction attack", a, EXTRACTION_ATTACKS.get(a)) for a in self.extraction_attacks]
+            + [("poisoning attack", a, POISONING_ATTACKS.get(a)) for a in self.poisoning_attacks],
+            provided,
+            why,
+        )
         if not self.extraction_attacks and not self.poisoning_attacks:
             raise ConfigError("the battery is empty: give extraction_attacks or poisoning_attacks")
         if self.target == "pipeline" and self.kb.strip() not in ("", "none", "target"):

@@ -64,13 +64,18 @@ class Corpus:
 
 
 def fingerprint(docs: Iterable[Document]) -> str:
-    """sha256 hex digest of the documents' ids and texts, in order: identifies a corpus in index caches."""
+    """sha256 hex digest of the documents' ids and texts, in order: identifies a corpus in index caches. A chunk's
+    tenant (multi-tenant knowledge bases, engine/tenancy.py) counts too, since the index stores it; a corpus
+    without tenants keeps the digest it always had."""
     h = hashlib.sha256()
     for d in docs:
         h.update(d.id.encode())
         h.update(b"\0")
         h.update(d.text.encode())
         h.update(b"\1")
+        tenant = d.metadata.get("tenant") if d.metadata else None
+        if tenant is not None and str(tenant) != "":
+            h.update(b"\2" + str(tenant).encode() + b"\3")
     return h.hexdigest()
 
 

@@ -228,6 +228,28 @@ class CanariesPlanted(Event):
 
 
 @dataclass(frozen=True)
+class TenantsAssigned(Event):
+    """A multi-tenant run (engine/tenancy.py): the identity the attacker queries as, how retrieval enforces it
+    (``mode``: inside, after or none) and every tenant's chunk ids."""
+
+    kind: ClassVar[str] = "tenants_assigned"
+    identity: str = ""
+    mode: str = ""
+    tenants: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TenantScoped(Event):
+    """One round of a multi-tenant run: the other tenants' chunks that reached the context (``foreign_ids``) and
+    those a post-top-K filter cut from the results (``dropped_ids``: the ``after`` mode's side channel)."""
+
+    kind: ClassVar[str] = "tenant_scoped"
+    round: int = 0
+    foreign_ids: tuple[str, ...] = ()
+    dropped_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AttackerState(Event):
     """The extraction agent's internal state after proposing this round's query, as a delta: ``state`` holds
     the values written whole, ``appended`` the new items of every list that only grew since the previous

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Optional, Protocol
 from .errors import ConfigError
 from .params import Params, param
 from .paths import CACHE_ENV, DATA_DIR_ENV, REPO_ROOT
-from .progress import StopToken, stopped
+from .progress import CellProgress, StopToken, stopped
 from .secrets import scrub
 
 EXECUTORS = ("local", "ray")
@@ -89,7 +89,6 @@ class CellOutcome:
 
 
 CellFn = Callable[[Any, Reporter], Any]
-CellProgress = Callable[[int, str, int, int], None]  # (cell index, stage, done, total)
 
 
 class _LocalReporter:

@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .progress import ItemProgress
+
 
 @dataclass
 class Job:
@@ -17,7 +19,7 @@ class Job:
     how far it is, ``stop`` is the job's stop token (:mod:`engine.progress`), set by :meth:`stop`."""
 
     name: str
-    fn: Callable[[Callable[[int, int, Any], None], threading.Event], Any]
+    fn: Callable[[ItemProgress, threading.Event], Any]
     done_count: int = 0
     total: int = 0
     last: Any = None

@@ -1,5 +1,13 @@
 """One convention for long work: a progress callback and a stop token.
 
+Three progress shapes, one per kind of work, all named here (nothing else in the engine declares one):
+
+* :data:`Progress` ``(stage, done, total)`` — one operation advancing (embedding batches, indexing, rounds);
+* :data:`ItemProgress` ``(done, total, last)`` — a job finishing items one after another (a background
+  :class:`~engine.jobs.Job`, a sweep's finished cells): ``last`` is the item just finished (a row, a result);
+* :data:`CellProgress` ``(index, stage, done, total)`` — work inside cell ``index`` of a grid whose cells may run
+  at once (:func:`engine.executors.run_cells`: each cell's own ``Progress``, tagged with its index).
+
 ``Progress(stage, done, total)`` is called as work advances (a CLI prints it, the app draws a bar), by every
 long operation (embedding batches, indexing, rounds, cells: a Ray cell's reporter has the same ``progress``, and
 is the cell's stop token). Every long operation takes
@@ -10,9 +18,11 @@ never stops. Work checks it between steps (:func:`stopped`) and ends cleanly, ke
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 Progress = Callable[[str, int, int], None]
+ItemProgress = Callable[[int, int, Any], None]
+CellProgress = Callable[[int, str, int, int], None]
 
 
 class StopToken(Protocol):

@@ -10,6 +10,7 @@ from typing import Sequence
 import pandas as pd
 
 from .events import Event, RunEnded, RunStarted, read_jsonl
+from .metrics.catalog import MK
 
 
 def run_kind(events: Sequence[Event]) -> str:
@@ -31,12 +32,12 @@ def extraction_summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
             "defenses": ", ".join(s["defenses"]) or "none",
             "rounds": s["rounds"],
             "KB chunks": s["kb_size"],
-            "CRR": s["crr"],
-            "retrieved coverage": s["retrieved_coverage"],
-            "repeat contexts": s["repeat_contexts"],
-            "ROUGE contexts": s["rouge_contexts"],
-            "semantic leak": s["semantic_leak"],
-            "PII leaked": s["pii_leaked"],
+            "CRR": s[MK.CRR],
+            "retrieved coverage": s[MK.RETRIEVED_COVERAGE],
+            "repeat contexts": s[MK.REPEAT_CONTEXTS],
+            "ROUGE contexts": s[MK.ROUGE_CONTEXTS],
+            "semantic leak": s[MK.SEMANTIC_LEAK],
+            "PII leaked": s[MK.PII_LEAKED],
             "blocked queries": s["blocked"],
             "completion tokens": s["tokens"]["completion"],
         }
@@ -79,7 +80,7 @@ def summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
 
 def run_report_html(events: Sequence[Event], title: str | None = None) -> str:
     """A self-contained HTML report of one run: configuration, headline metrics, figures, per-question table."""
-    from .analysis.views import rounds_table
+    from .views.poisoning_run import rounds_table
     from .plots import asr_curves, detector_histogram, roc_figure
     from .events import DetectorFitted
 
@@ -141,7 +142,7 @@ def extraction_report_html(events: Sequence[Event], title: str | None = None) ->
     title = title or f"Extraction run {started.run_id}"
     s = summarize_extraction(events)
     fig = go.Figure()
-    for k in ("crr", "retrieved_coverage", "semantic_leak"):
+    for k in (MK.CRR, MK.RETRIEVED_COVERAGE, MK.SEMANTIC_LEAK):
         fig.add_scatter(y=s["curves"][k], x=list(range(1, len(s["curves"][k]) + 1)), mode="lines+markers", name=k)
     fig.update_layout(xaxis_title="round", yaxis_title="share of the knowledge base", height=360)
     rounds: dict[int, dict] = {}

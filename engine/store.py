@@ -37,7 +37,8 @@ from .errors import ConfigError, EngineError
 from .params import Params, param
 from .paths import cache_dir
 from .progress import Progress
-from .types import Document, Hit
+from .types import Document
+from .types import Hit
 
 _TIE_TOL = 1e-5
 SCORE_BLOCK_BYTES = 256 * 2**20  # exact scoring holds at most this much of a queries × documents score matrix
@@ -128,6 +129,15 @@ class BaseIndex:
     def dense(self) -> bool:
         """Whether the index holds vectors (False for sparse BM25 indexes)."""
         return self.vectors is not None
+
+    def tenant_mask(self, tenant: str) -> np.ndarray:
+        """Rows of the base that belong to ``tenant`` (a boolean mask in corpus order; cached per tenant)."""
+        masks = self.__dict__.setdefault("_tenant_masks", {})
+        if tenant not in masks:
+            masks[tenant] = np.array(
+                [str((d.metadata or {}).get("tenant", "")) == tenant for d in self.corpus.documents], dtype=bool
+            )
+        return masks[tenant]
 
     def search_matrix(self) -> np.ndarray:
         """The document vectors as searched: float32, unit-normalised under cosine; computed once and kept."""
@@ -237,6 +247,18 @@ def _server_build_lock(client: Any, name: str, ready: Callable[[], bool], poll: 
         return
 
 
+def _metadatas(docs: Sequence[Document]) -> list[dict[str, Any]]:
+    """Chroma metadata of base chunks: not a poison, and the chunk's tenant where it has one (what an
+    ``inside`` tenant filter searches with)."""
+    out: list[dict[str, Any]] = []
+    for d in docs:
+        tenant = d.metadata.get("tenant") if d.metadata else None
+        out.append(
+            {"poison": False} if tenant is None or str(tenant) == "" else {"poison": False, "tenant": str(tenant)}
+        )
+    return out
+
+
 def _filled_collection(
     name: str,
     corpus: Corpus,
@@ -273,7 +295,7 @@ def _filled_collection(
             for a, b in _batches(len(corpus), step):
                 # texts stay in the corpus (memory); storing them in Chroma would build its
                 # full-text index too and cost ~5% of ingest for nothing we query
-                col.add(ids=ids[a:b], embeddings=vecs[a:b], metadatas=[{"poison": False}] * (b - a))
+                col.add(ids=ids[a:b], embeddings=vecs[a:b], metadatas=_metadatas(corpus.documents[a:b]))
                 if progress:
                     progress("indexing", b, len(corpus))
             col.modify(
@@ -443,11 +465,14 @@ class RunStore:
         *,
         groups: Sequence[str] | None = None,
         rank_ids: Sequence[Sequence[str]] | None = None,
+        tenant: str | None = None,
     ) -> list[SearchResult]:
         """Exact top-``k`` per query, and Chroma's answer checked against it.
 
         ``groups``: per query, the only group of injected documents it can see (None: all).
         ``rank_ids``: per query, injected ids whose exact rank among all visible documents to report.
+        ``tenant``: only the base chunks of this tenant are searched (the filter inside the vector search:
+        Chroma's ``where``, and the same mask in exact scoring); fewer than ``k`` hits when it owns fewer.
         """
         queries = list(queries)
         block = max(1, SCORE_BLOCK_BYTES // (4 * max(1, len(self.base.corpus) + len(self.injected))))
@@ -460,6 +485,7 @@ class RunStore:
                     None if query_vecs is None else query_vecs[a : a + block],
                     groups=None if groups is None else groups[a : a + block],
                     rank_ids=None if rank_ids is None else rank_ids[a : a + block],
+                    tenant=tenant,
                 )
             return out
         inj_ids, V, inj_groups, col_of, group_size = self._overlay_arrays()
@@ -496,17 +522,19 @@ class RunStore:
                 S_base[i] = b
                 S_over[i, np.flatnonzero(visible[i])] = o
         S_over = np.where(visible, S_over, -np.inf).astype(np.float32)
+        if tenant is not None:  # other tenants' chunks cannot be found at all
+            S_base = np.where(self.base.tenant_mask(tenant)[None, :], S_base, -np.inf).astype(np.float32)
         kb = min(k, S_base.shape[1])
         top_base = (
             np.argpartition(-S_base, kb - 1, axis=1)[:, :kb]
             if kb < S_base.shape[1]
             else np.tile(np.arange(S_base.shape[1]), (len(queries), 1))
         )
-        chroma = self._chroma_topk(Q, k, groups, group_size) if self.use_chroma else None
+        chroma = self._chroma_topk(Q, k, groups, group_size, tenant) if self.use_chroma else None
         ids_of = self.base.corpus.ids
         out = []
         for i in range(len(queries)):
-            cand = [(ids_of[r], float(S_base[i, r]), False) for r in top_base[i]]
+            cand = [(ids_of[r], float(S_base[i, r]), False) for r in top_base[i] if S_base[i, r] > -np.inf]
             for j in np.flatnonzero(visible[i]):
                 cand.append((inj_ids[j], float(S_over[i, j]), True))
             cand.sort(key=lambda t: -t[1])
@@ -554,12 +582,25 @@ class RunStore:
         return float(S_base[i, row]) if row is not None else float("nan")
 
     def _chroma_topk(
-        self, Q: np.ndarray, k: int, groups: Sequence[str] | None, group_size: Counter | None = None
+        self,
+        Q: np.ndarray,
+        k: int,
+        groups: Sequence[str] | None,
+        group_size: Counter | None = None,
+        tenant: str | None = None,
     ) -> list[list[tuple[str, float]]]:
-        """Chroma's answer: the base collection and this run's overlay, merged by score."""
-        res = self.base.collection.query(
-            query_embeddings=Q, n_results=min(k, len(self.base.corpus)), include=["distances"]
-        )
+        """Chroma's answer: the base collection (only ``tenant``'s chunks when given: a ``where`` filter inside
+        the search) and this run's overlay, merged by score."""
+        n_base = len(self.base.corpus) if tenant is None else int(self.base.tenant_mask(tenant).sum())
+        if n_base:
+            res = self.base.collection.query(
+                query_embeddings=Q,
+                n_results=min(k, n_base),
+                include=["distances"],
+                **({"where": {"tenant": tenant}} if tenant is not None else {}),
+            )
+        else:
+            res = {"ids": [[] for _ in range(len(Q))], "distances": [[] for _ in range(len(Q))]}
         merged = [
             list(zip(ids, (1.0 - np.asarray(d, dtype=np.float64)).tolist()))
             for ids, d in zip(res["ids"], res["distances"])

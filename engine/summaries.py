@@ -3,8 +3,8 @@
 (:class:`ComparisonRow`).
 
 All are frozen records with named, typed fields for code that uses the engine as a library
-(``run.summary().crr``, ``row.metrics["crr"]``), and both read as the JSON object they are saved as
-(``summary["crr"]``, ``row["crr_ratio"]``, ``json.dumps(s.to_dict())``): the files on disk, the
+(``run.summary().crr``, ``row.metrics[MK.CRR]``), and both read as the JSON object they are saved as
+(``summary[MK.CRR]``, ``row["crr_ratio"]``, ``json.dumps(s.to_dict())``): the files on disk, the
 CLI's ``--json`` and the pages that read saved files keep one shape, so a summary written by an older
 version reads the same way.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterator, Mapping
 
-from .metrics.catalog import LEAKAGE, STAGE
+from .metrics.catalog import LEAKAGE, MK, STAGE
 
 
 class _ReadsAsDict(Mapping):
@@ -84,12 +84,15 @@ class ExtractionSummary(_ReadsAsDict):
     canaries_planted: int = 0  # canaries planted in the KB (engine.canaries); 0: none
     canaries_leaked: int = 0  # distinct canaries the answers carried
     canaries_ci: tuple[float, float] | None = None  # 95% Wilson interval of the share leaked: the KB share estimate
+    tenancy: Mapping[str, Any] | None = None  # a multi-tenant run: identity, mode, cross-tenant numbers (tenancy.py)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``summary.json`` and ``run_ended.summary`` (``cascade`` only when it ran)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         if out["cascade"] is None:
             del out["cascade"]
+        if out["tenancy"] is None:  # one owner: the JSON of runs without tenants
+            del out["tenancy"]
         if not out["canaries_planted"]:  # no canaries: the JSON of runs without them
             for k in ("canaries_planted", "canaries_leaked", "canaries_ci"):
                 del out[k]
@@ -104,7 +107,7 @@ class ExtractionSummary(_ReadsAsDict):
 
 # the generation-side numbers of a poisoning run with answers: one typed section, flat keys in its JSON
 POISON_GENERATION_KEYS = (
-    "asr_generation",
+    MK.ASR_GENERATION,
     "asr_generation_ci",
     "n_generated",
     "generation_successes",

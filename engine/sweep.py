@@ -11,7 +11,7 @@ import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Optional
+from typing import Mapping, Optional
 
 import pandas as pd
 
@@ -21,10 +21,8 @@ from .corpora import load_corpus, retriever_window
 from .embedders import make_retriever
 from .executors import ExecutorConfig
 from .paths import writable_dir
-from .progress import StopToken
+from .progress import CellProgress, ItemProgress, StopToken
 from .runs.poisoning import PoisoningRun
-
-CellProgress = Callable[[int, int, dict], None]
 
 
 @dataclass
@@ -210,19 +208,20 @@ def _cell_key(cell: Mapping) -> tuple[str, ...]:
 def run_sweep(
     cfg: SweepConfig,
     *,
-    progress: Optional[CellProgress] = None,
+    progress: Optional[ItemProgress] = None,
     stop: Optional[StopToken] = None,
     out_dir: str | Path | None = None,
     executor: ExecutorConfig | None = None,
-    cell_progress: Callable[[dict, str, int, int], None] | None = None,
+    cell_progress: Optional[CellProgress] = None,
     overwrite: bool = False,
 ) -> SweepResult:
     """Run every cell (averaging ``variants`` target documents); stops early when ``stop`` (a stop token) is
     set. With ``out_dir`` each finished cell is written at once (rows in grid order, whatever order they
     finished in) and the cells a previous run finished are skipped. ``executor`` says where cells run (here, or
-    as Ray tasks: the same rows either way); ``cell_progress(cell, stage, done, total)`` reports work inside a
-    cell. A cell that failed on Ray is listed in ``result.failed`` (and ``sweep_failed.json``), not in the rows;
-    running the sweep again retries it."""
+    as Ray tasks: the same rows either way); ``progress(done, total, row)`` reports each finished cell,
+    ``cell_progress(index, stage, done, total)`` work inside cell ``index`` of :func:`grid`. A cell that failed
+    on Ray is listed in ``result.failed`` (and ``sweep_failed.json``), not in the rows; running the sweep again
+    retries it."""
     from contextlib import nullcontext
 
     from .folder_lock import exclusive_folder
@@ -234,11 +233,11 @@ def run_sweep(
 
 def _run_sweep(
     cfg: SweepConfig,
-    progress: Optional[CellProgress],
+    progress: Optional[ItemProgress],
     stop: Optional[StopToken],
     out_dir: str | Path | None,
     executor: ExecutorConfig | None,
-    cell_progress: Callable[[dict, str, int, int], None] | None,
+    cell_progress: Optional[CellProgress],
     overwrite: bool = False,
 ) -> SweepResult:
     """:func:`run_sweep`'s body, with its output folder held (a folder holding another sweep's finished cells is
@@ -286,8 +285,7 @@ def _run_sweep(
 
     local = executor is None or executor.executor == "local"
     fn = (lambda item, rep: sweep_cell(item, rep, corpora)) if local else sweep_cell
-    inner = (lambda i, stage, d, t: cell_progress(cells[i], stage, d, t)) if cell_progress else None
-    run_cells(fn, todo, executor=executor, on_done=on_done, progress=inner, stop=stop)
+    run_cells(fn, todo, executor=executor, on_done=on_done, progress=cell_progress, stop=stop)
     complete = len(rows) == len(cells)
     return SweepResult(pd.DataFrame(rows), complete, failed)
 

@@ -82,7 +82,7 @@ with st.form("audit_setup"):
         format_func=lambda a: f"{a} — {EXTRACTION_ATTACKS.describe(a)[:50]}",
     )
     rounds = b2.number_input("Queries per extraction attack", 1, 1000, base.rounds)
-    plantable = [a for a in POISONING_ATTACKS.names() if not POISONING_ATTACKS.get(a).needs_index]
+    plantable = [a for a in POISONING_ATTACKS.names() if not POISONING_ATTACKS.get(a).needs("index")]
     poisoning = b3.multiselect(
         "Poisoning attacks",
         plantable,

@@ -11,8 +11,9 @@ from components.params_form import registry_forms
 from components.state import data_dir, init_state, my_comparisons_dir, owner
 from components.text import md_escape
 from components.runtime_notice import local_runtime_notice
-from engine.analysis.comparison_view import (
+from engine.views.comparison import (
     PRESET_CONFIGURATIONS,
+    QUICK_CONFIGURATIONS,
     load_comparison,
     new_comparison_dir,
     parse_configurations,
@@ -80,7 +81,7 @@ with st.form("cmp_setup"):
     presets = c2.multiselect(
         "Defense configurations",
         PRESET_CONFIGURATIONS,
-        default=["none", "system-prompt"],
+        default=list(QUICK_CONFIGURATIONS),
         help="Keep 'none' for the ratios to no protection. cascade answers with the Qwen2.5 "
         "0.5B draft + 1.5B verifier pair whatever the generator — slow on CPU (minutes per "
         "answer); reindex fine-tunes the encoder once per knowledge base (cached).",

@@ -179,7 +179,7 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
             help="RAG-Thief's reflections (continuations of what it extracted); without an "
             "LLM the continuation is the stolen chunk's first and last sentence. "
             "the others use none",
-            disabled=not EXTRACTION_ATTACKS.get(attack).uses_attacker_llm,
+            disabled=not EXTRACTION_ATTACKS.get(attack).can_use("attacker_llm"),
         )
         rounds = field_input(ExtractionConfig, "rounds", int(s["rounds"]), label="Rounds (query budget)", container=c3)
         top_k = field_input(ExtractionConfig, "top_k", int(s["top_k"]), label="Top-k", container=c3)
@@ -224,7 +224,9 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
             "api_base": api_base,
             "attack": attack,
             "attack_params": attack_params,
-            "attacker_llm": attacker_llm if EXTRACTION_ATTACKS.get(attack).uses_attacker_llm else s["attacker_llm"],
+            "attacker_llm": attacker_llm
+            if EXTRACTION_ATTACKS.get(attack).can_use("attacker_llm")
+            else s["attacker_llm"],
             "rounds": int(rounds),
             "top_k": int(top_k),
             "max_tokens": int(max_tokens),

@@ -11,6 +11,7 @@ from engine.plots import asr_compare
 from engine.plots.runs import leakage_compare
 from engine.report import load_run, run_kind, run_report_html, summary_table
 from engine.saved import list_runs
+from engine.metrics.catalog import MK
 
 init_state()
 st.title("Saved runs")
@@ -40,7 +41,14 @@ else:
             if all(run_kind(ev) == "extract" for ev in loaded.values()):
                 metric = st.radio(
                     "Metric",
-                    ["crr", "retrieved_coverage", "semantic_leak", "pii_leaked", "repeat_contexts", "rouge_contexts"],
+                    [
+                        MK.CRR,
+                        MK.RETRIEVED_COVERAGE,
+                        MK.SEMANTIC_LEAK,
+                        MK.PII_LEAKED,
+                        MK.REPEAT_CONTEXTS,
+                        MK.ROUGE_CONTEXTS,
+                    ],
                     horizontal=True,
                 )
                 st.plotly_chart(leakage_compare(loaded, metric), width="stretch", key="cmp_x")

@@ -8,8 +8,9 @@ import streamlit as st
 from components.job_panel import job_panel
 from components.state import init_state
 from components.text import marked_markdown, md_escape
-from engine.analysis.comparison_view import comparison_table
-from engine.analysis.teaching import LEVEL2_ATTACK, LEVELS, RUNNERS
+from engine.views.comparison import comparison_table
+from engine.analysis.teaching import DEPLOYMENTS, LEVEL2_ATTACK, LEVEL3_DEFENSES, LEVELS, RUNNERS
+from engine.tenancy import FILTER_WORDS, TENANT_FILTERS
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
 from engine.defenses import DEFENSES
@@ -22,7 +23,8 @@ ss.setdefault("teach", {"met": [], "results": {}})
 progress_state = ss["teach"]
 st.title("Teaching mode")
 st.caption(
-    "Three short levels: plant a poison, steal patient data, then defend the system without breaking it. "
+    "Four short levels: plant a poison, steal patient data, defend the system without breaking it, then find "
+    "the deployment whose tenant filter is misconfigured. "
     "Each level runs a tiny real experiment (clinic data, a few rounds, small offline models) and the engine "
     "checks whether you reached the goal."
 )
@@ -71,18 +73,28 @@ def controls(level: int, busy: bool) -> None:
         )
         rounds = c2.number_input("Rounds", 1, 5, 3, key=f"{k}_rounds")
         args = {"attack": attack, "rounds": int(rounds)}
-    else:
+    elif level == 3:
         c1, c2 = st.columns(2)
         defenses = c1.multiselect(
             "Defenses",
             [d for d in DEFENSES.names()],
-            default=["system-prompt"],
+            default=list(LEVEL3_DEFENSES),
             key=f"{k}_defenses",
             help="All selected defenses are switched on together. reindex fine-tunes the "
             "encoder and cascade runs the Qwen pair: both are slow on CPU.",
         )
         tol = c2.slider("ACC drop tolerated", 0.0, 1.0, 0.34, 0.01, key=f"{k}_tol")
         args = {"defenses": list(defenses), "tolerance": float(tol)}
+    elif level == 4:
+        c1, c2 = st.columns(2)
+        deployment = c1.radio("Deployment", list(DEPLOYMENTS), horizontal=True, key=f"{k}_deployment")
+        guess = c2.radio(
+            "It filters by tenant …",
+            TENANT_FILTERS,
+            format_func=FILTER_WORDS.get,
+            key=f"{k}_guess",
+        )
+        args = {"deployment": deployment, "guess": guess}
     if st.button(f"Run level {level}", key=f"{k}_run", type="primary", disabled=busy):
         start(level, **args)
         st.rerun()
@@ -96,7 +108,10 @@ def show_result(level: int) -> None:
         st.error(f"The experiment failed: {md_escape(res['error'])}")
         return
     if res.get("met"):
-        st.success(f"Goal met — level {level} completed.")
+        st.success(
+            f"Goal met — level {level} completed."
+            + (f" This deployment filters {FILTER_WORDS[res['mode']]}." if res.get("mode") in FILTER_WORDS else "")
+        )
     else:
         st.warning(
             "Not yet. " + md_escape(res.get("reason") or "The goal was not reached: change the settings and try again.")

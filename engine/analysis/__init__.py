@@ -1,4 +1,5 @@
-"""Analysis of why attacks work (paper §4)."""
+"""Analysis of why attacks work (paper §4) and the paper tables; what the app shows of a run lives in
+:mod:`engine.views`."""
 
 from .orthogonal import (
     TABLE3_ROWS,
@@ -9,15 +10,11 @@ from .orthogonal import (
 )
 
 from .correlations import FEATURES, correlate, query_features
-from .views import detector_report, embedding_map, rounds_table
 
 __all__ = [
     "FEATURES",
     "correlate",
     "query_features",
-    "detector_report",
-    "embedding_map",
-    "rounds_table",
     "TABLE3_ROWS",
     "clean_retrieval_similarity",
     "clean_similarity_table",

@@ -1,6 +1,6 @@
 """The universal-poisoning paper's Table 8: the Mahalanobis detector's detection rate for each shrinkage β.
 
-Every β is refitted on the same run's anchors (:func:`engine.analysis.views.detector_report`), with the
+Every β is refitted on the same run's anchors (:func:`engine.views.poisoning_run.detector_report`), with the
 out-of-fold 95th-percentile threshold the run itself uses, and scored on the same poisons and held-out clean
 documents, so the rows differ only by β. The paper reports detection rates between 0.95 and 0.99 for
 β ∈ {0.001, 0.005, 0.01, 0.05, 0.1, 0.2} (its Table 8).
@@ -15,7 +15,7 @@ from .paper_tables import PAPER_BETAS
 
 def beta_table(run: Any, betas: Sequence[float] = PAPER_BETAS) -> list[dict[str, Any]]:
     """One row per β: TPR (the paper's detection rate), FPR on held-out clean documents, AUROC, threshold."""
-    from .views import detector_report
+    from ..views.poisoning_run import detector_report
 
     cache: dict = {}
     rows = []

@@ -123,6 +123,9 @@ def read_detection(folder: str | Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+PAPER_DETECTORS = ("mahalanobis", "l2")  # the two detectors the paper's Figures 3–9 compare (§5)
+
+
 def detection_table(cells: pd.DataFrame, detector: str = "mahalanobis", k: int = 2) -> pd.DataFrame:
     """Figures 3–9 as a table: one row per (retriever, query set — with that detector's FPR, and, for sweeps
     that measured them, the questions' median length in the retriever's tokens and the mean share of the target

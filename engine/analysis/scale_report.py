@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from ..errors import RunFileError
 from ..events import LeakScored, RoundEnded, RunStarted, read_jsonl
 from ..metrics.intervals import wilson
+from ..metrics.catalog import MK
 
 
 class NoRunsError(RunFileError):
@@ -80,7 +81,7 @@ def _finished(d: Path) -> dict[str, Any] | None:
     try:
         summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
         cfg = json.loads((d / "manifest.json").read_text(encoding="utf-8"))["config"]
-        n, crr = int(summary["kb_size"]), list(summary["curves"]["crr"])
+        n, crr = int(summary["kb_size"]), list(summary["curves"][MK.CRR])
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if not crr or n <= 0:
@@ -151,15 +152,15 @@ def report_rows(
                 "seed": c["seed"],
                 "rounds": f"{c['rounds']}/{c['budget']}" + ("" if c["finished"] else " (running)"),
                 **{f"crr@{cp}": (c["recovered"][cp - 1] / n if c["rounds"] >= cp else None) for cp in cps},
-                "crr": k / n,
+                MK.CRR: k / n,
                 "recovered": k,
                 "kb_size": n,
                 "crr_low": lo,
                 "crr_high": hi,
-                "ee_retrieval": m.get("ee_retrieval", 0.0),
-                "ee_generation": m.get("ee_generation", 0.0),
-                "exploration": m.get("exploration", 0.0),
-                "pii_leaked": int(m.get("pii_leaked", 0)),
+                MK.EE_RETRIEVAL: m.get(MK.EE_RETRIEVAL, 0.0),
+                MK.EE_GENERATION: m.get(MK.EE_GENERATION, 0.0),
+                MK.EXPLORATION: m.get(MK.EXPLORATION, 0.0),
+                MK.PII_LEAKED: int(m.get(MK.PII_LEAKED, 0)),
                 "seconds_per_round": c["seconds"] / c["rounds"] if c["rounds"] else 0.0,
                 "seconds_median": statistics.median(c["round_seconds"]) if c["round_seconds"] else None,
             }
@@ -189,9 +190,9 @@ def report_markdown(out_dir: str | Path, checkpoints: Sequence[int] = (25, 50, 1
         lines.append(
             f"| {r['kb']} | {r['attack']} | {r['configuration']} | {r['seed']} | {r['rounds']} | "
             + " | ".join(at)
-            + f" | {r['crr']:.4f} ({r['recovered']} of {r['kb_size']}; "
-            f"{r['crr_low']:.4f}–{r['crr_high']:.4f}) | {r['ee_retrieval']:.4f} | {r['ee_generation']:.2f} | "
-            f"{r['exploration']:.0%} | {r['pii_leaked']} | {_secs(r)} |"
+            + f" | {r[MK.CRR]:.4f} ({r['recovered']} of {r['kb_size']}; "
+            f"{r['crr_low']:.4f}–{r['crr_high']:.4f}) | {r[MK.EE_RETRIEVAL]:.4f} | {r[MK.EE_GENERATION]:.2f} | "
+            f"{r[MK.EXPLORATION]:.0%} | {r[MK.PII_LEAKED]} | {_secs(r)} |"
         )
     return "\n".join(lines + same_round_lines(runs))
 

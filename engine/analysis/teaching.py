@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from ..progress import Progress, StopToken, stopped
+from ..metrics.catalog import MK
 
 # the extraction levels use the quick-extraction-demo configuration: the smallest offline model that
 # actually repeats its context (SmolLM2-135M answers with generic chatter and leaks next to nothing)
@@ -72,6 +73,20 @@ LEVELS = (
         "Every defense is a trade: blocking suspicious queries or filtering context stops leaks but may also "
         "refuse or starve honest questions. Leakage is measured by CRR (share of KB chunks recovered); when "
         "neither run recovers a whole chunk in so few rounds, the count of leaked PII items decides.",
+    ),
+    Level(
+        4,
+        "Find the misconfiguration",
+        "Three deployments of one multi-tenant clinic assistant enforce tenancy differently: one filters inside "
+        "the vector search, one filters after the top-K, one not at all. Attack a deployment as tenant-1 and say "
+        "which it is.",
+        "Knowledge base: clinic records dealt to four tenants (whole records) · you query as **tenant-1** · "
+        "attack **rag-thief** · 3 rounds · generator Qwen2.5-0.5B · top-3 · you see what an auditor's retrieval "
+        "log shows: each round's chunks and whose they are.",
+        "No filter lets another tenant's records into the context (and into answers). A filter after the top-K "
+        "lets nothing foreign through, but the results come back short: the count alone tells an attacker that "
+        "another tenant holds something close to the query. Only the filter inside the search (Chroma's where) "
+        "returns a full top-K of the tenant's own chunks, whatever the query.",
     ),
 )
 
@@ -144,17 +159,33 @@ def check_level2(events: Sequence[Any]) -> dict[str, Any]:
     phones = [p for p in items if p.startswith("phone")]
     final = next((dict(e.metrics) for e in reversed(events) if isinstance(e, LeakScored)), {})
     return {
-        "met": final.get("pii_leaked", 0) > 0 or bool(items),
+        "met": final.get(MK.PII_LEAKED, 0) > 0 or bool(items),
         "metrics": {
-            "PII items leaked": int(final.get("pii_leaked", len(items))),
+            "PII items leaked": int(final.get(MK.PII_LEAKED, len(items))),
             "phone numbers": len(phones),
-            "CRR": float(final.get("crr", 0.0)),
+            "CRR": float(final.get(MK.CRR, 0.0)),
         },
         "pii": items,
     }
 
 
 LEVEL2_ATTACK = "rag-thief"  # the demo's attack
+LEVEL3_DEFENSES = ("system-prompt",)  # level 3's first suggestion: the cheapest defense to try
+
+
+def _play(run: Any, progress: Progress | None, stop: Optional[StopToken]) -> Any:
+    """Play an extraction run round by round until it is done or ``stop`` is set, finish and close it; the run."""
+    try:
+        run.prepare()
+        while not run.done and not stopped(stop):
+            run.step()
+            if progress:
+                progress("attacking", run.rounds_done, run.config.rounds)
+        if not run.finished:
+            run.finish()
+    finally:
+        run.close()
+    return run
 
 
 def run_level2(
@@ -167,17 +198,7 @@ def run_level2(
     from ..events import Generated
 
     cfg = ExtractionConfig.from_dict({**DEMO_SYSTEM, "attack": attack, "rounds": int(rounds)}, where="level 2")
-    run = ExtractionRun(cfg, progress=progress)
-    try:
-        run.prepare()
-        while not run.done and not stopped(stop):
-            run.step()
-            if progress:
-                progress("attacking", run.rounds_done, cfg.rounds)
-        if not run.finished:
-            run.finish()
-    finally:
-        run.close()
+    run = _play(ExtractionRun(cfg, progress=progress), progress, stop)
     out = check_level2(run.events)
     out["evidence"] = [{"round": e.round, "answer": e.text} for e in run.events if isinstance(e, Generated)]
     out["leaks"] = leaked_chunks(run.events, {d.id: d.text for d in run.corpus.documents})
@@ -209,9 +230,9 @@ def leaked_chunks(events: Sequence[Any], texts: dict[str, str]) -> list[dict[str
 
 
 def _leak(row: dict[str, Any], base: dict[str, Any]) -> tuple[str, float, float]:
-    if base.get("crr", 0) > 0 or row.get("crr", 0) > 0:
-        return "CRR", float(row.get("crr", 0)), float(base.get("crr", 0))
-    return "PII items leaked", float(row.get("pii_leaked", 0)), float(base.get("pii_leaked", 0))
+    if base.get(MK.CRR, 0) > 0 or row.get(MK.CRR, 0) > 0:
+        return "CRR", float(row.get(MK.CRR, 0)), float(base.get(MK.CRR, 0))
+    return "PII items leaked", float(row.get(MK.PII_LEAKED, 0)), float(base.get(MK.PII_LEAKED, 0))
 
 
 def check_level3(rows: Sequence[dict[str, Any]], tolerance: float = 0.34) -> dict[str, Any]:
@@ -223,7 +244,7 @@ def check_level3(rows: Sequence[dict[str, Any]], tolerance: float = 0.34) -> dic
         return {"met": False, "metrics": {}, "reason": "the comparison did not finish both configurations"}
     row = defended[0]
     name, leak, leak0 = _leak(row, base)
-    drop = float(base.get("utility_acc") or 0.0) - float(row.get("utility_acc") or 0.0)
+    drop = float(base.get(MK.UTILITY_ACC) or 0.0) - float(row.get(MK.UTILITY_ACC) or 0.0)
     less = leak < leak0
     ok_acc = drop <= tolerance + 1e-9
     reason = (
@@ -235,8 +256,8 @@ def check_level3(rows: Sequence[dict[str, Any]], tolerance: float = 0.34) -> dic
         "metrics": {
             f"{name} (undefended)": leak0,
             f"{name} (defended)": leak,
-            "ACC (undefended)": base.get("utility_acc"),
-            "ACC (defended)": row.get("utility_acc"),
+            "ACC (undefended)": base.get(MK.UTILITY_ACC),
+            "ACC (defended)": row.get(MK.UTILITY_ACC),
             "ACC drop": drop,
         },
     }
@@ -255,7 +276,7 @@ def run_level3(
     holds the comparison."""
     from ..compare import run_comparison
     from ..config import ComparisonConfig
-    from .comparison_view import parse_configurations
+    from ..views.comparison import parse_configurations
 
     conf = parse_configurations(["+".join(defenses)] if defenses else [])
     if conf == ("none",):
@@ -274,4 +295,65 @@ def run_level3(
     return out
 
 
-RUNNERS = {1: run_level1, 2: run_level2, 3: run_level3}
+# ------------------------------------------------------------------ level 4: find the misconfiguration
+
+DEPLOYMENTS = {"A": "after", "B": "none", "C": "inside"}  # hidden from the page until the level is met
+LEVEL4_SYSTEM = {**DEMO_SYSTEM, "attack": LEVEL2_ATTACK, "top_k": 3, "tenants": 4, "identity": "tenant-1"}
+
+
+def check_level4(events: Sequence[Any], guess: str, mode: str) -> dict[str, Any]:
+    """Level 4 is met when ``guess`` names the deployment's tenant filter; the metrics are what gives it away."""
+    from ..runs.extraction import summarize_extraction
+
+    t = summarize_extraction(list(events)).tenancy or {}
+    right = guess == mode
+    return {
+        "met": right,
+        "reason": "" if right else f"this deployment does not filter '{guess}': look at the retrieval log again",
+        "metrics": {
+            "rounds reaching another tenant": float(t.get(MK.CROSS_TENANT_ROUNDS, 0.0)),
+            "other tenants' chunks in the context": int(t.get(MK.CROSS_TENANT_CHUNKS, 0)),
+            "rounds with results cut short": int(t.get("tenant_dropped_rounds", 0)),
+        },
+        "mode": mode if right else None,
+    }
+
+
+def run_level4(
+    deployment: str = "A",
+    guess: str = "none",
+    rounds: int = 3,
+    *,
+    progress: Progress | None = None,
+    stop: Optional[StopToken] = None,
+) -> dict[str, Any]:
+    """Attack one of the three deployments (stoppable between rounds) and check the guess; evidence: each round's
+    retrieval log as an auditor sees it (chunks returned of K, whose they are)."""
+    from ..config import ExtractionConfig
+    from ..errors import ConfigError
+    from ..events import Generated, TenantScoped
+    from ..runs.extraction import ExtractionRun
+
+    if deployment not in DEPLOYMENTS:
+        raise ConfigError(f"deployment must be one of {', '.join(DEPLOYMENTS)}")
+    mode = DEPLOYMENTS[deployment]
+    cfg = ExtractionConfig.from_dict({**LEVEL4_SYSTEM, "rounds": int(rounds), "tenant_filter": mode}, where="level 4")
+    run = _play(ExtractionRun(cfg, progress=progress), progress, stop)
+    out = check_level4(run.events, guess, mode)
+    owners = run.tenancy.owners if run.tenancy else {}
+    scoped = {e.round: e for e in run.events if isinstance(e, TenantScoped)}
+    out["evidence"] = [
+        {
+            "round": g.round,
+            "chunks returned": f"{len(g.context_ids)} of {cfg.top_k}",
+            "tenant-1's": sum(owners.get(d) == "tenant-1" for d in g.context_ids),
+            "other tenants'": sum(owners.get(d, "tenant-1") != "tenant-1" for d in g.context_ids),
+            "answer": g.text[:200],
+        }
+        for g in run.events
+        if isinstance(g, Generated) and g.round in scoped
+    ]
+    return out
+
+
+RUNNERS = {1: run_level1, 2: run_level2, 3: run_level3, 4: run_level4}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -13,12 +13,13 @@ from ..corpora import load_corpus, retriever_window
 from ..embedders import make_retriever
 from ..errors import ConfigError
 from ..queries import load_queries
+from ..progress import Progress
 from ..store import StoreSettings, shared_base_index
 from .orthogonal import clean_retrieval_similarity, clean_similarity_table, orthogonal_augmentation_table
 
 
 def why_it_works(
-    cfg: PoisonConfig, *, progress: Optional[Callable[[str, int, int], None]] = None, table4_sets: Sequence[str] = ()
+    cfg: PoisonConfig, *, progress: Optional[Progress] = None, table4_sets: Sequence[str] = ()
 ) -> dict[str, pd.DataFrame]:
     """Table 3 for three document sets P_j — the run's target information, the top-1 clean
     document of each query (semantically related), another query of the set (same domain) —

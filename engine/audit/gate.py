@@ -22,19 +22,20 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError
 from .findings import SEVERITIES, metric_text, severity_rank
+from ..metrics.catalog import MK
 
 GATE_FAILED = 3
 WORSE_WHEN_HIGHER = (
-    "crr",
+    MK.CRR,
     "reproduced",
     "context_reproduction",
-    "retrieved_coverage",
+    MK.RETRIEVED_COVERAGE,
     "asr",
     "poison_retrieved",
     "asr_without_trigger",
-    "semantic_leak",
+    MK.SEMANTIC_LEAK,
 )
-COUNTS = ("pii_leaked", "pii_shapes", "verbatim_pairs")
+COUNTS = (MK.PII_LEAKED, "pii_shapes", "verbatim_pairs")
 _COND = re.compile(r"^\s*([a-z_]+)\s*(>=|>)\s*([A-Za-z0-9.]+)\s*$")
 
 

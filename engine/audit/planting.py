@@ -53,6 +53,7 @@ from ..runs.manifest import build_manifest
 from ..secrets import scrub
 from ..types import Document, Query
 from .journal import PlantJournal
+from ..metrics.catalog import MK
 
 
 class PlantingConfig(Params):
@@ -77,7 +78,7 @@ class PlantingConfig(Params):
         from ..targets import TARGETS
 
         cls = POISONING_ATTACKS.get(self.attack)
-        if cls.needs_index:
+        if cls.needs("index"):
             raise ConfigError(
                 f"attack {self.attack!r} searches the clean index before crafting (an adaptive "
                 "attacker): not available against an audit target"
@@ -426,7 +427,7 @@ def summarize_planting(events: list[Event]) -> dict[str, Any]:
         "target": cfg.get("target"),
         "questions": cfg.get("questions"),
         "rounds": len(scored),
-        "asr_generation": asr["rate"],
+        MK.ASR_GENERATION: asr["rate"],
         "asr_generation_ci": asr["ci"],
         "successes": asr["successes"],
         "answered": asr["n"],

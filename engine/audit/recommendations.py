@@ -14,6 +14,7 @@ from typing import Any
 
 from ..metrics.intervals import overlap
 from ..paths import REPO_ROOT
+from ..metrics.catalog import MK
 
 RESULTS = REPO_ROOT / "results"
 
@@ -35,15 +36,15 @@ def _crr_pair(rel: str, attack: str, conf: str) -> str | None:
         return None
     verdict = (
         "interval below no defense's"
-        if got["crr_ci"][1] < base["crr_ci"][0]
+        if got[MK.CRR_CI][1] < base[MK.CRR_CI][0]
         else "not distinguishable from no defense"
-        if overlap(got["crr_ci"], base["crr_ci"])
+        if overlap(got[MK.CRR_CI], base[MK.CRR_CI])
         else "higher"
     )
-    ratio = f", {got['crr'] / base['crr']:.2f}× no defense" if base.get("crr") else ""
+    ratio = f", {got[MK.CRR] / base[MK.CRR]:.2f}× no defense" if base.get(MK.CRR) else ""
     return (
-        f"{attack}: CRR {base['crr']:.3f} → {got['crr']:.3f}{ratio} ({verdict}); PII items "
-        f"{base.get('pii_leaked', 0)} → {got.get('pii_leaked', 0)}; blocked {got.get('blocked', 0)}/"
+        f"{attack}: CRR {base[MK.CRR]:.3f} → {got[MK.CRR]:.3f}{ratio} ({verdict}); PII items "
+        f"{base.get(MK.PII_LEAKED, 0)} → {got.get(MK.PII_LEAKED, 0)}; blocked {got.get('blocked', 0)}/"
         f"{got.get('rounds', 0)} queries — {got.get('kb', '')}, {got.get('rounds', 0)} rounds (results/{rel})"
     )
 
@@ -55,7 +56,7 @@ def _poison_pair(attack: str, defense: str) -> str | None:
     )
     if not plain or not defended:
         return None
-    if defended.get("asr_generation") is not None and plain.get("asr_generation") is not None:
+    if defended.get(MK.ASR_GENERATION) is not None and plain.get(MK.ASR_GENERATION) is not None:
         return (
             f"{attack}: answers repeating the poison {plain['generation_successes']}/{plain['n_generated']} → "
             f"{defended['generation_successes']}/{defended['n_generated']} (BioASQ × PubMedQA, Qwen2.5-0.5B; "

@@ -32,11 +32,12 @@ from .findings import SEVERITIES, build_finding, cleanup_finding, metric_text, s
 from .gate import parse_fail_on, regressions
 from .journal import PlantJournal
 from .taxonomy import sources
+from ..metrics.catalog import MK
 
 SCHEMA = "rag-playground/audit-report"
 VERSION = 1
 COLOURS = {"critical": "#7f1d1d", "high": "#dc2626", "medium": "#d97706", "low": "#2563eb", "info": "#6b7280"}
-HEADLINE = ("crr", "context_reproduction", "asr", "reproduced", "refusal_rate")
+HEADLINE = (MK.CRR, "context_reproduction", "asr", "reproduced", "refusal_rate")
 
 
 def _target_info(cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -140,7 +141,7 @@ def _figure(report: Mapping[str, Any]) -> str:
     rows = []
     for f in report["findings"]:
         keys = (
-            ("crr", "reproduced", "asr", "poison_retrieved")
+            (MK.CRR, "reproduced", "asr", "poison_retrieved")
             if "reproduced" in (f.get("metrics") or {})
             else ("context_reproduction", "asr", "poison_retrieved")
         )

@@ -13,7 +13,9 @@ import sys
 from typing import Any
 
 from ..metrics.intervals import fmt_interval
+from ..views.extraction import tenancy_line
 from .common import add_executor_args
+from ..metrics.catalog import MK
 
 
 def _gen(spec: str, api_base: str | None) -> tuple[str, dict[str, Any]]:
@@ -32,23 +34,26 @@ def _print_extraction(s: dict) -> None:
         f"{s['kb']} ({s['kb_size']} chunks), {s['rounds']} rounds"
     )
     print(
-        f"  CRR {s['crr']:.3f}   retrieved coverage {s['retrieved_coverage']:.3f}   repeat contexts "
-        f"{s['repeat_contexts']}   ROUGE contexts {s['rouge_contexts']}   semantic leak {s['semantic_leak']:.3f}   "
-        f"PII leaked {s['pii_leaked']}/{s['pii_total']}   blocked {s['blocked']}"
+        f"  CRR {s[MK.CRR]:.3f}   retrieved coverage {s[MK.RETRIEVED_COVERAGE]:.3f}   repeat contexts "
+        f"{s[MK.REPEAT_CONTEXTS]}   ROUGE contexts {s[MK.ROUGE_CONTEXTS]}   semantic leak {s[MK.SEMANTIC_LEAK]:.3f}   "
+        f"PII leaked {s[MK.PII_LEAKED]}/{s['pii_total']}   blocked {s['blocked']}"
     )
     if s.get("canaries_planted"):
         print(
             f"  canaries leaked {s['canaries_leaked']}/{s['canaries_planted']} "
             f"{fmt_interval(s.get('canaries_ci'), 3)} (no false positives; the share estimates the KB share leaked)"
         )
-    if s.get("crr_ci"):
+    tenancy, _ = tenancy_line(s)
+    if tenancy:
+        print(f"  {tenancy}")
+    if s.get(MK.CRR_CI):
         print(
-            f"  95% Wilson intervals: CRR {fmt_interval(s['crr_ci'], 4)}"
+            f"  95% Wilson intervals: CRR {fmt_interval(s[MK.CRR_CI], 4)}"
             + (f"   PII share {fmt_interval(s['pii_ci'], 3)}" if s.get("pii_ci") else "")
         )
     print(
-        f"  by stage: {s.get('ee_retrieval', 0):.3f} of the KB reached the context, {s.get('ee_generation', 0):.2f} "
-        f"of that was reproduced; {s.get('exploration', 0):.0%} of rounds found a new chunk"
+        f"  by stage: {s.get(MK.EE_RETRIEVAL, 0):.3f} of the KB reached the context, {s.get(MK.EE_GENERATION, 0):.2f} "
+        f"of that was reproduced; {s.get(MK.EXPLORATION, 0):.0%} of rounds found a new chunk"
     )
     b, cs = s.get("answer_budget") or {}, s.get("corpus_stats") or {}
     if b.get("capped_rounds"):
@@ -192,21 +197,22 @@ def print_comparison(rows: list[dict]) -> None:
     print(head)
     for r in rows:
         ratio = "" if r.get("crr_ratio") is None else f"{r['crr_ratio']:.2f}"
-        acc = r.get("utility_acc")
-        faith = r.get("utility_faithfulness")
-        eeg = r.get("ee_generation")
+        acc = r.get(MK.UTILITY_ACC)
+        faith = r.get(MK.UTILITY_FAITHFULNESS)
+        eeg = r.get(MK.EE_GENERATION)
         print(
             (f"{str(r.get('kb')):16s} " if kbs else "")
-            + f"{r['attack']:10s} {r['configuration']:22s} {r['crr']:7.4f} {ratio:>6s} {r['retrieved_coverage']:6.3f} "
-            f"{_count(r['repeat_contexts'])} {_count(r['rouge_contexts'])} {r['semantic_leak']:6.3f} "
-            f"{_count(r['pii_leaked'], 5)} "
+            + f"{r['attack']:10s} {r['configuration']:22s} {r[MK.CRR]:7.4f} {ratio:>6s} "
+            f"{r[MK.RETRIEVED_COVERAGE]:6.3f} "
+            f"{_count(r[MK.REPEAT_CONTEXTS])} {_count(r[MK.ROUGE_CONTEXTS])} {r[MK.SEMANTIC_LEAK]:6.3f} "
+            f"{_count(r[MK.PII_LEAKED], 5)} "
             f"{'' if acc is None else f'{acc:6.3f}':>6s} {'' if faith is None else f'{faith:6.3f}':>6s} "
             f"{'' if eeg is None else f'{eeg:6.3f}':>6s}"
         )
-        if r.get("crr_ci"):
-            vs = r.get("crr_vs_none")
+        if r.get(MK.CRR_CI):
+            vs = r.get(MK.CRR_VS_NONE)
             print(
-                f"{'':33s} CRR 95% interval {fmt_interval(r['crr_ci'], 4)}"
+                f"{'':33s} CRR 95% interval {fmt_interval(r[MK.CRR_CI], 4)}"
                 + (
                     f"; vs no protection: {vs}" + (" at this budget" if vs == "not distinguishable" else "")
                     if vs

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..metrics.intervals import fmt_interval
 from .common import _clean, _progress_printer, add_executor_args, finish_run
+from ..metrics.catalog import MK
 
 
 def _print_summary(s: dict) -> None:
@@ -26,7 +27,7 @@ def _print_summary(s: dict) -> None:
         judge = f"   judge says yes {s['asr_judge']:.3f}" if s.get("asr_judge") is not None else ""
         print(
             f"  answers ({s['generator']}, {s['n_generated']} questions, poison in the context of "
-            f"{s['poison_in_context']}): ASR (generation) {s['asr_generation']:.3f} "
+            f"{s['poison_in_context']}): ASR (generation) {s[MK.ASR_GENERATION]:.3f} "
             f"{fmt_interval(s.get('asr_generation_ci'))}{judge}  "
             f"[{s['generation_seconds']:.0f} s of generation]"
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Sequence
 
+from ..capabilities import Declares
 from ..params import Params
 from ..progress import Progress
 
@@ -71,8 +72,12 @@ class DefenseContext:
     progress: Optional[Progress] = None
 
 
-class Defense:
-    """Base class; a subclass sets ``stage`` and overrides that stage's hook (:data:`STAGE_HOOKS`)."""
+class Defense(Declares):
+    """Base class; a subclass sets ``stage`` and overrides that stage's hook (:data:`STAGE_HOOKS`). Every defense
+    acts inside the engine's own pipeline (``requires = {"pipeline"}``, :mod:`engine.capabilities`); one that asks
+    the pipeline's generator for more adds ``"generator"``."""
+
+    requires = frozenset({"pipeline"})
 
     name: ClassVar[str] = ""
     stage: ClassVar[str] = ""

@@ -11,6 +11,7 @@ from .base import Chunk, Defense, DefenseAction, DefenseContext
 
 class _LLMRewrite(Defense):
     stage = "context"
+    requires = frozenset({"pipeline", "generator"})
     instruction = ""
 
     def rewrite(self, query: str, chunks: Sequence[Chunk], ctx: DefenseContext) -> tuple[list[Chunk], DefenseAction]:

@@ -43,6 +43,7 @@ class IsolateAggregate(Defense):
     """
 
     stage = "generation"
+    requires = frozenset({"pipeline", "generator"})
 
     class Params(Params):
         alpha: float = param(0.3, min=0.0, max=1.0, help="Keyword threshold share of passages: μ = min(α·k, β)")

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..corpora import Corpus
 from .overlap import lcs_bound, rouge_l, shares_verbatim_run, stemmed_tokens, word_tokens
+from .catalog import MK
 
 PII_FIELDS = ("name", "email", "phone", "mrn", "dob")
 EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -211,19 +212,19 @@ class LeakageTracker:
         n = max(len(self.ids), 1)
         in_ctx = len(self.retrieved)
         return {
-            "crr": len(self.recovered) / n,
-            "retrieved_coverage": in_ctx / n,
-            "ee_retrieval": in_ctx / n,
-            "ee_generation": len(self.recovered & self.retrieved) / in_ctx if in_ctx else 0.0,
-            "exploration": self.exploring_rounds / self.rounds if self.rounds else 0.0,
-            "repeat_contexts": len(self.repeat_ctx),
+            MK.CRR: len(self.recovered) / n,
+            MK.RETRIEVED_COVERAGE: in_ctx / n,
+            MK.EE_RETRIEVAL: in_ctx / n,
+            MK.EE_GENERATION: len(self.recovered & self.retrieved) / in_ctx if in_ctx else 0.0,
+            MK.EXPLORATION: self.exploring_rounds / self.rounds if self.rounds else 0.0,
+            MK.REPEAT_CONTEXTS: len(self.repeat_ctx),
             "repeat_prompts": self.repeat_prompts,
-            "rouge_contexts": len(self.rouge_ctx),
+            MK.ROUGE_CONTEXTS: len(self.rouge_ctx),
             "rouge_prompts": self.rouge_prompts,
             "repeat_contexts_rate": len(self.repeat_ctx) / n,
             "rouge_contexts_rate": len(self.rouge_ctx) / n,
-            "semantic_leak": len(self.semantic) / n,
-            "pii_leaked": len(self.pii_leaked),
+            MK.SEMANTIC_LEAK: len(self.semantic) / n,
+            MK.PII_LEAKED: len(self.pii_leaked),
             "pii_total": self.pii_total,
             "rounds": self.rounds,
             "kb_size": len(self.ids),

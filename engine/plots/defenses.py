@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..metrics.catalog import CATALOG
+from ..metrics.catalog import CATALOG, MK
 
 _LABELS = {k: m.label for k, m in CATALOG.items()}
 
@@ -17,7 +17,7 @@ def _name(row: dict[str, Any], several_attacks: bool) -> str:
     return f"{row['configuration']} · {row['attack']}" if several_attacks else str(row["configuration"])
 
 
-def comparison_curves(rows: Sequence[dict[str, Any]], metric: str = "crr") -> go.Figure:
+def comparison_curves(rows: Sequence[dict[str, Any]], metric: str = MK.CRR) -> go.Figure:
     """Per-round curves of one leakage metric, one line per configuration (and attack, if several)."""
     fig = go.Figure()
     several = len({r["attack"] for r in rows}) > 1
@@ -36,7 +36,7 @@ def comparison_curves(rows: Sequence[dict[str, Any]], metric: str = "crr") -> go
     return fig
 
 
-def tradeoff_scatter(rows: Sequence[dict[str, Any]], x: str = "utility_acc", y: str = "crr") -> go.Figure:
+def tradeoff_scatter(rows: Sequence[dict[str, Any]], x: str = MK.UTILITY_ACC, y: str = MK.CRR) -> go.Figure:
     """Security vs utility: one labelled point per configuration (per attack, if several). Lower-right is better."""
     fig = go.Figure()
     several = len({r["attack"] for r in rows}) > 1
@@ -66,7 +66,7 @@ def tradeoff_scatter(rows: Sequence[dict[str, Any]], x: str = "utility_acc", y: 
     return fig
 
 
-def ratio_bars(rows: Sequence[dict[str, Any]], metric: str = "crr") -> go.Figure:
+def ratio_bars(rows: Sequence[dict[str, Any]], metric: str = MK.CRR) -> go.Figure:
     """Each configuration's leakage as a ratio to no protection (1 = no change)."""
     fig = go.Figure()
     for attack in dict.fromkeys(r["attack"] for r in rows):

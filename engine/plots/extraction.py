@@ -20,6 +20,7 @@ from ..views.extraction import (
     coverage_states,
     metrics_rows,
 )
+from ..metrics.catalog import MK
 
 
 # ---------------------------------------------------------------------------------------- figures
@@ -87,8 +88,8 @@ def leakage_curves(events: Sequence[Event]) -> go.Figure:
     x = [r["round"] for r in rows]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("share of the knowledge base", "count"))
     for key, name in (
-        ("crr", "CRR"),
-        ("retrieved_coverage", "retrieved coverage"),
+        (MK.CRR, "CRR"),
+        (MK.RETRIEVED_COVERAGE, "retrieved coverage"),
         ("repeat_contexts_rate", "repeat contexts"),
         ("rouge_contexts_rate", "ROUGE contexts"),
     ):
@@ -98,16 +99,16 @@ def leakage_curves(events: Sequence[Event]) -> go.Figure:
             col=1,
         )
     for key, name in (
-        ("repeat_contexts", "repeat contexts (n)"),
-        ("rouge_contexts", "ROUGE contexts (n)"),
-        ("pii_leaked", "PII items leaked"),
+        (MK.REPEAT_CONTEXTS, "repeat contexts (n)"),
+        (MK.ROUGE_CONTEXTS, "ROUGE contexts (n)"),
+        (MK.PII_LEAKED, "PII items leaked"),
     ):
         fig.add_trace(
             go.Scatter(x=x, y=[r.get(key, 0) for r in rows], mode="lines+markers", name=name, legendgroup="count"),
             row=1,
             col=2,
         )
-    top = max([r.get(k, 0) for r in rows for k in ("crr", "retrieved_coverage")] + [0.05])
+    top = max([r.get(k, 0) for r in rows for k in (MK.CRR, MK.RETRIEVED_COVERAGE)] + [0.05])
     fig.update_yaxes(range=[0, min(1.0, top * 1.2)], row=1, col=1)
     fig.update_yaxes(rangemode="tozero", row=1, col=2)
     fig.update_xaxes(title_text="round", tickformat="d")

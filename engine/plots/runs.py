@@ -7,9 +7,10 @@ from typing import Sequence
 import plotly.graph_objects as go
 
 from ..events import Event, LeakScored
+from ..metrics.catalog import MK
 
 
-def leakage_compare(runs: dict[str, Sequence[Event]], metric: str = "crr") -> go.Figure:
+def leakage_compare(runs: dict[str, Sequence[Event]], metric: str = MK.CRR) -> go.Figure:
     """One line per run: the cumulative leakage ``metric`` after each round."""
     fig = go.Figure()
     for name, events in runs.items():

@@ -13,6 +13,7 @@ from ..errors import ConfigError
 from ..generators.base import Generation, Generator, TextCallback
 from ..progress import Progress
 from ..store import BaseIndex, RunStore, StoreSettings, shared_base_index
+from ..tenancy import TenantScope
 from .prompts import PromptTemplate, get_template, render
 
 
@@ -31,6 +32,7 @@ class RagAnswer:
     timings: Mapping[str, float] = field(default_factory=dict)
     context_tokens: int = 0  # generator tokens of the chunks in the context
     answer_budget: int = 0  # the most tokens the answer was allowed
+    tenant_dropped: tuple[str, ...] = ()  # other tenants' chunks a post-top-K tenant filter cut (mode "after")
 
     @property
     def recoverable_tokens(self) -> int:
@@ -140,6 +142,7 @@ class RagSystem:
         settings: StoreSettings | None = None,
         run_id: str | None = None,
         answer_budget: str = "fixed",
+        tenant: TenantScope | None = None,
     ) -> None:
         if len(corpus) == 0:
             raise ConfigError(f"the knowledge base {corpus.name!r} is empty: nothing to retrieve")
@@ -155,6 +158,7 @@ class RagSystem:
         self.answer_budget = answer_budget
         self.settings = settings
         self.run_id = run_id
+        self.tenant = tenant  # multi-tenant KB: who asks and how retrieval enforces it (engine/tenancy.py)
         self.ctx = DefenseContext(corpus, retriever, generator, settings)
         self.index: BaseIndex | None = None
         self.store: RunStore | None = None
@@ -184,14 +188,26 @@ class RagSystem:
             self.store.close()
 
     def retrieve(self, question: str) -> list[Chunk]:
-        """The raw top-K chunks for ``question``, before any defense (builds the index on first use)."""
+        """The raw top-K chunks for ``question``, before any defense (builds the index on first use); in a
+        multi-tenant system, those its tenant filter lets through."""
+        return self._retrieve(question)[0]
+
+    def _retrieve(self, question: str) -> tuple[list[Chunk], tuple[str, ...]]:
+        """The top-K as :meth:`retrieve` returns it, and the other tenants' chunks a post-top-K filter cut."""
         if self.store is None:
             self.build()
-        res = self.store.search([question], self.top_k)[0]
-        return [
+        scope = self.tenant
+        inside = scope is not None and scope.mode == "inside"
+        res = self.store.search([question], self.top_k, tenant=scope.identity if inside else None)[0]
+        hits, dropped = list(res.hits), ()
+        if scope is not None and scope.mode == "after":  # the filter applied to the finished top-K
+            dropped = tuple(scope.foreign(h.doc_id for h in hits))
+            hits = [h for h in hits if h.doc_id not in dropped]
+        chunks = [
             Chunk(h.doc_id, self._text.get(h.doc_id) or self.store.text_of(h.doc_id), float(h.score), h.rank)
-            for h in res.hits
+            for h in hits
         ]
+        return chunks, dropped
 
     def count_tokens(self, texts: Sequence[str]) -> int:
         """Generator tokens of ``texts`` (the generator's own tokenizer; an estimate for remote models)."""
@@ -228,7 +244,7 @@ class RagSystem:
                 timings={"defenses": time.perf_counter() - t0},
             )
         t1 = time.perf_counter()
-        retrieved = self.retrieve(question)
+        retrieved, dropped = self._retrieve(question)
         t_retrieval = time.perf_counter() - t1
         context, acts = defend_context(question, retrieved, self.defenses, self.ctx)
         actions += acts
@@ -258,4 +274,5 @@ class RagSystem:
             timings={"retrieval": t_retrieval, "defenses": t_def, "generation": time.perf_counter() - t2},
             context_tokens=context_tokens,
             answer_budget=n,
+            tenant_dropped=dropped,
         )

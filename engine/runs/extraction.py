@@ -24,7 +24,7 @@ from ..attacker_states import full_states, state_delta
 from ..attacks.extraction import AttackContext, Exchange, ExtractionAgent, make_agent
 from ..config import ExtractionConfig
 from ..canaries import canary_codes, plant_canaries
-from ..corpora import Corpus, check_corpus_spec, load_corpus, retriever_window, stats_for
+from ..corpora import Corpus, check_corpus_spec, fingerprint, load_corpus, retriever_window, stats_for
 from ..defenses import make_defenses
 from ..embedders import make_retriever
 from ..errors import ConfigError, EngineError
@@ -37,6 +37,7 @@ from ..progress import Progress
 from ..files import atomic_write
 from ..rag import RagSystem
 from ..store import StoreSettings
+from ..tenancy import TenantScope, assign_tenants, check_identity, cross_tenant_summary, tenants_of
 from ..summaries import ExtractionSummary
 from ..events import (
     AttackerState,
@@ -51,12 +52,15 @@ from ..events import (
     RoundEnded,
     RoundStarted,
     RunStarted,
+    TenantsAssigned,
+    TenantScoped,
     jsonable,
     read_events,
 )
 from .base import EventRunner, RunInterrupted, finished_rounds, locked_resume  # noqa: F401 (RunInterrupted: imported from here)
 from .kb_snapshot import KB_FILE, load_kb, save_kb
 from .manifest import build_manifest
+from ..metrics.catalog import MK
 
 QueryCallback = Callable[[int, str], None]
 KB_HINTS = {"clinic_records": "medical", "healthcaremagic": "medical", "enron": "email"}
@@ -113,6 +117,7 @@ class ExtractionRun(EventRunner):
         self._agent_state: dict[str, Any] | None = None  # the last full state written (the next event's base)
         self.canaries: dict[str, str] = {}  # chunk id -> canary code (config.canaries)
         self._kb_has_canaries = False
+        self.tenancy: Optional[TenantScope] = None  # a multi-tenant KB (config.tenants): who asks, how enforced
 
     @property
     def rounds_done(self) -> int:
@@ -155,6 +160,11 @@ class ExtractionRun(EventRunner):
                 self.canaries = canary_codes(corpus.ids, c.canaries, c.seed)
             else:
                 corpus, self.canaries = plant_canaries(corpus, c.canaries, c.seed)
+        if c.tenants:
+            docs = assign_tenants(corpus.documents, c.tenants, c.seed)  # the same split on resume (seeded)
+            corpus = Corpus(corpus.name, tuple(docs), fingerprint(docs), corpus.stats)
+            owners = tenants_of(corpus.documents)
+            self.tenancy = TenantScope(check_identity(c.identity, owners), c.tenant_filter, owners)
         self.corpus = corpus
         self._make_agent(retriever, defenses)
         self.system = RagSystem(
@@ -168,6 +178,7 @@ class ExtractionRun(EventRunner):
             settings=self.settings,
             run_id=self.run_id.replace("_", "-"),
             answer_budget=c.answer_budget,
+            tenant=self.tenancy,
         )
         return retriever, generator
 
@@ -268,6 +279,16 @@ class ExtractionRun(EventRunner):
         )
         self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
         self._emit_canaries(self.canaries, c.canaries)
+        if self.tenancy is not None:
+            by_tenant: dict[str, list[str]] = {}
+            for doc_id, owner in self.tenancy.owners.items():
+                by_tenant.setdefault(owner, []).append(doc_id)
+            self._emit(
+                TenantsAssigned,
+                identity=self.tenancy.identity,
+                mode=self.tenancy.mode,
+                tenants={t: tuple(ids) for t, ids in by_tenant.items()},
+            )
         if self.out_dir:
             atomic_write(self.out_dir / "manifest.json", json.dumps(jsonable(manifest), indent=2, default=str))
             # uploads, or a target's own store read as the reference: not reloadable by name (or may change), so kept
@@ -338,6 +359,9 @@ class ExtractionRun(EventRunner):
         except EngineError as e:
             self._fail(str(e), r)
         answer = self._emit_answer(r, qid, ans)
+        if self.tenancy is not None:
+            foreign = tuple(self.tenancy.foreign(c.doc_id for c in ans.context))
+            self._emit(TenantScoped, round=r, foreign_ids=foreign, dropped_ids=tuple(ans.tenant_dropped))
         t1 = time.perf_counter()
         leak = self.tracker.update(answer, [c.doc_id for c in ans.context], [c.doc_id for c in ans.retrieved])
         t_metrics = time.perf_counter() - t1
@@ -486,21 +510,21 @@ def summarize_extraction(events: list[Event], config: ExtractionConfig | None = 
         **{
             k: final.get(k, 0)
             for k in (
-                "crr",
-                "retrieved_coverage",
-                "repeat_contexts",
-                "rouge_contexts",
+                MK.CRR,
+                MK.RETRIEVED_COVERAGE,
+                MK.REPEAT_CONTEXTS,
+                MK.ROUGE_CONTEXTS,
                 "repeat_prompts",
                 "rouge_prompts",
-                "semantic_leak",
-                "pii_leaked",
+                MK.SEMANTIC_LEAK,
+                MK.PII_LEAKED,
                 "pii_total",
                 "kb_size",
                 "recovered",
                 "retrieved",
-                "ee_retrieval",
-                "ee_generation",
-                "exploration",
+                MK.EE_RETRIEVAL,
+                MK.EE_GENERATION,
+                MK.EXPLORATION,
             )
         },
         "corpus_stats": dict(built.corpus_stats) if built else {},
@@ -533,14 +557,14 @@ def summarize_extraction(events: list[Event], config: ExtractionConfig | None = 
         "curves": {
             k: [e.metrics.get(k, 0) for e in scored]
             for k in (
-                "crr",
-                "retrieved_coverage",
-                "repeat_contexts",
-                "rouge_contexts",
-                "semantic_leak",
-                "pii_leaked",
-                "ee_generation",
-                "exploration",
+                MK.CRR,
+                MK.RETRIEVED_COVERAGE,
+                MK.REPEAT_CONTEXTS,
+                MK.ROUGE_CONTEXTS,
+                MK.SEMANTIC_LEAK,
+                MK.PII_LEAKED,
+                MK.EE_GENERATION,
+                MK.EXPLORATION,
             )
         },
         "tokens": {"prompt": sum(g.prompt_tokens for g in gens), "completion": sum(g.completion_tokens for g in gens)},
@@ -552,9 +576,27 @@ def summarize_extraction(events: list[Event], config: ExtractionConfig | None = 
             k: sum(float(i.get(k, 0)) for i in cascade)
             for k in ("accepted", "rejected", "suppressed", "flops_draft", "flops_verifier", "flops_verifier_only")
         }
-    kb, rec, pii, pii_n = int(out["kb_size"]), int(out["recovered"]), int(out["pii_leaked"]), int(out["pii_total"])
-    out["crr_ci"] = wilson(rec, kb) if kb else None
+    kb, rec, pii, pii_n = int(out["kb_size"]), int(out["recovered"]), int(out[MK.PII_LEAKED]), int(out["pii_total"])
+    out[MK.CRR_CI] = wilson(rec, kb) if kb else None
     out["pii_ci"] = wilson(pii, pii_n) if pii_n else None
+    assigned = next((e for e in events if isinstance(e, TenantsAssigned)), None)
+    if assigned is not None:
+        owners = {d: t for t, ids in assigned.tenants.items() for d in ids}
+        scoped = [e for e in events if isinstance(e, TenantScoped)]
+        contexts = [g.context_ids for g in gens if not g.blocked_by]
+        out["tenancy"] = {
+            "identity": assigned.identity,
+            "mode": assigned.mode,
+            "tenants": len(assigned.tenants),
+            "own_chunks": len(assigned.tenants.get(assigned.identity, ())),
+            **cross_tenant_summary(
+                owners,
+                assigned.identity,
+                contexts,
+                {c for e in scored for c in e.recovered},
+                [len(e.dropped_ids) for e in scoped],
+            ),
+        }
     planted = next((e for e in events if isinstance(e, CanariesPlanted)), None)
     if planted is not None and planted.doc_ids:
         leaked = len({c for e in scored for c in e.canaries})

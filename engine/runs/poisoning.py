@@ -172,7 +172,7 @@ class PoisoningRun(EventRunner):
             corpus_stats=stats_for(corpus, window),
         )
         self.store = RunStore(base, settings=settings, run_id=self.run_id.replace("_", "-"))
-        if attack.needs_index:  # adaptive attackers query the clean retriever first
+        if attack.needs("index"):  # adaptive attackers query the clean retriever first
             from ..attacks.poisoning import clean_searcher
 
             attack.bind(clean_searcher(base))

@@ -18,8 +18,12 @@ from ..events import (
     RoundEnded,
     RunEnded,
     RunStarted,
+    TenantsAssigned,
+    TenantScoped,
 )
 from ..metrics.overlap import shared_spans
+from ..metrics.catalog import MK
+from ..tenancy import FILTER_WORDS
 
 UNTOUCHED, RETRIEVED, LEAKED = 0, 1, 2
 COVERAGE_LABELS = ("untouched", "retrieved", "leaked")
@@ -61,6 +65,17 @@ def round_view(events: Sequence[Event], rnd: int) -> dict[str, Any] | None:
     query, ret, gen, leak = one(QueryIssued), one(Retrieved), one(Generated), one(LeakScored)
     if query is None:
         return None
+    assigned = next((e for e in events if isinstance(e, TenantsAssigned)), None)
+    scoped = one(TenantScoped)
+    tenancy = None
+    if assigned is not None:
+        shown = set(ret.doc_ids if ret else ()) | set(scoped.dropped_ids if scoped else ())
+        tenancy = {
+            "identity": assigned.identity,
+            "mode": assigned.mode,
+            "owner": {d: t for t, ids in assigned.tenants.items() for d in ids if d in shown},
+            "dropped": list(scoped.dropped_ids) if scoped else [],
+        }
     actions = [
         {"defense": e.defense, "stage": e.stage, "action": e.action, "detail": dict(e.detail)}
         for e in events
@@ -80,12 +95,44 @@ def round_view(events: Sequence[Event], rnd: int) -> dict[str, Any] | None:
         "info": dict(gen.info) if gen else {},
         "leaked": leaked_ids(leak) if leak else [],
         "recovered": list(leak.recovered) if leak else [],
-        "repeat_contexts": list(leak.repeat_contexts) if leak else [],
-        "rouge_contexts": list(leak.rouge_contexts) if leak else [],
+        MK.REPEAT_CONTEXTS: list(leak.repeat_contexts) if leak else [],
+        MK.ROUGE_CONTEXTS: list(leak.rouge_contexts) if leak else [],
         "recall": dict(leak.recall) if leak else {},
         "pii": list(leak.pii) if leak else [],
         "metrics": dict(leak.metrics) if leak else {},
+        "tenancy": tenancy,  # a multi-tenant run: identity, mode, each shown chunk's tenant, what the filter cut
     }
+
+
+def tenant_label(owner: str, identity: str) -> str:
+    """A chunk's tenant as the round view shows it: the querying tenant's own in green, another's in red."""
+    if not owner:
+        return ""
+    return f"🟢 {owner} (own)" if owner == identity else f"🔴 {owner}"
+
+
+def tenancy_line(summary: Mapping[str, Any]) -> tuple[str, bool]:
+    """One line on a multi-tenant run's isolation (empty for a one-owner run) and whether another tenant's data
+    reached the context."""
+    t = summary.get("tenancy")
+    if not t:
+        return "", False
+    from ..metrics.intervals import fmt_interval
+
+    leaked = bool(t[MK.CROSS_TENANT_CHUNKS])
+    line = (
+        f"Querying as {t['identity']} ({t['own_chunks']} of its own chunks; tenant filter: {t['mode']}): "
+        f"{t[MK.CROSS_TENANT_ROUNDS]:.0%} of rounds reached another tenant "
+        f"{fmt_interval(t.get(MK.CROSS_TENANT_ROUNDS + '_ci'), 2)}, {t[MK.CROSS_TENANT_CHUNKS]} of their chunks "
+        f"reached the context, {t['cross_tenant_leaked_chunks']} of {t['foreign_chunks']} were recovered "
+        f"{fmt_interval(t.get(MK.CROSS_TENANT_LEAKED + '_ci'), 3)}"
+    )
+    if t.get("tenant_dropped_rounds"):
+        line += (
+            f"; the filter after the top-K cut results in {t['tenant_dropped_rounds']} rounds — the short answer "
+            "itself tells the attacker another tenant holds something close"
+        )
+    return line, leaked
 
 
 def budget_note(view: Mapping[str, Any]) -> tuple[str, bool]:
@@ -135,7 +182,7 @@ def config_summary(cfg: Mapping[str, Any]) -> str:
     from ..attacks.extraction import EXTRACTION_ATTACKS
 
     attack = str(cfg.get("attack", ""))
-    if attack in EXTRACTION_ATTACKS and EXTRACTION_ATTACKS.get(attack).uses_attacker_llm:
+    if attack in EXTRACTION_ATTACKS and EXTRACTION_ATTACKS.get(attack).can_use("attacker_llm"):
         attack += (
             f" (reflections by {ap.get('model') or cfg.get('attacker_llm')})"
             if cfg.get("attacker_llm")
@@ -147,8 +194,14 @@ def config_summary(cfg: Mapping[str, Any]) -> str:
         else f"answers capped at {cfg.get('max_tokens')} tokens"
     )
     defenses = "+".join(cfg.get("defenses") or ()) or "no defense"
+    tenants = (
+        f" · {cfg['tenants']} tenants, querying as {cfg.get('identity') or 'tenant-1'}, tenant filter: "
+        f"{FILTER_WORDS.get(str(cfg.get('tenant_filter', 'inside')), cfg.get('tenant_filter'))}"
+        if cfg.get("tenants")
+        else ""
+    )
     return (
-        f"{attack} vs {gen} · KB {cfg.get('kb')} · {cfg.get('retriever', 'minilm')} top-{cfg.get('top_k')} · "
+        f"{attack} vs {gen} · KB {cfg.get('kb')}{tenants} · {cfg.get('retriever', 'minilm')} top-{cfg.get('top_k')} · "
         f"{cfg.get('template', 'rag-privacy')} prompt · {budget} · {defenses}"
     )
 

@@ -33,7 +33,7 @@ def _wait(at: AppTest, key: str, deadline_s: float) -> None:
 def cache(tmp_path, monkeypatch):
     """Comparisons are written under the cache: keep them in a temporary folder (embeddings/models stay shared)."""
     from engine import saved
-    from engine.analysis import comparison_view
+    from engine.views import comparison as comparison_view
 
     for module in (saved, comparison_view):
         monkeypatch.setattr(module, "comparisons_dir", lambda owner=None: tmp_path)
@@ -115,7 +115,7 @@ def test_teaching_level_one_runs_and_reports_its_goal():
     assert any("Goal met" in s.value for s in at.success)
     assert {m.label for m in at.metric} >= {"ASR@1", "ASR@5"}
     assert at.session_state["teach"]["met"] == [1]
-    assert any("1/3 levels completed" in (p.proto.text or "") for p in at.get("progress"))
+    assert any("1/4 levels completed" in (p.proto.text or "") for p in at.get("progress"))
 
 
 def test_teaching_level_two_leaks_and_shows_the_record_beside_the_answer():
@@ -126,13 +126,31 @@ def test_teaching_level_two_leaks_and_shows_the_record_beside_the_answer():
     assert any(":red-background[" in m.value for m in at.markdown)  # the copied spans are marked
 
 
+def test_teaching_level_four_finds_the_misconfigured_tenant_filter():
+    """Deployment A filters after the top-K: its retrieval log shows short results and no foreign chunk; the
+    right guess meets the goal and names the filter."""
+    at = _app()
+    at.switch_page("pages/teaching.py").run()
+    at.radio(key="teach4_deployment").set_value("A")
+    at.radio(key="teach4_guess").set_value("after")
+    next(b for b in at.button if b.label == "Run level 4").click().run()
+    assert not at.exception
+    _wait(at, "teach_job", 600)
+    res = at.session_state["teach"]["results"][4]
+    assert "error" not in res, res
+    assert res["met"] and res["metrics"]["other tenants' chunks in the context"] == 0
+    assert res["metrics"]["rounds with results cut short"] > 0
+    assert any("This deployment filters after the top-K" in s.value for s in at.success)
+    assert all(row["other tenants'"] == 0 for row in res["evidence"])
+
+
 def test_reopened_ragfort_ablation_shows_the_verdict_and_the_cluster_view(monkeypatch):
     """Synthetic rows (no models): the ablation verdict and the reindex cluster view (engine helper stubbed)."""
     from types import SimpleNamespace
 
     import numpy as np
 
-    from engine.analysis import reindex_view
+    from engine.views import reindex as reindex_view
     from engine.compare import add_ratios
 
     fake = SimpleNamespace(

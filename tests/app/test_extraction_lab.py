@@ -111,6 +111,26 @@ def test_live_crr_equals_the_engine(cache):
     assert shown["PII leaked"] == f"{s['pii_leaked']} / {s['pii_total']}"
 
 
+def test_the_tenant_demo_shows_whose_chunks_came_back(cache):
+    """The tenant-isolation preset in the lab: each retrieved chunk's tenant beside it, the run's cross-tenant
+    line, and the configuration sentence naming the filter."""
+    at = app()
+    at.selectbox(key="extract_preset").set_value("tenant-isolation-demo").run()
+    at.button(key="btn_extract_preset").click().run()
+    setup(at, "rag-thief", **{"Rounds (query budget)": 1})
+    step(prepare(at))
+    run = at.session_state["extract_run"]
+    assert run.config.tenants == 4 and run.config.tenant_filter == "none" and run.done
+    retrieved = next(d.value for d in at.dataframe if "tenant" in d.value.columns)
+    assert list(retrieved.columns[:2]) == ["chunk", "tenant"]
+    owners = run.tenancy.owners
+    assert [t.split()[1] for t in retrieved["tenant"]] == [owners[c] for c in retrieved["chunk"]]
+    assert any("4 tenants, querying as tenant-1, tenant filter: not at all" in c.value for c in at.caption)
+    crossed = run.summary()["tenancy"]["cross_tenant_chunks"] > 0
+    box = at.error if crossed else at.success
+    assert any("Querying as tenant-1" in b.value for b in box)
+
+
 def _files_containing(roots, needle: bytes) -> list[str]:
     hits = []
     for root in roots:

@@ -22,8 +22,9 @@ LAYERS = [
         "attacker_states",
         "retry",
         "cpu_share",
+        "capabilities",
     },
-    {"corpora", "queries", "embedders", "detectors", "generators", "metrics", "summaries", "canaries"},
+    {"corpora", "queries", "embedders", "detectors", "generators", "metrics", "summaries", "canaries", "tenancy"},
     {"store", "defenses", "attacks", "rag"},
     {"config", "targets", "runs", "pipeline", "jobs", "executors", "views", "saved"},
     {"compare", "sweep", "analysis", "plots", "report", "audit"},
@@ -167,15 +168,6 @@ def test_no_import_cycle_between_app_modules():
     assert found == [], f"import cycles: {found}"
 
 
-# quoted plugin names the UI may keep, each with its reason (a teaching default, a paper's own pair)
-NAMED_ON_PURPOSE = {
-    ("pages/defense_comparison.py", "system-prompt"): "the comparison's default pair: no defense vs the cheapest one",
-    ("pages/teaching.py", "system-prompt"): "the lesson's first defense, the one its text explains",
-    ("components/reproduce.py", "mahalanobis"): "the paper's Table 8/9 compare exactly these two detectors",
-    ("components/reproduce.py", "l2"): "the paper's Table 8/9 compare exactly these two detectors",
-}
-
-
 def _quoted_names(kinds: tuple[str, ...]) -> list[str]:
     """Quoted names of the given plugin kinds in pages/ and components/ (a dict key such as ``rep["threshold"]``
     is a field of a record, not a plugin, and does not count)."""
@@ -192,7 +184,6 @@ def _quoted_names(kinds: tuple[str, ...]) -> list[str]:
                 and isinstance(node.value, str)
                 and node.value in names
                 and id(node) not in keys
-                and (str(path.relative_to(ROOT)), node.value) not in NAMED_ON_PURPOSE
             ):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}")
     return found
@@ -201,9 +192,17 @@ def _quoted_names(kinds: tuple[str, ...]) -> list[str]:
 def test_pages_and_components_name_no_plugin():
     """Lists and branches in the UI come from the plugins' declarations (``offline_retrievers``, a generator's
     ``packaged_models`` / ``hosted``, a defense's ``token_report``), never from a quoted name: a retriever,
-    generator, defense, attack or detector named in pages/ or components/ fails, but for the few named on
-    purpose above."""
+    generator, defense, attack or detector named in pages/ or components/ fails; defaults a page preselects are
+    the engine's named defaults (e.g. ``QUICK_CONFIGURATIONS``, ``LEVEL3_DEFENSES``, ``PAPER_DETECTORS``)."""
     found = _quoted_names(
-        ("retrievers", "generators", "defenses", "extraction-attacks", "poisoning-attacks", "detectors")
+        (
+            "retrievers",
+            "generators",
+            "defenses",
+            "extraction-attacks",
+            "poisoning-attacks",
+            "membership-attacks",
+            "detectors",
+        )
     )
     assert found == [], f"plugin names written in the UI: {found}"

@@ -92,7 +92,7 @@ def test_attack_crafts_one_document_per_target(name):
         Query("q2", "What does HbA1c measure?", {"adv_texts": ("f", "g", "h", "i", "j")}),
     ]
     attack = make_attack(name)
-    if getattr(attack, "needs_index", False):
+    if attack.needs("index"):
         attack.bind(lambda texts, k: [["a clean neighbour document"] * k for _ in texts])
     poisons = attack.craft(qs)
     assert {p.query_id for p in poisons} == {"q1", "q2"}

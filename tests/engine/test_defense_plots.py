@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from engine.analysis.comparison_view import comparison_table, parse_configurations, uses_reindex
+from engine.views.comparison import comparison_table, parse_configurations, uses_reindex
 from engine.compare import ablation_direction, add_ratios, aggregate_runs, average_ablation_direction
 from engine.errors import ConfigError
 from engine.plots.defenses import cluster_view, comparison_curves, ratio_bars, tradeoff_scatter

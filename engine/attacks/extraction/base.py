@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional, Sequence
 
 import numpy as np
 
+from ...capabilities import Declares
 from ...params import Params, param
 
 if TYPE_CHECKING:
@@ -39,13 +40,13 @@ class AttackContext:
     known_defenses: tuple = ()  # the active defenses, for adaptive attackers (white-box)
 
 
-class ExtractionAgent:
+class ExtractionAgent(Declares):
     """Base class: subclasses implement ``_observe`` (learn from one exchange) and ``_propose``; their
     ``Params`` subclass ``ExtractionAgent.Params`` (the budget and the adaptive switch the base reads).
-    ``uses_attacker_llm``: whether the agent calls an LLM of its own (the UI offers one only then)."""
+    Capabilities (:mod:`engine.capabilities`): ``uses = {"attacker_llm"}`` when the agent calls an LLM of its own
+    if the run gives one (the UI offers one only then); ``requires`` what it cannot run without."""
 
     name: ClassVar[str] = ""
-    uses_attacker_llm: ClassVar[bool] = False
 
     class Params(Params):
         budget: int = param(20, min=1, max=10000, help="Query budget (rounds)")

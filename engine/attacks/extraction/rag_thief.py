@@ -65,7 +65,7 @@ class RagThiefAgent(ExtractionAgent):
       new ones, while a 0.5B model's "continuation" mostly restates the chunk it was given.
     """
 
-    uses_attacker_llm = True
+    uses = frozenset({"attacker_llm"})
 
     class Params(ExtractionAgent.Params):
         command: str = param(DEFAULT_COMMAND, help="Adversarial command appended to each anchor")

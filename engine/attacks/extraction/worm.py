@@ -36,6 +36,8 @@ class WormAgent(ExtractionAgent):
     ``candidates`` replacement words at one random position and keeping the best (greedy).
     """
 
+    requires = frozenset({"dense_retriever"})  # its greedy embedding search (engine.capabilities)
+
     class Params(ExtractionAgent.Params):
         jailbreak: str = param(DEFAULT_JAILBREAK, help="Role-play command asking for the context as JSON")
         prefix_words: int = param(16, min=1, max=200, help="Words in the adversarial prefix")

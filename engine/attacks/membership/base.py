@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Optional, Sequence
 
 import numpy as np
 
+from ...capabilities import Declares
 from ...params import Params
 
 
@@ -25,7 +26,7 @@ class MembershipContext:
     proxy_llm: Optional[Any] = None  # a Generator (MBA chooses its masks with one); not the target's
 
 
-class MembershipAttack:
+class MembershipAttack(Declares):
     """Base class: subclasses implement :meth:`probes` (the questions about one record) and :meth:`score`.
 
     ``queries_per_record``: how many questions a decision costs (reported as the attack's query cost);

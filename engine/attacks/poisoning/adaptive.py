@@ -24,7 +24,7 @@ class CamouflagedPoisoning(UniversalPoisoning):
     not the paper's: the number of camouflage documents trades attack success for stealth.
     """
 
-    needs_index = True
+    requires = frozenset({"index"})
 
     class Params(UniversalPoisoning.Params):
         camouflage_docs: int = param(1, min=0, max=5, help="Clean top documents appended as camouflage")

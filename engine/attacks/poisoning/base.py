@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ...capabilities import Declares
 from ...params import Params
 from ...types import Document, Query
 
@@ -20,17 +21,16 @@ class Poison:
     goal: tuple[str, ...] = ()
 
 
-class PoisoningAttack:
+class PoisoningAttack(Declares):
     """Base class: crafts the documents to inject for a set of protected queries.
 
-    ``needs_index``: the attack queries the clean retriever before crafting (an adaptive attacker); the
-    run then calls :meth:`bind` with a clean-search function. An attack whose ``Params`` has a ``target``
-    field takes the run's target information (:meth:`takes_target`).
+    ``requires = {"index"}`` (:mod:`engine.capabilities`): the attack queries the clean retriever before crafting
+    (an adaptive attacker); the run then calls :meth:`bind` with a clean-search function. An attack whose
+    ``Params`` has a ``target`` field takes the run's target information (:meth:`takes_target`).
     """
 
     name: ClassVar[str] = ""
     Params: ClassVar[type[Params]]
-    needs_index: ClassVar[bool] = False
 
     @classmethod
     def takes_target(cls) -> bool:
@@ -41,7 +41,7 @@ class PoisoningAttack:
 
     def bind(self, search_clean) -> None:
         """``search_clean(query_texts, k) -> list of lists of clean texts`` (the attacker's view); only
-        called when ``needs_index``."""
+        called when the attack ``needs("index")``."""
 
     def __init__(self, params: Params, *, seed: int = 0, data_dir: str | None = None) -> None:
         self.params = params

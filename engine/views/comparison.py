@@ -19,7 +19,7 @@ from ..metrics.intervals import fmt_interval
 
 from ..config import defense_set
 from ..errors import ConfigError
-from ..metrics.catalog import LEAKAGE, STAGE, UTILITY, labels
+from ..metrics.catalog import LEAKAGE, MK, STAGE, UTILITY, labels
 from ..saved import comparisons_dir
 
 PRESET_CONFIGURATIONS = (
@@ -32,6 +32,7 @@ PRESET_CONFIGURATIONS = (
     "cascade",
     "reindex+cascade",
 )
+QUICK_CONFIGURATIONS = ("none", "system-prompt")  # the page's default: no protection beside the cheapest defense
 LEAK_METRICS = labels(LEAKAGE)
 UTILITY_METRICS = labels(UTILITY)
 STAGE_METRICS = labels(STAGE)
@@ -82,8 +83,8 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
         *(f"{k}_ratio" for k in LEAK_METRICS),
         *((f"{k}_std" for k in LEAK_METRICS) if repeated else ()),
         *(("n_runs",) if repeated else ()),
-        "utility_acc",
-        "utility_faithfulness",
+        MK.UTILITY_ACC,
+        MK.UTILITY_FAITHFULNESS,
         "utility_acc_drop",
         "blocked",
         "rounds",
@@ -92,10 +93,10 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=cols)
     df = pd.DataFrame([{c: r.get(c) for c in cols} for r in rows])
-    if any(r.get("crr_ci") for r in rows):  # after CRR: its 95% interval and whether it differs from none
-        at = list(df.columns).index("crr") + 1 if "crr" in df.columns else len(df.columns)
-        df.insert(at, "crr_ci", [fmt_interval(r.get("crr_ci"), 4) for r in rows])
-        df.insert(at + 1, "crr_vs_none", [r.get("crr_vs_none") or "" for r in rows])
+    if any(r.get(MK.CRR_CI) for r in rows):  # after CRR: its 95% interval and whether it differs from none
+        at = list(df.columns).index(MK.CRR) + 1 if MK.CRR in df.columns else len(df.columns)
+        df.insert(at, MK.CRR_CI, [fmt_interval(r.get(MK.CRR_CI), 4) for r in rows])
+        df.insert(at + 1, MK.CRR_VS_NONE, [r.get(MK.CRR_VS_NONE) or "" for r in rows])
     return df.dropna(axis=1, how="all").reset_index(drop=True)
 
 
