@@ -43,6 +43,13 @@ def render_results(
     st.caption(
         "`*_ratio` = value ÷ value without protection (same attack); empty when the undefended value is 0. "
         "`utility_acc_drop` = ACC without protection − ACC with it."
+        + (
+            " `membership_auroc`: how well the membership attack tells this configuration's members from "
+            "non-members (0.5 = chance; bootstrap 95% interval beside it) — a defense can stop copying (CRR) "
+            "and not membership, or the reverse."
+            if MK.MEMBERSHIP_AUROC in table.columns
+            else ""
+        )
     )
     n_runs = max((r.get("n_runs", 1) for r in rows), default=1)
     if n_runs > 1:

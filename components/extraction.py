@@ -372,6 +372,13 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
         (st.warning if capped else st.caption)(md_escape(note))
     if v["pii"]:
         st.caption("PII leaked this round: " + md_escape(", ".join(v["pii"])))
+    if v["canaries"]:
+        st.warning(
+            md_escape(
+                f"Canary hit: this answer carries the canary of {', '.join(v['canaries'])} — proof that the chunk "
+                "leaked (a canary exists nowhere else, so no false positive)"
+            )
+        )
     if not v["leaked"]:
         st.caption("No chunk leaked this round.")
         return

@@ -35,6 +35,8 @@ STAGE_KEYS = STAGE  # leakage by stage (see metrics.leakage)
 
 
 UTILITY_KEYS = ("acc", "faithfulness", "n", "n_graded", "blocked")  # what a comparison row keeps of utility_of
+# what a comparison row keeps of membership_of, flat as membership_<key> (MK.MEMBERSHIP_AUROC = membership_auroc)
+MEMBERSHIP_KEYS = ("auroc", "auroc_ci", "tpr_at_5fpr", "decisions", "queries", "blocked", "attack")
 
 
 def utility_of(cfg: ComparisonConfig, configuration: str, *, progress: Progress | None = None) -> dict[str, Any]:
@@ -65,6 +67,32 @@ def utility_of(cfg: ComparisonConfig, configuration: str, *, progress: Progress 
     finally:
         system.close()
     return {k: u[k] for k in ("acc", "faithfulness", "n", "n_graded", "blocked")}
+
+
+def membership_of(
+    cfg: ComparisonConfig, configuration: str, kb: str | None = None, *, progress: Progress | None = None
+) -> dict[str, Any]:
+    """The membership experiment of ``configuration`` (:meth:`ComparisonConfig.membership_config`): AUROC with
+    its bootstrap interval, TPR at 5% FPR, decisions, queries, blocked questions and the attack's name."""
+    from .runs.membership import MembershipRun
+
+    mcfg = cfg.membership_config(configuration, kb=kb)
+    run = MembershipRun(mcfg, progress=progress)
+    try:
+        run.prepare()
+        run.run()
+    finally:
+        run.close()
+    s = run.summary()
+    return {
+        "auroc": s.auroc,
+        "auroc_ci": list(s.auroc_ci) if s.auroc_ci else None,
+        "tpr_at_5fpr": s.tpr_at_5fpr,
+        "decisions": s.decisions,
+        "queries": s.queries,
+        "blocked": s.blocked,
+        "attack": mcfg.attack,
+    }
 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -128,11 +156,12 @@ def _earlier_run(runs_dir: Path, ecfg: ExtractionConfig) -> tuple[Path, dict[str
 
 def compare_cell(item: tuple, reporter=None) -> dict[str, Any] | None:
     """One cell of a comparison: ``item`` = (config dict, repeat, kb, attack, configuration, output folder or
-    None, resume, with utility). Runs (or resumes) the extraction and, when asked, the configuration's utility
-    evaluation; returns the cell's row (utility under ``"utility"``), or None when ``reporter`` asked it to stop
-    (its finished rounds are on disk and the next call resumes them). The same function runs in this process
-    and as a Ray task (:mod:`engine.executors`)."""
-    cfg_dict, rep, kb, attack, conf, out_dir, resume, with_utility = item
+    None, resume, with utility, with membership). Runs (or resumes) the extraction and, when asked, the
+    configuration's utility evaluation and its membership experiment on this KB; returns the cell's row (those
+    under ``"utility"`` and ``"membership"``), or None when ``reporter`` asked it to stop (its finished rounds
+    are on disk and the next call resumes them). The same function runs in this process and as a Ray task
+    (:mod:`engine.executors`)."""
+    cfg_dict, rep, kb, attack, conf, out_dir, resume, with_utility, with_membership = item
     cfg = ComparisonConfig.from_dict(cfg_dict)
     ecfg = cfg.extraction_config(attack, conf, rep, kb=kb)
     out = Path(out_dir) if out_dir else None
@@ -185,6 +214,8 @@ def compare_cell(item: tuple, reporter=None) -> dict[str, Any] | None:
     }
     if with_utility:
         row["utility"] = utility_of(cfg, conf, progress=tick)
+    if with_membership:  # per (KB, configuration): the first cell of each measures it
+        row["membership"] = membership_of(cfg, conf, kb, progress=tick)
     return row
 
 
@@ -259,6 +290,7 @@ def _run_comparison(
 
     runs: list[dict[str, Any]] = []
     utility: dict[str, dict] = {}
+    membership: dict[tuple, dict] = {}  # per (kb, configuration) (comparisons with a membership_attack)
     kbs = cfg.knowledge_bases()
     from .corpora import check_corpus_spec
 
@@ -298,16 +330,28 @@ def _run_comparison(
             for r in runs:
                 if any(k.startswith("utility_") for k in r):
                     utility.setdefault(r["configuration"], {k[8:]: v for k, v in r.items() if k.startswith("utility_")})
+                if any(k.startswith("membership_") for k in r):
+                    membership.setdefault(
+                        (r.get("kb"), r["configuration"]),
+                        {k[11:]: v for k, v in r.items() if k.startswith("membership_")},
+                    )
     done = {(r.get("seed"), r.get("kb"), r["attack"], r["configuration"]) for r in runs}
     order = {(seeds[rep], kb, a, c): i for i, (rep, kb, a, c) in enumerate(cells)}
     todo: list[tuple[int, tuple]] = []
     asked: set[str] = set(utility) if cfg.utility_limit != 0 else set(cfg.configurations)
+    asked_m: set[tuple] = (
+        set(membership) if cfg.membership_attack else {(kb, c) for kb in kbs for c in cfg.configurations}
+    )
     cfg_dict = cfg.to_dict()
     for i, (rep, kb, attack, conf) in enumerate(cells):
         if (seeds[rep], kb, attack, conf) in done:
             continue
-        todo.append((i, (cfg_dict, rep, kb, attack, conf, str(out) if out else None, resume, conf not in asked)))
+        with_m = (kb, conf) not in asked_m
+        todo.append(
+            (i, (cfg_dict, rep, kb, attack, conf, str(out) if out else None, resume, conf not in asked, with_m))
+        )
         asked.add(conf)
+        asked_m.add((kb, conf))
     failed = failed if failed is not None else []
     placement: list[dict[str, Any]] = []
 
@@ -324,8 +368,9 @@ def _run_comparison(
             progress(f"[{i + 1}/{len(cells)}] {label(i)}: {stage}", d, t)
 
     def save() -> None:
-        for r in runs:  # utility is per configuration: every run of it shows the same figures
+        for r in runs:  # utility (and membership) per configuration: every run of it shows the same figures
             r.update({f"utility_{k}": v for k, v in utility.get(r["configuration"], {}).items()})
+            r.update({f"membership_{k}": v for k, v in membership.get((r.get("kb"), r["configuration"]), {}).items()})
         runs.sort(key=lambda r: order.get((r.get("seed"), r.get("kb"), r["attack"], r["configuration"]), len(order)))
         if out:  # after every cell, so a stopped or killed comparison keeps what it finished
             rows = aggregate_runs(runs)
@@ -357,6 +402,9 @@ def _run_comparison(
             u = row.pop("utility", None)
             if u is not None:
                 utility[conf] = {k: u[k] for k in UTILITY_KEYS}
+            m = row.pop("membership", None)
+            if m is not None:
+                membership[(kb, conf)] = {k: m[k] for k in MEMBERSHIP_KEYS}
             runs.append(row)
         save()  # also gives the row its configuration's utility
         if o.error is None and o.result is not None and on_row:
@@ -376,6 +424,13 @@ def _run_comparison(
                     progress=(lambda s, d, t, c=conf: progress(f"utility of {c}: {s}", d, t)) if progress else None,
                 )
                 utility[conf] = {k: u[k] for k in UTILITY_KEYS}
+                save()
+
+    if cfg.membership_attack and not stopped(stop):  # likewise a (kb, configuration) whose first cell failed
+        for kb, conf in dict.fromkeys((r.get("kb"), r["configuration"]) for r in runs):
+            if (kb, conf) not in membership:
+                m = membership_of(cfg, conf, kb, progress=progress)
+                membership[(kb, conf)] = {k: m[k] for k in MEMBERSHIP_KEYS}
                 save()
     rows = aggregate_runs(runs)
     add_ratios(rows)
@@ -409,7 +464,7 @@ def aggregate_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 }
             )
             continue
-        row = {k: v for k, v in first.items() if k.startswith("utility_")}
+        row = {k: v for k, v in first.items() if k.startswith(("utility_", "membership_"))}
         row.update(
             kb=kb,
             attack=attack,

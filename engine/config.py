@@ -518,6 +518,24 @@ class ComparisonConfig(Params):
         help="Runs per attack × configuration, with seeds base seed, base seed "
         "+ 1, …; the table reports their mean and standard deviation",
     )
+    membership_attack: str = param(
+        "",
+        help="Also measure membership inference per configuration with this attack (same KB, generator and "
+        "defenses): AUROC beside CRR; '' for none",
+        registry="membership-attacks",
+    )
+    membership_records: int = param(
+        10, min=2, max=5000, help="Members, and as many non-members, probed per configuration (membership_attack)"
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict; the membership fields only when a membership attack is asked for (so the
+        record of comparisons without one, and their resumption, stay as they were)."""
+        d = super().to_dict()
+        if not d.get("membership_attack"):
+            d.pop("membership_attack", None)
+            d.pop("membership_records", None)
+        return d
 
     def validate(self) -> None:
         """Needs at least one configuration, registered defenses in each, and a ``base`` that is a valid
@@ -533,6 +551,36 @@ class ComparisonConfig(Params):
         for attack in self.attacks:  # every cell's plugins against what its run provides, before any cell starts
             for c in self.configurations:
                 self.extraction_config(attack, c)
+        if self.membership_attack:
+            for c in self.configurations:
+                self.membership_config(c)
+
+    def membership_config(self, configuration: str, kb: str | None = None) -> "MembershipConfig":
+        """The membership experiment of ``configuration`` (on ``kb``, default the base's): the base's generator,
+        retriever, top-K, prompt, chunking and seed, the configuration's defenses, ``membership_records`` members
+        and as many non-members."""
+        e = self.extraction_config("zeng", configuration, kb=kb)
+        return MembershipConfig.from_dict(
+            {
+                "kb": e.kb,
+                "attack": self.membership_attack,
+                "members": self.membership_records,
+                "non_members": self.membership_records,
+                "generator": e.generator,
+                "generator_params": dict(e.generator_params or {}),
+                "defenses": list(e.defenses),
+                "defense_params": dict(e.defense_params or {}) or None,
+                "retriever": e.retriever,
+                "retriever_params": dict(e.retriever_params or {}) or None,
+                "top_k": e.top_k,
+                "template": e.template,
+                "chunk_size": e.chunk_size,
+                "chunk_overlap": e.chunk_overlap,
+                "seed": e.seed,
+                "data_dir": e.data_dir,
+            },
+            where=f"membership of {configuration}",
+        )
 
     def knowledge_bases(self) -> tuple[str, ...]:
         """The knowledge bases to attack: ``kbs``, else the base's ``kb``, else the default one."""

@@ -226,6 +226,7 @@ class ComparisonRow(_ReadsAsDict):
     seconds: Mapping[str, float] = field(default_factory=dict)
     cascade: Mapping[str, float] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    membership: Mapping[str, Any] = field(default_factory=dict)  # auroc, auroc_ci, … (membership_attack)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ComparisonRow":
@@ -239,6 +240,7 @@ class ComparisonRow(_ReadsAsDict):
         ci = {k: d.pop(f"{k}_ci") for k in LEAKAGE if f"{k}_ci" in d}
         vs_none = {k: d.pop(f"{k}_vs_none") for k in LEAKAGE if f"{k}_vs_none" in d}
         utility = {k[len("utility_") :]: d.pop(k) for k in [k for k in d if k.startswith("utility_")]}
+        membership = {k[len("membership_") :]: d.pop(k) for k in [k for k in d if k.startswith("membership_")]}
         return cls(
             **take,
             metrics=metrics,
@@ -249,6 +251,7 @@ class ComparisonRow(_ReadsAsDict):
             vs_none=vs_none,
             utility=utility,
             extra=d,
+            membership=membership,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -263,6 +266,7 @@ class ComparisonRow(_ReadsAsDict):
         out.update({f"{k}_ci": v for k, v in self.ci.items()})
         out.update({f"{k}_vs_none": v for k, v in self.vs_none.items()})
         out.update({f"utility_{k}": v for k, v in self.utility.items()})
+        out.update({f"membership_{k}": v for k, v in self.membership.items()})
         if self.cascade is not None:
             out["cascade"] = self.cascade
         out.update(self.extra)

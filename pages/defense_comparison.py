@@ -20,6 +20,7 @@ from engine.views.comparison import (
     supports_adaptive,
 )
 from engine.attacks.extraction import EXTRACTION_ATTACKS
+from engine.attacks.membership import MEMBERSHIP_ATTACKS
 from engine.compare import run_comparison
 from engine.config import ComparisonConfig
 from engine.corpora import available_corpora
@@ -101,6 +102,20 @@ with st.form("cmp_setup"):
     qsets = available_query_sets()
     uqueries = c3.selectbox("Utility question set", qsets, index=qsets.index("clinic_handbook"))
     ulimit = c3.number_input("Utility questions (first N)", 1, 1000, 5)
+    membership_attack = c3.selectbox(
+        "Membership attack (optional)",
+        ["", *MEMBERSHIP_ATTACKS.names()],
+        format_func=lambda a: f"{a} — {MEMBERSHIP_ATTACKS.describe(a)[:50]}" if a else "none",
+        help="Also ask, per configuration, whether records are in the knowledge base: the table then shows the "
+        "membership AUROC beside CRR — which defenses stop copying but not membership, and the reverse",
+    )
+    membership_records = c3.number_input(
+        "Records probed (members, and as many non-members)",
+        2,
+        500,
+        10,
+        help="Per configuration; each record costs the attack's questions (one for direct / s2mia / mba)",
+    )
     with st.expander("Defense parameters (used by the configurations that switch a defense on)"):
         defense_params = registry_forms(DEFENSES, DEFENSES.names(), st.session_state.get("cmp_defense_params"))
     executor_values = executor_section("cmp")
@@ -142,6 +157,8 @@ if start:
                 "utility_queries": uqueries,
                 "utility_limit": int(ulimit),
                 "repeats": int(repeats),
+                "membership_attack": membership_attack,
+                "membership_records": int(membership_records),
             }
         )
         executor = executor_config("cmp", executor_values)

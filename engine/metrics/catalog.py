@@ -45,6 +45,7 @@ class MK:
     CROSS_TENANT_ROUNDS = "cross_tenant_rounds"
     CROSS_TENANT_CHUNKS = "cross_tenant_chunks"
     CROSS_TENANT_LEAKED = "cross_tenant_leaked"
+    MEMBERSHIP_AUROC = "membership_auroc"
 
 
 _ALL = (
@@ -162,6 +163,14 @@ _ALL = (
         "multi-tenant runs: chunks of other tenants an answer reproduced (the CRR rule), as a share of all "
         "other tenants' chunks",
         "|recovered ∩ foreign| / |foreign| (Wilson 95% interval)",
+    ),
+    Metric(
+        MK.MEMBERSHIP_AUROC,
+        "membership AUROC",
+        "comparisons with a membership attack: how well the attack tells the configuration's members from "
+        "non-members (0.5 = chance, 1 = every member found); beside CRR, it shows which defenses stop copying "
+        "but not membership, and the reverse",
+        "P(score of a random member > score of a random non-member), ties ½ (bootstrap 95% interval)",
     ),
 )
 CATALOG: dict[str, Metric] = {m.key: m for m in _ALL}

@@ -71,7 +71,8 @@ def parse_configurations(selected: Iterable[str], custom: str = "") -> tuple[str
 
 def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """Final metrics per (kb, attack, configuration), leakage by stage, ratios to no protection and the
-    ACC drop; with repeated runs (seeds) the means, their standard deviations and the number of runs."""
+    ACC drop; with repeated runs (seeds) the means, their standard deviations and the number of runs; with a
+    membership attack, the configuration's membership AUROC and its interval right after CRR's."""
     repeated = any(r.get("n_runs", 1) > 1 for r in rows)
     several_kbs = len({r.get("kb") for r in rows}) > 1
     cols = [
@@ -97,6 +98,10 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
         at = list(df.columns).index(MK.CRR) + 1 if MK.CRR in df.columns else len(df.columns)
         df.insert(at, MK.CRR_CI, [fmt_interval(r.get(MK.CRR_CI), 4) for r in rows])
         df.insert(at + 1, MK.CRR_VS_NONE, [r.get(MK.CRR_VS_NONE) or "" for r in rows])
+    if any(r.get(MK.MEMBERSHIP_AUROC) is not None for r in rows):  # beside CRR's: copying vs membership
+        at = list(df.columns).index(MK.CRR_VS_NONE) + 1 if MK.CRR_VS_NONE in df.columns else len(df.columns)
+        df.insert(at, MK.MEMBERSHIP_AUROC, [r.get(MK.MEMBERSHIP_AUROC) for r in rows])
+        df.insert(at + 1, "membership_auroc_ci", [fmt_interval(r.get("membership_auroc_ci"), 2) for r in rows])
     return df.dropna(axis=1, how="all").reset_index(drop=True)
 
 

@@ -99,6 +99,7 @@ def round_view(events: Sequence[Event], rnd: int) -> dict[str, Any] | None:
         MK.ROUGE_CONTEXTS: list(leak.rouge_contexts) if leak else [],
         "recall": dict(leak.recall) if leak else {},
         "pii": list(leak.pii) if leak else [],
+        "canaries": list(leak.canaries) if leak else [],  # chunks whose canary this answer carried first
         "metrics": dict(leak.metrics) if leak else {},
         "tenancy": tenancy,  # a multi-tenant run: identity, mode, each shown chunk's tenant, what the filter cut
     }

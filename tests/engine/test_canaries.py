@@ -73,6 +73,10 @@ def test_an_extraction_run_records_its_canaries_and_their_hits():
     hits = [c for e in run.events if isinstance(e, LeakScored) for c in e.canaries]
     answers = " ".join(e.text for e in run.events if e.kind == "generated")
     assert sorted(hits) == sorted(canary_hits(answers, codes))  # every hit is in an answer, none is missed
+    from engine.views.extraction import round_view
+
+    for e in (e for e in run.events if isinstance(e, LeakScored)):  # the lab's round view marks each hit
+        assert round_view(run.events, e.round)["canaries"] == list(e.canaries)
     s = run.summary()
     assert s["canaries_planted"] == len(run.corpus) and s["canaries_leaked"] == len(set(hits))
     assert s["canaries_ci"][0] <= s["canaries_leaked"] / s["canaries_planted"] <= s["canaries_ci"][1]

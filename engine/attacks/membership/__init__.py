@@ -6,12 +6,14 @@ from ...registry import Registry
 from .base import MembershipAttack, MembershipContext
 from .direct import DirectQuestion
 from .mba import MaskBased
+from .riddle import RiddleMeThis
 from .s2mia import S2MIA
 
 MEMBERSHIP_ATTACKS: Registry[MembershipAttack] = Registry("membership attack")
 MEMBERSHIP_ATTACKS.register("direct")(DirectQuestion)
 MEMBERSHIP_ATTACKS.register("s2mia")(S2MIA)
 MEMBERSHIP_ATTACKS.register("mba")(MaskBased)
+MEMBERSHIP_ATTACKS.register("riddle")(RiddleMeThis)
 
 
 def make_membership_attack(
