@@ -9,7 +9,7 @@ from components.job_panel import job_panel
 from components.state import init_state
 from components.text import marked_markdown, md_escape
 from engine.views.comparison import comparison_table
-from engine.analysis.teaching import DEPLOYMENTS, LEVEL2_ATTACK, LEVEL3_DEFENSES, LEVELS, RUNNERS
+from engine.analysis.teaching import DEPLOYMENTS, LEVEL1_ATTACK, LEVEL2_ATTACK, LEVEL3_DEFENSES, LEVELS, RUNNERS
 from engine.tenancy import FILTER_WORDS, TENANT_FILTERS
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
@@ -57,9 +57,11 @@ def controls(level: int, busy: bool) -> None:
     k = f"teach{level}"
     if level == 1:
         c1, c2, c3 = st.columns(3)
+        names = [a for a in POISONING_ATTACKS.names() if POISONING_ATTACKS.get(a).takes_target()]
         attack = c1.selectbox(
             "Attack",
-            [a for a in POISONING_ATTACKS.names() if POISONING_ATTACKS.get(a).takes_target()],
+            names,
+            index=names.index(LEVEL1_ATTACK) if LEVEL1_ATTACK in names else 0,
             key=f"{k}_attack",
         )
         target = c2.selectbox("Target", [t for t in TARGET_KINDS if t != "custom"], key=f"{k}_target")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from ..progress import Progress, StopToken, stopped
+from ..tenancy import FILTER_WORDS
 from ..metrics.catalog import MK
 
 # the extraction levels use the quick-extraction-demo configuration: the smallest offline model that
@@ -105,8 +106,11 @@ def check_level1(events: Sequence[Any]) -> dict[str, Any]:
     }
 
 
+LEVEL1_ATTACK = "universal"  # the paper's attack, the one level 1's text explains
+
+
 def run_level1(
-    attack: str = "universal",
+    attack: str = LEVEL1_ATTACK,
     target: str = "pii",
     limit: int = 3,
     *,
@@ -309,7 +313,9 @@ def check_level4(events: Sequence[Any], guess: str, mode: str) -> dict[str, Any]
     right = guess == mode
     return {
         "met": right,
-        "reason": "" if right else f"this deployment does not filter '{guess}': look at the retrieval log again",
+        "reason": ""
+        if right
+        else f"This deployment does not filter {FILTER_WORDS.get(guess, guess)}: look at its retrieval log again.",
         "metrics": {
             "rounds reaching another tenant": float(t.get(MK.CROSS_TENANT_ROUNDS, 0.0)),
             "other tenants' chunks in the context": int(t.get(MK.CROSS_TENANT_CHUNKS, 0)),

@@ -111,6 +111,7 @@ def _run_level(level: int, timeout: float):
 
 def test_teaching_level_one_runs_and_reports_its_goal():
     at, res = _run_level(1, 300)
+    assert at.selectbox(key="teach1_attack").value == "universal"  # the attack the level's text explains
     assert res["metrics"]["ASR@1"] > 0 and res["met"]
     assert any("Goal met" in s.value for s in at.success)
     assert {m.label for m in at.metric} >= {"ASR@1", "ASR@5"}
