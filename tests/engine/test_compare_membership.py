@@ -20,15 +20,15 @@ def test_membership_auroc_beside_crr_per_configuration(tmp_path, monkeypatch):
         },
         configurations=("none", "detect-and-hide"),
         attacks=("zeng",),
-        utility_limit=2,
+        utility_limit=1,
         membership_attack="direct",
-        membership_records=3,
+        membership_records=2,
     )
     rows = run_comparison(cfg, out_dir=tmp_path)
     assert [r.configuration for r in rows] == ["none", "detect-and-hide"]
     for r in rows:
         m = r.membership
-        assert m["attack"] == "direct" and m["decisions"] == 6 and m["queries"] == 6
+        assert m["attack"] == "direct" and m["decisions"] == 4 and m["queries"] == 4
         assert 0.0 <= m["auroc"] <= 1.0 and m["auroc_ci"][0] <= m["auroc"] <= m["auroc_ci"][1]
         assert r[MK.MEMBERSHIP_AUROC] == m["auroc"]  # flat, as comparison.json holds it
     saved = json.loads((tmp_path / "comparison.json").read_text())

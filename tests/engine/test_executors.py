@@ -17,7 +17,7 @@ ray = pytest.importorskip("ray", reason="Ray comes from requirements-scale.txt, 
 from engine.config import ComparisonConfig, SweepConfig  # noqa: E402
 from engine.executors import ExecutorConfig, run_cells  # noqa: E402
 from engine.progress import stop_flag  # noqa: E402
-from engine.sweep import run_sweep  # noqa: E402
+from engine.sweep import grid, run_sweep  # noqa: E402
 
 SWEEP = SweepConfig(retrievers=("minilm", "bm25"), targets=("pii", "diagnosis"), limit=10)
 RAY2 = ExecutorConfig(executor="ray", workers=2)
@@ -32,11 +32,12 @@ def test_a_sweep_on_ray_equals_the_serial_sweep(tmp_path):
         SWEEP,
         executor=RAY2,
         out_dir=tmp_path,
-        cell_progress=lambda cell, stage, d, t: seen.append((cell["target"], stage)),
+        cell_progress=lambda i, stage, d, t: seen.append((grid(SWEEP)[i]["target"], stage)),  # engine.progress
     )
     assert on_ray.complete and not on_ray.failed
     assert on_ray.cells.equals(serial.cells)  # same rows, in grid order, whatever order they finished in
     assert seen and all(stage == "target documents" for _, stage in seen)
+    assert {target for target, _ in seen} == {"pii", "diagnosis"}  # the index names the cell of the grid
     placement = json.loads((tmp_path / "placement.json").read_text())
     assert len(placement) == 4 and all(p["status"] == "finished" and p["node"] for p in placement)
 

@@ -313,8 +313,10 @@ def test_riddle_runs_against_the_real_pipeline_and_passes_the_intent_block(tmp_p
     run.run()
     run.close()
     s = json.loads((tmp_path / run.run_id / "summary.json").read_text())
-    assert s["decisions"] == 4 and s["queries"] == 8
     events, _ = read_events(tmp_path / run.run_id / "events.jsonl")
+    asked = [e for e in events if e.kind == "query_issued"]
+    # at most two questions a record: fewer where a record states fewer specific facts
+    assert s["decisions"] == 4 and s["queries"] == len(asked) and 4 <= len(asked) <= 8
     blocked = [e for e in events if e.kind == "defense_applied" and e.action == "blocked"]
     assert blocked == []
     assert all(0 <= e.score <= 1 for e in events if isinstance(e, MembershipScored))
