@@ -116,17 +116,14 @@ class PoisonConfig(Params):
                     "(--generate / generate: true) to use it"
                 )
         from .attacks.poisoning import POISONING_ATTACKS
-        from .capabilities import check_requirements
 
-        provided, why = _retriever_capabilities(self.retriever)
-        provided |= {"pipeline", "index"} | ({"generator"} if self.generate else set())
-        why.setdefault("generator", "switch generation on (--generate / generate: true)")
-        check_requirements(
+        _check_plugins(
             "poisoning",
             [("attack", self.attack, POISONING_ATTACKS.get(self.attack))]
             + [("defense", d, DEFENSES.get(d)) for d in self.defenses],
-            provided,
-            why,
+            self.retriever,
+            {"pipeline", "index"} | ({"generator"} if self.generate else set()),
+            {"generator": "switch generation on (--generate / generate: true)"},
         )
 
     def answer_generator_params(self) -> dict[str, Any]:
@@ -179,14 +176,25 @@ def config_digest(values: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(dict(values), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _retriever_capabilities(name: str) -> tuple[set[str], dict[str, str]]:
-    """What a run's retriever provides (``dense_retriever`` or not) and, when not, why and what to choose."""
+def _check_plugins(
+    run: str,
+    plugins: list[tuple[str, str, Any]],
+    retriever: str,
+    provided: set[str],
+    why: Mapping[str, str] | None = None,
+) -> None:
+    """:func:`engine.capabilities.check_requirements` for a run whose configuration ``provided`` these capabilities
+    and whose ``retriever`` adds ``dense_retriever`` when it is dense (else says which to choose)."""
+    from .capabilities import check_requirements
     from .embedders import RETRIEVERS, offline_retrievers
 
-    if name in RETRIEVERS and RETRIEVERS.get(name).dense:
-        return {"dense_retriever"}, {}
-    dense = [n for n in offline_retrievers() if RETRIEVERS.get(n).dense]
-    return set(), {"dense_retriever": f"retriever {name!r} is not dense: choose one of {', '.join(dense)}"}
+    reasons = dict(why or {})
+    if retriever in RETRIEVERS and RETRIEVERS.get(retriever).dense:
+        provided = provided | {"dense_retriever"}
+    else:
+        dense = [n for n in offline_retrievers() if RETRIEVERS.get(n).dense]
+        reasons["dense_retriever"] = f"retriever {retriever!r} is not dense: choose one of {', '.join(dense)}"
+    check_requirements(run, plugins, provided, reasons)
 
 
 def check_generators(cfg: Params, kinds: tuple[str, ...]) -> None:
@@ -355,22 +363,15 @@ class ExtractionConfig(Params):
                 f"tenants: split the built-in pipeline's knowledge base only; target {self.target!r} enforces its own "
                 "tenancy (attack it with the credentials of one tenant)"
             )
-        from .capabilities import check_requirements
-
-        provided, why = _retriever_capabilities(self.retriever)
-        provided.add("generator")
-        if self.target == "pipeline":
-            provided.add("pipeline")
-        else:
-            why["pipeline"] = f"target {self.target!r} runs its own (for a Chroma target, set its defenses parameter)"
-        if self.attacker_llm:
-            provided.add("attacker_llm")
-        check_requirements(
+        _check_plugins(
             "extraction",
             [("attack", self.attack, EXTRACTION_ATTACKS.get(self.attack))]
             + [("defense", d, DEFENSES.get(d)) for d in self.defenses],
-            provided,
-            why,
+            self.retriever,
+            {"generator"}
+            | ({"pipeline"} if not self.external else set())
+            | ({"attacker_llm"} if self.attacker_llm else set()),
+            {"pipeline": f"target {self.target!r} runs its own (for a Chroma target, set its defenses parameter)"},
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -478,15 +479,12 @@ class MembershipConfig(Params):
         if not self.kb.strip():
             raise ConfigError("kb: name the knowledge base whose records are probed")
         check_generators(self, ("generator",))
-        from .capabilities import check_requirements
-
-        provided, why = _retriever_capabilities(self.retriever)
-        check_requirements(
+        _check_plugins(
             "membership",
             [("attack", self.attack, MEMBERSHIP_ATTACKS.get(self.attack))]
             + [("defense", d, DEFENSES.get(d)) for d in self.defenses],
-            provided | {"generator", "pipeline"},
-            why,
+            self.retriever,
+            {"generator", "pipeline"},
         )
 
     def config_hash(self) -> str:
@@ -704,17 +702,13 @@ class AuditConfig(Params):
             raise ConfigError("target: name the system audited (pipeline, http, openai-chat, python, chroma)")
         for a in self.extraction_attacks:
             EXTRACTION_ATTACKS.get(a)
-        from .capabilities import check_requirements
-
-        provided, why = _retriever_capabilities(self.retriever)
-        provided |= {"generator"} | ({"attacker_llm"} if self.attacker_llm else set())
-        why["index"] = "an audit reaches its target through its queries and documents only"
-        check_requirements(
+        _check_plugins(
             "audit",
             [("extraction attack", a, EXTRACTION_ATTACKS.get(a)) for a in self.extraction_attacks]
             + [("poisoning attack", a, POISONING_ATTACKS.get(a)) for a in self.poisoning_attacks],
-            provided,
-            why,
+            self.retriever,
+            {"generator"} | ({"attacker_llm"} if self.attacker_llm else set()),
+            {"index": "an audit reaches its target through its queries and documents only"},
         )
         if not self.extraction_attacks and not self.poisoning_attacks:
             raise ConfigError("the battery is empty: give extraction_attacks or poisoning_attacks")

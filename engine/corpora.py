@@ -73,9 +73,8 @@ def fingerprint(docs: Iterable[Document]) -> str:
         h.update(b"\0")
         h.update(d.text.encode())
         h.update(b"\1")
-        tenant = d.metadata.get("tenant") if d.metadata else None
-        if tenant is not None and str(tenant) != "":
-            h.update(b"\2" + str(tenant).encode() + b"\3")
+        if d.tenant is not None:
+            h.update(b"\2" + d.tenant.encode() + b"\3")
     return h.hexdigest()
 
 

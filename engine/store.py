@@ -37,8 +37,7 @@ from .errors import ConfigError, EngineError
 from .params import Params, param
 from .paths import cache_dir
 from .progress import Progress
-from .types import Document
-from .types import Hit
+from .types import TENANT_KEY, Document, Hit
 
 _TIE_TOL = 1e-5
 SCORE_BLOCK_BYTES = 256 * 2**20  # exact scoring holds at most this much of a queries × documents score matrix
@@ -134,9 +133,7 @@ class BaseIndex:
         """Rows of the base that belong to ``tenant`` (a boolean mask in corpus order; cached per tenant)."""
         masks = self.__dict__.setdefault("_tenant_masks", {})
         if tenant not in masks:
-            masks[tenant] = np.array(
-                [str((d.metadata or {}).get("tenant", "")) == tenant for d in self.corpus.documents], dtype=bool
-            )
+            masks[tenant] = np.array([d.tenant == tenant for d in self.corpus.documents], dtype=bool)
         return masks[tenant]
 
     def search_matrix(self) -> np.ndarray:
@@ -250,13 +247,7 @@ def _server_build_lock(client: Any, name: str, ready: Callable[[], bool], poll: 
 def _metadatas(docs: Sequence[Document]) -> list[dict[str, Any]]:
     """Chroma metadata of base chunks: not a poison, and the chunk's tenant where it has one (what an
     ``inside`` tenant filter searches with)."""
-    out: list[dict[str, Any]] = []
-    for d in docs:
-        tenant = d.metadata.get("tenant") if d.metadata else None
-        out.append(
-            {"poison": False} if tenant is None or str(tenant) == "" else {"poison": False, "tenant": str(tenant)}
-        )
-    return out
+    return [{"poison": False} if d.tenant is None else {"poison": False, TENANT_KEY: d.tenant} for d in docs]
 
 
 def _filled_collection(
@@ -597,7 +588,7 @@ class RunStore:
                 query_embeddings=Q,
                 n_results=min(k, n_base),
                 include=["distances"],
-                **({"where": {"tenant": tenant}} if tenant is not None else {}),
+                **({"where": {TENANT_KEY: tenant}} if tenant is not None else {}),
             )
         else:
             res = {"ids": [[] for _ in range(len(Q))], "distances": [[] for _ in range(len(Q))]}

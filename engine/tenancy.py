@@ -30,7 +30,7 @@ import numpy as np
 from .errors import ConfigError
 from .metrics.catalog import MK
 from .metrics.intervals import wilson
-from .types import Document
+from .types import TENANT_KEY, Document
 
 TENANT_FILTERS = ("inside", "after", "none")
 FILTER_WORDS = {  # each mode in a few words, for a form
@@ -38,7 +38,6 @@ FILTER_WORDS = {  # each mode in a few words, for a form
     "after": "after the top-K",
     "none": "not at all",
 }
-TENANT_KEY = "tenant"  # the metadata field (and Chroma metadata key) that names a chunk's tenant
 
 
 def source_of(doc: Document) -> str:
@@ -46,16 +45,10 @@ def source_of(doc: Document) -> str:
     return str(doc.metadata.get("parent_id") or doc.id)
 
 
-def tenant_of(doc: Document) -> str | None:
-    """The chunk's tenant, or None for a chunk that carries none."""
-    t = doc.metadata.get(TENANT_KEY)
-    return None if t is None or str(t) == "" else str(t)
-
-
 def assign_tenants(docs: Sequence[Document], n: int, seed: int) -> list[Document]:
     """``docs`` with a tenant each: kept where the documents already carry one (all of them must), else
     ``tenant-1`` … ``tenant-n`` dealt round-robin over the source records in an order drawn from ``seed``."""
-    given = [tenant_of(d) for d in docs]
+    given = [d.tenant for d in docs]
     if any(t is not None for t in given):
         missing = sum(t is None for t in given)
         if missing:
@@ -76,7 +69,7 @@ def assign_tenants(docs: Sequence[Document], n: int, seed: int) -> list[Document
 
 def tenants_of(docs: Iterable[Document]) -> dict[str, str]:
     """Chunk id → tenant, for the chunks that carry one."""
-    return {d.id: t for d in docs if (t := tenant_of(d)) is not None}
+    return {d.id: t for d in docs if (t := d.tenant) is not None}
 
 
 def check_identity(identity: str, owners: Mapping[str, str]) -> str:

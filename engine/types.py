@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 
+TENANT_KEY = "tenant"  # the metadata field (and Chroma metadata key) naming a chunk's tenant
+
+
 @dataclass(frozen=True)
 class Document:
     """A retrievable unit (a chunk of a source document)."""
@@ -13,6 +16,13 @@ class Document:
     id: str
     text: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def tenant(self) -> str | None:
+        """The chunk's tenant (metadata ``tenant``, :data:`TENANT_KEY`; multi-tenant KBs, engine/tenancy.py), or
+        None when it carries none."""
+        t = self.metadata.get(TENANT_KEY) if self.metadata else None
+        return None if t is None or str(t) == "" else str(t)
 
 
 @dataclass(frozen=True)
