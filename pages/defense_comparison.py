@@ -19,6 +19,7 @@ from engine.views.comparison import (
     parse_configurations,
     supports_adaptive,
 )
+from engine.analysis.teaching import DEMO_SYSTEM, LEVEL2_ATTACK
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.attacks.membership import MEMBERSHIP_ATTACKS
 from engine.compare import run_comparison
@@ -35,6 +36,8 @@ from engine.saved import list_comparisons
 KBS = ("clinic_records", "healthcaremagic", "enron")
 NEEDS_DATA = ("healthcaremagic", "enron")
 ATTACKS = tuple(EXTRACTION_ATTACKS.names())
+# the first try leaks visibly: the extraction demo's attack and model (engine.analysis.teaching.DEMO_SYSTEM)
+DEMO_ATTACK, DEMO_MODEL = LEVEL2_ATTACK, str(DEMO_SYSTEM["generator_params"]["model"])
 MODELS = tuple(MODELS_REGISTRY)
 
 init_state()
@@ -57,7 +60,10 @@ with st.form("cmp_setup"):
         "healthcaremagic and enron need the benchmark data dir (RAG_PLAYGROUND_DATA_DIR)",
     )
     attacks = c1.multiselect(
-        "Attacks", ATTACKS, default=[ATTACKS[0]], format_func=lambda a: f"{a} — {EXTRACTION_ATTACKS.describe(a)[:60]}"
+        "Attacks",
+        ATTACKS,
+        default=[DEMO_ATTACK] if DEMO_ATTACK in ATTACKS else [ATTACKS[0]],
+        format_func=lambda a: f"{a} — {EXTRACTION_ATTACKS.describe(a)[:60]}",
     )
     rounds = c1.number_input("Rounds (attacker queries)", 1, 500, 3)
     repeats = c1.number_input(
@@ -77,7 +83,13 @@ with st.form("cmp_setup"):
         if adaptive_ok
         else "Not available: the attacks have no adaptive mode in this version",
     )
-    model = c2.selectbox("Generator model", MODELS, help="Local offline models; the larger Qwen models are slower")
+    model = c2.selectbox(
+        "Generator model",
+        MODELS,
+        index=MODELS.index(DEMO_MODEL) if DEMO_MODEL in MODELS else 0,
+        help="Local offline models; the larger Qwen models are slower (SmolLM2-135M rarely repeats its context, "
+        "so little leaks with it)",
+    )
     max_tokens = c2.number_input("Tokens per answer", 8, 1024, 96, help="Longer answers can leak more, and take longer")
     presets = c2.multiselect(
         "Defense configurations",
@@ -241,8 +253,8 @@ if view is not None:
     render_results(view["config"], view["rows"], complete=view.get("complete", True))
 elif job is None:
     st.info(
-        "Choose the attacks and defense configurations and press **Start comparison**. A first try: "
-        "clinic_records, zeng, 2 rounds, none vs system-prompt, 3 utility questions."
+        "Choose the attacks and defense configurations and press **Start comparison**. The defaults are a first "
+        f"try that leaks: {DEMO_ATTACK} against {DEMO_MODEL} on clinic_records, 3 rounds, none vs system-prompt."
     )
 
 with st.expander("Long experiments (a results folder)"):  # below the page's own results

@@ -30,7 +30,7 @@ def comparison_curves(rows: Sequence[dict[str, Any]], metric: str = MK.CRR) -> g
         xaxis_title="attack round",
         yaxis_title=_LABELS.get(metric, metric),
         margin={"t": 30},
-        xaxis={"tickformat": "d", "range": [0.5, longest + 0.5]},
+        xaxis={"tickformat": "d", "dtick": 1 if longest <= 20 else None, "range": [0.5, longest + 0.5]},
         legend_title="configuration",
     )
     return fig

@@ -77,6 +77,9 @@ def test_tiny_comparison_runs_in_the_background_and_shows_table_and_tradeoff(cac
         if n.label in values:
             n.set_value(values[n.label])
     assert next(m for m in at.multiselect if m.label == "Defense configurations").value == ["none", "system-prompt"]
+    # the first try is the extraction demo's attack and model, which leak visibly (SmolLM2 and code-claim did not)
+    assert next(m for m in at.multiselect if m.label == "Attacks").value == ["rag-thief"]
+    assert next(s for s in at.selectbox if s.label == "Generator model").value == "qwen2.5-0.5b"
     next(b for b in at.button if b.label == "Start comparison").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.session_state["cmp_job"].running or at.session_state["cmp_job"].result is not None

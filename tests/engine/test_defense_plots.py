@@ -107,6 +107,7 @@ def test_curves_one_line_per_configuration(rows):
     fig = comparison_curves(rows, "crr")
     assert [t.name for t in fig.data] == ["none", "reindex", "cascade", "reindex+cascade"]
     assert list(fig.data[0].y) == pytest.approx([0.1, 0.15, 0.3]) and list(fig.data[0].x) == [1, 2, 3]
+    assert fig.layout.xaxis.dtick == 1  # one tick a round: no "1 1 2 2 3 3" from half steps printed as integers
     several = comparison_curves(rows + [_row("worm", "none", 0.1, 0.8)], "pii_leaked")
     assert several.data[-1].name == "none · worm" and list(several.data[-1].y) == [1, 2, 3]
 
