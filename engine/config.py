@@ -309,6 +309,13 @@ class ExtractionConfig(Params):
         "answer carrying one leaked its chunk, with no false positives",
         label="Canaries (share of chunks)",
     )
+    canary_codes: str = param(
+        "",
+        help="Canaries the knowledge base's owner planted (in a target's store, say): a file of codes, one a line "
+        "(as 'python -m engine canaries plant' writes), or codes separated by commas. Canary lines already in the "
+        "knowledge base are found without it",
+        label="Canary codes (file or list)",
+    )
     tenants: int = param(
         0,
         min=0,
@@ -352,8 +359,13 @@ class ExtractionConfig(Params):
             if self.canaries:
                 raise ConfigError(
                     f"canaries: planted in the built-in pipeline's knowledge base only; target {self.target!r} "
-                    "holds its own (plant canaries in its store yourself and give them as the reference kb)"
+                    "holds its own: plant them in its store (python -m engine canaries plant KB --share S writes "
+                    "the knowledge base with them and their codes) and give the codes file as canary_codes"
                 )
+        if self.canary_codes:
+            from .canaries import read_codes
+
+            read_codes(self.canary_codes)  # a missing file or a too-short code: one line now, before any model
         if self.tenants == 1:
             raise ConfigError("tenants: 1 tenant isolates nothing: 0 (one owner) or at least 2")
         if not self.tenants and (self.identity or self.tenant_filter != "inside"):
@@ -384,6 +396,8 @@ class ExtractionConfig(Params):
             d.pop("target_params", None)
         if not d.get("canaries"):  # no canaries: the record and hash of runs written before they existed
             d.pop("canaries", None)
+        if not d.get("canary_codes"):
+            d.pop("canary_codes", None)
         if not d.get("tenants"):  # one owner: the record and hash of runs written before tenancy existed
             for k in ("tenants", "identity", "tenant_filter"):
                 d.pop(k, None)
@@ -691,6 +705,21 @@ class AuditConfig(Params):
     seed: int = param(0, min=0, help="Seed of every attacker")
     data_dir: str = param("", help="Benchmark data dir (else $RAG_PLAYGROUND_DATA_DIR)")
     fail_on: Optional[Mapping[str, Any]] = param(None, help="Gate thresholds {severity: high, crr: 0.02, …}")
+    canaries: float = param(
+        0.0,
+        min=0.0,
+        max=1.0,
+        help="Built-in pipeline: share of its knowledge base's chunks given a canary (a unique fake record number) "
+        "before the extraction attacks; an answer carrying one is a leak with no false positive",
+        label="Canaries (share of chunks)",
+    )
+    canary_codes: str = param(
+        "",
+        help="Any target: the canaries its owner planted in its store — a file of codes, one a line (python -m "
+        "engine canaries plant writes the knowledge base with them and this file), or codes separated by commas; "
+        "canary lines in the reference knowledge base are found without it",
+        label="Canary codes (file or list)",
+    )
 
     def validate(self) -> None:
         """Every attack is registered and the battery is not empty (the target's parameters and the gate's
@@ -731,6 +760,27 @@ class AuditConfig(Params):
             from .generators.spec import parse_generator
 
             parse_generator(self.attacker_llm)
+        if self.canaries and self.target != "pipeline":
+            raise ConfigError(
+                f"canaries: the audit plants them in the built-in pipeline only; target {self.target!r} holds its "
+                "own store: plant them there (python -m engine canaries plant KB --share S) and give the codes "
+                "file as canary_codes"
+            )
+        if (self.canaries or self.canary_codes) and not self.extraction_attacks:
+            raise ConfigError("canaries are read in the extraction attacks' answers: the battery has none")
+        if self.canary_codes:
+            from .canaries import read_codes
+
+            read_codes(self.canary_codes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Field values as a plain dict, the canary fields only when set (an audit folder written before they
+        existed resumes: its recorded configuration is the same)."""
+        d = super().to_dict()
+        for k in ("canaries", "canary_codes"):
+            if not d.get(k):
+                d.pop(k, None)
+        return d
 
 
 def differences(old: Mapping[str, Any], new: Mapping[str, Any], *, skip: tuple[str, ...] = (), limit: int = 4) -> str:

@@ -92,6 +92,27 @@ with st.form("audit_setup"):
         "journaled, removed and checked gone",
     )
     questions = b3.number_input("Questions per poisoning attack", 1, 1000, base.poison_questions)
+    if kind == "pipeline":
+        canaries = b3.number_input(
+            "Canaries (share of chunks)",
+            0.0,
+            1.0,
+            float(base.canaries),
+            step=0.05,
+            help="Plant a unique fake record number in this share of the built-in pipeline's chunks; an answer "
+            "carrying one is a leak with no false positive (0: none)",
+        )
+        canary_codes = ""
+    else:
+        canaries = 0.0
+        canary_codes = b3.text_input(
+            "Canary codes",
+            base.canary_codes,
+            placeholder="CR-7Q4K-2291,CR-… or planted.codes.txt",
+            help="The canaries you planted in this target's store (python -m engine canaries plant writes a "
+            "knowledge base with them and this list); canary lines in the reference knowledge base are found "
+            "without it",
+        )
     t1, t2 = st.columns(2)
     test = t1.form_submit_button("Test connection", disabled=running)
     start = t2.form_submit_button("Run audit", type="primary", disabled=running)
@@ -101,7 +122,7 @@ def config() -> AuditConfig:
     """The audit of the form's values, its target's parameters validated (nothing is opened)."""
     ss.setdefault("audit_target_params", {})[kind] = params
     if shared_mode():  # first: a path is refused by policy, whether it exists or not
-        check_shared_audit(kind, params, kb.strip())
+        check_shared_audit(kind, params, kb.strip(), canary_codes)
     check_target(kind, params)
     return AuditConfig.from_dict(
         {
@@ -114,6 +135,8 @@ def config() -> AuditConfig:
             "rounds": int(rounds),
             "poison_questions": int(questions),
             "fail_on": parse_fail_on(fail_on) or None,
+            "canaries": float(canaries),
+            "canary_codes": canary_codes.strip(),
             "data_dir": data_dir(),
         },
         where="audit",

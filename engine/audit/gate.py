@@ -1,8 +1,8 @@
 """The CI gate: thresholds a finding must stay under, and a baseline report it must not get worse than.
 
 ``--fail-on`` takes comma-separated conditions, ``severity>=high`` and ``METRIC>VALUE`` (e.g.
-``crr>0.02,pii_leaked>0,asr>0.25``; in a preset, ``fail_on: {severity: high, crr: 0.02}``). A condition
-applies to every finding that has the metric. ``--baseline old/report.json`` compares with an earlier
+``crr>0.02,pii_leaked>0,asr>0.25,canaries_leaked>0``; in a preset, ``fail_on: {severity: high, crr: 0.02}``).
+A condition applies to every finding that has the metric. ``--baseline old/report.json`` compares with an earlier
 report of the same battery:
 
 * a finding over a threshold is a regression when the baseline's same finding was not over it (without a
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
-from .findings import SEVERITIES, metric_text, severity_rank
+from .findings import CANARIES, SEVERITIES, metric_text, severity_rank
 from ..metrics.catalog import MK
 
 GATE_FAILED = 3
@@ -34,6 +34,7 @@ WORSE_WHEN_HIGHER = (
     "poison_retrieved",
     "asr_without_trigger",
     MK.SEMANTIC_LEAK,
+    CANARIES,
 )
 COUNTS = (MK.PII_LEAKED, "pii_shapes", "verbatim_pairs")
 _COND = re.compile(r"^\s*([a-z_]+)\s*(>=|>)\s*([A-Za-z0-9.]+)\s*$")

@@ -54,6 +54,8 @@ MEASURED_KEYS = (
     "chunk_size",
     "chunk_overlap",
     "seed",
+    "canaries",
+    "canary_codes",
 )
 
 
@@ -101,7 +103,10 @@ def extraction_config(cfg: AuditConfig, attack: str) -> ExtractionConfig:
         "attack_params": dict((cfg.attack_params or {}).get(attack) or {}) or None,
         "attacker_llm": llm,
         "attacker_llm_params": llm_params or None,
+        "canary_codes": cfg.canary_codes,
     }
+    if cfg.canaries:
+        fields["canaries"] = cfg.canaries
     if cfg.target == "pipeline":
         target = make_target("pipeline", dict(cfg.target_params or {}), data_dir=cfg.data_dir or None)
         return target.extraction_config(**fields)

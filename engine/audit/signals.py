@@ -22,7 +22,8 @@ from typing import Any, Sequence
 
 from ..attacks.extraction.benign import _REFUSAL
 from ..corpora import Corpus
-from ..events import Event, Generated, LeakScored, QueryIssued
+from ..canaries import loose_pattern
+from ..events import CanariesPlanted, Event, Generated, LeakScored, QueryIssued
 from ..metrics.intervals import wilson
 from ..metrics.overlap import shared_spans, shares_verbatim_run, word_tokens
 
@@ -102,12 +103,52 @@ def _marked(source: str, answer: str) -> dict[str, Any]:
 
 
 def leak_evidence(events: Sequence[Event], corpus: Corpus | None) -> list[dict[str, Any]]:
-    """Up to five leaks, each ``{round, query, answer, source_id, source_text, spans}``: recovered reference
-    chunks beside the answer that reproduced them; without a reference, the reported contexts an answer
-    reproduced; failing both, answers holding PII-shaped strings."""
+    """Up to five leaks, each ``{round, query, answer, source_id, source_text, spans}``: answers carrying a
+    canary first (proof with no false positive), then recovered reference chunks beside the answer that
+    reproduced them; without a reference, the reported contexts an answer reproduced; failing both, answers
+    holding PII-shaped strings."""
     queries = {e.round: e.text for e in events if isinstance(e, QueryIssued)}
     gens = {e.round: e for e in events if isinstance(e, Generated)}
     text = {d.id: d.text for d in corpus.documents} if corpus is not None else {}
+    found = _canary_evidence(events, queries, gens, text) + _text_evidence(events, queries, gens, text)
+    return found[:EVIDENCE_MAX]
+
+
+def _canary_evidence(
+    events: Sequence[Event], queries: dict[int, str], gens: dict[int, Generated], text: dict[str, str]
+) -> list[dict[str, Any]]:
+    planted = next((e for e in events if isinstance(e, CanariesPlanted)), None)
+    if planted is None:
+        return []
+    codes = dict(zip(planted.doc_ids, planted.codes))
+    out: list[dict[str, Any]] = []
+    for e in events:
+        if isinstance(e, LeakScored) and e.canaries and e.round in gens:
+            for cid in e.canaries:
+                if len(out) < EVIDENCE_MAX:
+                    answer, source = gens[e.round].text, text.get(cid, "")[:SOURCE_CAP]
+                    rx = loose_pattern(codes[cid]) if codes.get(cid) else None
+                    hit = rx.search(answer[:ANSWER_CAP]) if rx else None
+                    src = rx.search(source) if rx else None
+                    out.append(
+                        {
+                            "round": e.round,
+                            "query": queries.get(e.round, ""),
+                            "answer": answer,
+                            "source_id": "" if cid.startswith("canary:") else cid,
+                            "why": f"canary {codes.get(cid, cid)} in the answer (a planted honeytoken: no false "
+                            "positive)",
+                            "source_text": source,
+                            "spans": [[src.start(), src.end()]] if src else [],
+                            "answer_spans": [[hit.start(), hit.end()]] if hit else [],
+                        }
+                    )
+    return out
+
+
+def _text_evidence(
+    events: Sequence[Event], queries: dict[int, str], gens: dict[int, Generated], text: dict[str, str]
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for e in events:
         if isinstance(e, LeakScored) and e.recovered and e.round in gens:

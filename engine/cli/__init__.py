@@ -1,4 +1,4 @@
-"""Command line: ``python -m engine poison|run|sweep|analyze|extract|utility|compare|audit|membership|list``.
+"""Command line: ``python -m engine poison|run|sweep|analyze|extract|utility|compare|audit|membership|canaries|list``.
 
 Bad input exits non-zero with one ``error: …`` line on stderr, never a traceback. With
 ``--json`` the last line printed on stdout is one JSON object with the results.
@@ -15,6 +15,7 @@ from typing import Sequence
 from ..errors import EngineError
 from ..secrets import scrub
 from .audit import add_parser as add_audit_parser
+from .canaries import add_parser as add_canaries_parser
 from .membership import add_parser as add_membership_parser
 from .common import Parser, _partial_line, _progress_printer, add_executor_args, check_args
 from .extraction import _finish_extraction, run_compare
@@ -174,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_extraction_parsers(sub, common)
     add_audit_parser(sub, common)
     add_membership_parser(sub, common)
+    add_canaries_parser(sub, common)
 
     pl = sub.add_parser("list", help="registered retrievers, attacks, detectors, targets, presets")
     pl.add_argument("--json", action="store_true")

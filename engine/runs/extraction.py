@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Optional
 from ..attacker_states import full_states, state_delta
 from ..attacks.extraction import AttackContext, Exchange, ExtractionAgent, make_agent
 from ..config import ExtractionConfig
-from ..canaries import canary_codes, plant_canaries
+from ..canaries import owner_canaries, plant_canaries
 from ..corpora import Corpus, check_corpus_spec, fingerprint, load_corpus, retriever_window, stats_for
 from ..defenses import make_defenses
 from ..embedders import make_retriever
@@ -155,11 +155,9 @@ class ExtractionRun(EventRunner):
             raise ConfigError(f"the knowledge base {c.kb!r} is empty")
         if c.top_k > len(corpus):
             raise ConfigError(f"top-k ({c.top_k}) is larger than the knowledge base ({len(corpus)} chunks)")
-        if c.canaries:
-            if self._kb_has_canaries:  # a resumed upload's saved chunks hold them already: the same codes
-                self.canaries = canary_codes(corpus.ids, c.canaries, c.seed)
-            else:
-                corpus, self.canaries = plant_canaries(corpus, c.canaries, c.seed)
+        if c.canaries and not self._kb_has_canaries:  # a resumed upload's saved chunks hold them already
+            corpus, _ = plant_canaries(corpus, c.canaries, c.seed)
+        self.canaries = owner_canaries(corpus, c.canary_codes)  # the planted ones, the KB's own, the listed ones
         if c.tenants:
             docs = assign_tenants(corpus.documents, c.tenants, c.seed)  # the same split on resume (seeded)
             corpus = Corpus(corpus.name, tuple(docs), fingerprint(docs), corpus.stats)
@@ -249,6 +247,7 @@ class ExtractionRun(EventRunner):
         else:
             corpus = Corpus("unknown", ())
         self.corpus = corpus
+        self.canaries = owner_canaries(corpus, c.canary_codes)  # the owner's canaries: in the reference, or listed
         self._make_agent(retriever, (), self._attacker_llm())
         self.system = TargetSystem(target, corpus)
         return retriever, target
@@ -278,7 +277,8 @@ class ExtractionRun(EventRunner):
             },
         )
         self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
-        self._emit_canaries(self.canaries, c.canaries)
+        placed = sum(not k.startswith("canary:") for k in self.canaries)  # the owner's, found in the reference
+        self._emit_canaries(self.canaries, c.canaries or (placed / len(corpus) if len(corpus) else 0.0))
         if self.tenancy is not None:
             by_tenant: dict[str, list[str]] = {}
             for doc_id, owner in self.tenancy.owners.items():

@@ -36,9 +36,10 @@ def make_target(
     return cls(cls.Params.from_dict(params, where=f"target {kind}"), secrets=secrets, data_dir=data_dir)
 
 
-def check_shared_audit(kind: str, params: Mapping[str, Any] | None, kb: str) -> None:
+def check_shared_audit(kind: str, params: Mapping[str, Any] | None, kb: str, canary_codes: str = "") -> None:
     """On a shared deployment a web user's audit must not read the server's files or run its code: no
-    ``server_side`` target, and knowledge bases and presets only by bundled or benchmark name (no paths)."""
+    ``server_side`` target, knowledge bases and presets only by bundled or benchmark name, canary codes only as
+    a list (no paths)."""
     from ..config import PRESETS_DIR
     from ..corpora import BENCHMARK_CORPORA, BUNDLED
     from ..errors import ConfigError
@@ -53,6 +54,8 @@ def check_shared_audit(kind: str, params: Mapping[str, Any] | None, kb: str) -> 
         if value not in names:
             known = ", ".join(sorted(names - {"", "target"}))
             raise ConfigError(f"{what}: a shared deployment reads knowledge bases by name only ({known})")
+    if canary_codes.strip() and "," not in canary_codes and (("/" in canary_codes) or "." in canary_codes):
+        raise ConfigError("canary codes: a shared deployment takes them as a list (CR-7Q4K-2291,…), not a file")
     preset = str(p.get("preset") or "")
     if preset and not (PRESETS_DIR / f"{preset}.yaml").is_file():
         raise ConfigError("preset: a shared deployment takes a bundled preset by name, not a path")

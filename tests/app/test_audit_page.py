@@ -86,6 +86,7 @@ def test_an_audit_runs_in_the_background_and_shows_its_report(audits, audit_pres
     field(at, "Preset").set_value(audit_preset)
     at.multiselect[0].set_value(["zeng"])
     field(at, "Queries per extraction attack").set_value(1)
+    field(at, "Canaries (share of chunks)").set_value(1.0)
     at.multiselect[1].set_value([])
     button(at, "Run audit").click().run()
     assert not at.exception, at.exception
@@ -94,7 +95,10 @@ def test_an_audit_runs_in_the_background_and_shows_its_report(audits, audit_pres
     assert any("cell" in df.value.columns and "extraction:zeng" in df.value["cell"].tolist() for df in at.dataframe)
     assert {b.label for b in at.get("download_button")} >= {"Download report.html", "Download report.json"}
     folder = next(audits.iterdir())
-    assert json.loads((folder / "report.json").read_text())["status"] == "complete"
+    report = json.loads((folder / "report.json").read_text())
+    assert report["status"] == "complete"
+    zeng = next(f for f in report["findings"] if f["id"] == "extraction:zeng")
+    assert zeng["metrics"]["canaries_leaked"]["n"] == zeng["metrics"]["crr"]["n"], "every chunk got its canary"
 
 
 def test_a_key_typed_in_the_page_reaches_the_target_and_no_file(audits):
@@ -150,6 +154,13 @@ def test_a_shared_deployment_offers_no_target_that_reads_the_servers_files(audit
     button(at, "Run audit").click().run()
     assert "by name only" in at.error[0].value and list(audits.iterdir()) == []
     field(at, "Reference knowledge base").set_value("")
+    at.selectbox(key="audit_kind").set_value("http").run()
+    field(at, "Url").set_value("http://127.0.0.1:9/query")
+    field(at, "Reference knowledge base").set_value("")
+    field(at, "Canary codes").set_value("/etc/passwd")
+    button(at, "Run audit").click().run()
+    assert "not a file" in at.error[0].value and list(audits.iterdir()) == []
+    at.selectbox(key="audit_kind").set_value("pipeline").run()
     field(at, "Preset").set_value("/tmp/some.yaml")
     button(at, "Test connection").click().run()
     assert "bundled preset by name" in at.error[0].value
