@@ -12,7 +12,8 @@ import streamlit as st
 from components.state import my_runs_dir
 from engine.events import Event
 from engine.plots.membership import roc_figure, score_figure
-from engine.views.membership import record_rows
+from components.text import md_escape
+from engine.views.membership import record_rows, tenancy_lines
 
 
 def membership_dir() -> Path:
@@ -59,6 +60,9 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
             f"{_ci(summary.get('canaries_ci'))} · {summary['canary_members_found']} of {summary['canary_members']} "
             "canaried members proven by their own canary in an answer (no false positive possible)."
         )
+    lines = tenancy_lines(dict(summary))
+    if lines:
+        st.info("  \n".join(md_escape(line) for line in lines))
     f1, f2 = st.columns(2)
     f1.plotly_chart(roc_figure(summary), width="stretch", key="mia_roc")
     f2.plotly_chart(score_figure(events), width="stretch", key="mia_scores")

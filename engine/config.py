@@ -247,6 +247,48 @@ class SweepConfig(Params):
     chroma_port: int = param(8000, min=1, max=65535, help="Chroma server port (store = http)")
 
 
+def _tenants_param() -> Any:
+    return param(
+        0,
+        min=0,
+        max=1000,
+        help="Multi-tenant knowledge base: split it among this many tenants (whole records, seeded), or keep the "
+        "tenants its documents name in a 'tenant' field (any value ≥ 2 switches them on); 0: one owner",
+        label="Tenants",
+    )
+
+
+def _identity_param() -> Any:
+    return param("", help="The tenant the attacker queries as ('' = the first: tenant-1)", label="Query as")
+
+
+def _tenant_filter_param() -> Any:
+    return param(
+        "inside",
+        choices=TENANT_FILTERS,
+        help="How retrieval enforces tenancy: inside the vector search (correct), after the top-K (fewer results, "
+        "and their count leaks), none (the misconfiguration)",
+        label="Tenant filter",
+    )
+
+
+def _check_tenancy(cfg: Any) -> None:
+    """The tenancy fields of a run config (``tenants``, ``identity``, ``tenant_filter``) are consistent."""
+    if cfg.tenants == 1:
+        raise ConfigError("tenants: 1 tenant isolates nothing: 0 (one owner) or at least 2")
+    if not cfg.tenants and (cfg.identity or cfg.tenant_filter != "inside"):
+        raise ConfigError("identity and tenant_filter apply to a multi-tenant knowledge base: set tenants (≥ 2)")
+
+
+def _without_tenancy(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` without the tenancy fields when the knowledge base has one owner: the record and hash of runs written
+    before tenancy existed."""
+    if not d.get("tenants"):
+        for k in ("tenants", "identity", "tenant_filter"):
+            d.pop(k, None)
+    return d
+
+
 class ExtractionConfig(Params):
     """Everything that defines a knowledge-base extraction run (attack × defenses × system)."""
 
@@ -316,22 +358,9 @@ class ExtractionConfig(Params):
         "knowledge base are found without it",
         label="Canary codes (file or list)",
     )
-    tenants: int = param(
-        0,
-        min=0,
-        max=1000,
-        help="Multi-tenant knowledge base: split it among this many tenants (whole records, seeded), or keep the "
-        "tenants its documents name in a 'tenant' field (any value ≥ 2 switches them on); 0: one owner",
-        label="Tenants",
-    )
-    identity: str = param("", help="The tenant the attacker queries as ('' = the first: tenant-1)", label="Query as")
-    tenant_filter: str = param(
-        "inside",
-        choices=TENANT_FILTERS,
-        help="How retrieval enforces tenancy: inside the vector search (correct), after the top-K (fewer results, "
-        "and their count leaks), none (the misconfiguration)",
-        label="Tenant filter",
-    )
+    tenants: int = _tenants_param()
+    identity: str = _identity_param()
+    tenant_filter: str = _tenant_filter_param()
 
     def validate(self) -> None:
         """Checks chunking, that the attack, generators and defenses are registered, and that a local model is a
@@ -366,10 +395,7 @@ class ExtractionConfig(Params):
             from .canaries import read_codes
 
             read_codes(self.canary_codes)  # a missing file or a too-short code: one line now, before any model
-        if self.tenants == 1:
-            raise ConfigError("tenants: 1 tenant isolates nothing: 0 (one owner) or at least 2")
-        if not self.tenants and (self.identity or self.tenant_filter != "inside"):
-            raise ConfigError("identity and tenant_filter apply to a multi-tenant knowledge base: set tenants (≥ 2)")
+        _check_tenancy(self)
         if self.tenants and self.external:
             raise ConfigError(
                 f"tenants: split the built-in pipeline's knowledge base only; target {self.target!r} enforces its own "
@@ -398,10 +424,7 @@ class ExtractionConfig(Params):
             d.pop("canaries", None)
         if not d.get("canary_codes"):
             d.pop("canary_codes", None)
-        if not d.get("tenants"):  # one owner: the record and hash of runs written before tenancy existed
-            for k in ("tenants", "identity", "tenant_filter"):
-                d.pop(k, None)
-        return d
+        return _without_tenancy(d)
 
     @property
     def external(self) -> bool:
@@ -470,14 +493,17 @@ class MembershipConfig(Params):
         "answer carrying a member's own canary proves it is in the knowledge base, with no false positives",
         label="Canaries (share of records)",
     )
+    tenants: int = _tenants_param()
+    identity: str = _identity_param()
+    tenant_filter: str = _tenant_filter_param()
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict, ``canaries`` only when some are planted (so the record and hash of runs
-        without them stay as they were)."""
+        """The fields as a plain dict, ``canaries`` only when some are planted and the tenancy fields only for a
+        multi-tenant knowledge base (so the record and hash of runs without them stay as they were)."""
         d = super().to_dict()
         if not d.get("canaries"):
             d.pop("canaries", None)
-        return d
+        return _without_tenancy(d)
 
     def validate(self) -> None:
         """The attack, generator and defenses are registered and the chunking is consistent, so a bad config
@@ -493,6 +519,7 @@ class MembershipConfig(Params):
         if not self.kb.strip():
             raise ConfigError("kb: name the knowledge base whose records are probed")
         check_generators(self, ("generator",))
+        _check_tenancy(self)
         _check_plugins(
             "membership",
             [("attack", self.attack, MEMBERSHIP_ATTACKS.get(self.attack))]

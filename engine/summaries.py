@@ -309,6 +309,7 @@ class MembershipSummary(_ReadsAsDict):
     canaries_ci: tuple[float, float] | None = None  # 95% Wilson interval of the share leaked
     canary_members: int = 0  # probed members that carry a canary in the knowledge base
     canary_members_found: int = 0  # of those, members whose own canary came back in an answer (certain, no FP)
+    tenancy: Mapping[str, Any] | None = None  # a multi-tenant KB: own vs other tenants' members (tenant_membership)
     attack: str | None = None
     defenses: list[str] = field(default_factory=list)
     kb: str | None = None
@@ -323,6 +324,8 @@ class MembershipSummary(_ReadsAsDict):
         if not out["canaries_planted"]:
             for k in ("canaries_planted", "canaries_leaked", "canaries_ci", "canary_members", "canary_members_found"):
                 out.pop(k)
+        if out["tenancy"] is None:  # one owner: the JSON of runs without tenants
+            del out["tenancy"]
         return out
 
     @classmethod

@@ -23,7 +23,7 @@ other tenants' chunks recovered in answers, each with a Wilson interval.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from .errors import ConfigError
 from .metrics.catalog import MK
 from .metrics.intervals import wilson
 from .types import TENANT_KEY, Document
+
+if TYPE_CHECKING:
+    from .corpora import Corpus
 
 TENANT_FILTERS = ("inside", "after", "none")
 FILTER_WORDS = {  # each mode in a few words, for a form
@@ -141,3 +144,19 @@ def cross_tenant_summary(
         "foreign_chunks": foreign_total,
         "tenant_dropped_rounds": sum(1 for n in dropped if n > 0),
     }
+
+
+def tenant_corpus(corpus: "Corpus", n: int, identity: str, mode: str, seed: int) -> tuple["Corpus", TenantScope]:
+    """``corpus`` with every chunk's tenant (:func:`assign_tenants`: the same split on resume, by the seed) and
+    the scope the queries run in: ``identity`` checked against the tenants, ``mode`` one of :data:`TENANT_FILTERS`."""
+    from .corpora import Corpus, fingerprint
+
+    docs = assign_tenants(corpus.documents, n, seed)
+    scoped = Corpus(corpus.name, tuple(docs), fingerprint(docs), corpus.stats)
+    owners = tenants_of(scoped.documents)
+    return scoped, TenantScope(check_identity(identity, owners), mode, owners)
+
+
+def owners_of(assigned: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """Chunk id → tenant, from a ``tenants_assigned`` event's ``tenants`` (tenant → its chunk ids)."""
+    return {d: t for t, ids in assigned.items() for d in ids}

@@ -20,7 +20,18 @@ from engine.jobs import Job
 from engine.runs.membership import load_membership, run_membership
 from engine.saved import list_runs
 
-FORM_FIELDS = ("kb", "members", "non_members", "top_k", "max_tokens", "seed", "canaries")
+FORM_FIELDS = (
+    "kb",
+    "members",
+    "non_members",
+    "top_k",
+    "max_tokens",
+    "seed",
+    "canaries",
+    "tenants",
+    "identity",
+    "tenant_filter",
+)
 DEFAULT_MODEL = "qwen2.5-0.5b"  # the smallest model that answers the continuation prompt at all
 
 init_state()

@@ -20,6 +20,7 @@ from .extraction import GENERATOR_SPEC, generator_specs
 
 def _show(s: dict) -> None:
     from ..metrics.intervals import fmt_interval
+    from ..views.membership import tenancy_lines
 
     auroc = "n/a" if s.get("auroc") is None else f"{s['auroc']:.3f} {fmt_interval(s.get('auroc_ci'), 3)}"
     print(
@@ -43,6 +44,8 @@ def _show(s: dict) -> None:
             f"{fmt_interval(s.get('canaries_ci'), 3)}; {s['canary_members_found']} of {s['canary_members']} "
             "canaried members proven by their own canary (no false positive possible)"
         )
+    for line in tenancy_lines(s):
+        print(f"  {line}")
     print(
         f"  {s['queries']} questions ({s['queries_per_decision']:.1f} per decision), {s['blocked']} refused by a "
         f"defense, {s['seconds']:.0f} s"

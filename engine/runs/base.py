@@ -174,6 +174,33 @@ class EventRunner:
 
             self._emit(CanariesPlanted, doc_ids=tuple(canaries), codes=tuple(canaries.values()), share=share)
 
+    def _emit_tenants(self, scope: Any) -> None:
+        """The ``tenants_assigned`` event of a multi-tenant run (``scope``: its :class:`~engine.tenancy.TenantScope`,
+        or None for one owner)."""
+        if scope is None:
+            return
+        from ..events import TenantsAssigned
+
+        by_tenant: dict[str, list[str]] = {}
+        for doc_id, owner in scope.owners.items():
+            by_tenant.setdefault(owner, []).append(doc_id)
+        self._emit(
+            TenantsAssigned,
+            identity=scope.identity,
+            mode=scope.mode,
+            tenants={t: tuple(ids) for t, ids in by_tenant.items()},
+        )
+
+    def _emit_scoped(self, r: int, scope: Any, ans: Any) -> None:
+        """The ``tenant_scoped`` event of one answer of a multi-tenant run: the other tenants' chunks in its context
+        and those a post-top-K filter cut (nothing for one owner)."""
+        if scope is None:
+            return
+        from ..events import TenantScoped
+
+        foreign = tuple(scope.foreign(c.doc_id for c in ans.context))
+        self._emit(TenantScoped, round=r, foreign_ids=foreign, dropped_ids=tuple(ans.tenant_dropped))
+
     def _emit_answer(self, r: int, query_id: str, ans: Any) -> str:
         """Record one answer of the defended system in round ``r``: each defense's action, the raw top-K
         (``retrieved``), then ``generated``; returns the answer's text with every key the engine was given

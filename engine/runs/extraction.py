@@ -24,7 +24,7 @@ from ..attacker_states import full_states, state_delta
 from ..attacks.extraction import AttackContext, Exchange, ExtractionAgent, make_agent
 from ..config import ExtractionConfig
 from ..canaries import owner_canaries, plant_canaries
-from ..corpora import Corpus, check_corpus_spec, fingerprint, load_corpus, retriever_window, stats_for
+from ..corpora import Corpus, check_corpus_spec, load_corpus, retriever_window, stats_for
 from ..defenses import make_defenses
 from ..embedders import make_retriever
 from ..errors import ConfigError, EngineError
@@ -37,7 +37,7 @@ from ..progress import Progress
 from ..files import atomic_write
 from ..rag import RagSystem
 from ..store import StoreSettings
-from ..tenancy import TenantScope, assign_tenants, check_identity, cross_tenant_summary, tenants_of
+from ..tenancy import TenantScope, cross_tenant_summary, owners_of, tenant_corpus
 from ..summaries import ExtractionSummary
 from ..events import (
     AttackerState,
@@ -159,10 +159,7 @@ class ExtractionRun(EventRunner):
             corpus, _ = plant_canaries(corpus, c.canaries, c.seed)
         self.canaries = owner_canaries(corpus, c.canary_codes)  # the planted ones, the KB's own, the listed ones
         if c.tenants:
-            docs = assign_tenants(corpus.documents, c.tenants, c.seed)  # the same split on resume (seeded)
-            corpus = Corpus(corpus.name, tuple(docs), fingerprint(docs), corpus.stats)
-            owners = tenants_of(corpus.documents)
-            self.tenancy = TenantScope(check_identity(c.identity, owners), c.tenant_filter, owners)
+            corpus, self.tenancy = tenant_corpus(corpus, c.tenants, c.identity, c.tenant_filter, c.seed)
         self.corpus = corpus
         self._make_agent(retriever, defenses)
         self.system = RagSystem(
@@ -279,16 +276,7 @@ class ExtractionRun(EventRunner):
         self._emit(RunStarted, config=c.to_dict(), manifest=manifest)
         placed = sum(not k.startswith("canary:") for k in self.canaries)  # the owner's, found in the reference
         self._emit_canaries(self.canaries, c.canaries or (placed / len(corpus) if len(corpus) else 0.0))
-        if self.tenancy is not None:
-            by_tenant: dict[str, list[str]] = {}
-            for doc_id, owner in self.tenancy.owners.items():
-                by_tenant.setdefault(owner, []).append(doc_id)
-            self._emit(
-                TenantsAssigned,
-                identity=self.tenancy.identity,
-                mode=self.tenancy.mode,
-                tenants={t: tuple(ids) for t, ids in by_tenant.items()},
-            )
+        self._emit_tenants(self.tenancy)
         if self.out_dir:
             atomic_write(self.out_dir / "manifest.json", json.dumps(jsonable(manifest), indent=2, default=str))
             # uploads, or a target's own store read as the reference: not reloadable by name (or may change), so kept
@@ -359,9 +347,7 @@ class ExtractionRun(EventRunner):
         except EngineError as e:
             self._fail(str(e), r)
         answer = self._emit_answer(r, qid, ans)
-        if self.tenancy is not None:
-            foreign = tuple(self.tenancy.foreign(c.doc_id for c in ans.context))
-            self._emit(TenantScoped, round=r, foreign_ids=foreign, dropped_ids=tuple(ans.tenant_dropped))
+        self._emit_scoped(r, self.tenancy, ans)
         t1 = time.perf_counter()
         leak = self.tracker.update(answer, [c.doc_id for c in ans.context], [c.doc_id for c in ans.retrieved])
         t_metrics = time.perf_counter() - t1
@@ -581,7 +567,7 @@ def summarize_extraction(events: list[Event], config: ExtractionConfig | None = 
     out["pii_ci"] = wilson(pii, pii_n) if pii_n else None
     assigned = next((e for e in events if isinstance(e, TenantsAssigned)), None)
     if assigned is not None:
-        owners = {d: t for t, ids in assigned.tenants.items() for d in ids}
+        owners = owners_of(assigned.tenants)
         scoped = [e for e in events if isinstance(e, TenantScoped)]
         contexts = [g.context_ids for g in gens if not g.blocked_by]
         out["tenancy"] = {

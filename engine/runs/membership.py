@@ -42,6 +42,8 @@ from ..events import (
     RoundStarted,
     RunEnded,
     RunStarted,
+    TenantsAssigned,
+    TenantScoped,
     jsonable,
     read_events,
 )
@@ -54,6 +56,8 @@ from ..progress import Progress
 from ..rag import RagSystem
 from ..store import StoreSettings
 from ..summaries import MembershipSummary
+from ..tenancy import TenantScope, owners_of, tenant_corpus
+from ..metrics.catalog import MK
 from ..types import Document
 from .base import EventRunner, finished_rounds, locked_resume
 from .extraction import events_file
@@ -125,6 +129,7 @@ class MembershipRun(EventRunner):
         self.order: list[tuple[Document, bool]] = []
         self.scores: dict[str, tuple[bool, float]] = {}  # record id -> (member, score)
         self.canaries: dict[str, str] = {}  # record id -> its canary code (config.canaries)
+        self.tenancy: Optional[TenantScope] = None  # a multi-tenant KB (config.tenants): who asks, how enforced
 
     @property
     def rounds_done(self) -> int:
@@ -159,6 +164,8 @@ class MembershipRun(EventRunner):
         self.corpus = kb if held is not None else corpus_from_documents(kb.name, kept, chunk_size=None)
         if c.canaries:  # planted in the knowledge base only: the probed records stay as their owner holds them
             self.corpus, self.canaries = plant_canaries(self.corpus, c.canaries, c.seed)
+        if c.tenants:  # the knowledge base's records dealt to tenants; the attacker asks as one of them
+            self.corpus, self.tenancy = tenant_corpus(self.corpus, c.tenants, c.identity, c.tenant_filter, c.seed)
         self.order = probe_order(mem, out, c.seed)
         self.system = RagSystem(
             self.corpus,
@@ -170,6 +177,7 @@ class MembershipRun(EventRunner):
             max_tokens=c.max_tokens,
             settings=self.settings,
             run_id=self.run_id.replace("_", "-"),
+            tenant=self.tenancy,
         )
         return retriever
 
@@ -208,6 +216,7 @@ class MembershipRun(EventRunner):
             held_out_from=c.non_member_kb,
         )
         self._emit_canaries(self.canaries, c.canaries)
+        self._emit_tenants(self.tenancy)
         t0 = time.perf_counter()
         actions = self.system.build(progress=self._tick)
         base = self.system.index
@@ -258,6 +267,7 @@ class MembershipRun(EventRunner):
             blocked += bool(ans.blocked_by)
             seen |= {c.doc_id for c in ans.retrieved}
             text = self._emit_answer(r, doc.id, ans)
+            self._emit_scoped(r, self.tenancy, ans)
             answers.append(text)
         score = float(self.attack.score(doc.text, probes, answers))
         self.scores[doc.id] = (member, score)
@@ -366,6 +376,7 @@ def summarize_membership(events: list[Event], config: MembershipConfig | None = 
     proven = [e for e in scored if e.member and e.record_id in canaried]
     return MembershipSummary(
         **m,
+        tenancy=tenant_membership(events, scored, non, int(cfg.get("seed", 0) or 0)),
         canaries_planted=len(canaried),
         canaries_leaked=len(leaked),
         canaries_ci=wilson(len(leaked), len(canaried)) if canaried else None,
@@ -385,3 +396,30 @@ def summarize_membership(events: list[Event], config: MembershipConfig | None = 
         tokens={"prompt": sum(g.prompt_tokens for g in gens), "completion": sum(g.completion_tokens for g in gens)},
         seconds=round(sum(sum(e.timings.values()) for e in ends), 3),
     )
+
+
+def tenant_membership(
+    events: list[Event], scored: list[MembershipScored], non: list[float], seed: int
+) -> dict[str, Any] | None:
+    """A multi-tenant experiment's numbers (None for one owner): the members split by owner — the attacker's own
+    tenant's and the other tenants' — each class's AUROC against the same non-members (can a tenant tell that a
+    record is in *another* tenant's part of the knowledge base?), the share of each whose own record reached the
+    context, and the share of questions whose context held another tenant's chunk (Wilson interval)."""
+    assigned = next((e for e in events if isinstance(e, TenantsAssigned)), None)
+    if assigned is None:
+        return None
+    owners, me = owners_of(assigned.tenants), assigned.identity
+    scoped = [e for e in events if isinstance(e, TenantScoped)]
+    out: dict[str, Any] = {"identity": me, "mode": assigned.mode, "tenants": len(assigned.tenants)}
+    for side, keep in (("own", lambda t: t == me), ("foreign", lambda t: t is not None and t != me)):
+        rows = [e for e in scored if e.member and keep(owners.get(e.record_id))]
+        m = membership_metrics([e.score for e in rows], non, seed=seed) if rows and non else {}
+        out[f"{side}_members"] = len(rows)
+        out[f"auroc_{side}"] = m.get("auroc")
+        out[f"auroc_{side}_ci"] = m.get("auroc_ci")
+        out[f"{side}_members_retrieved"] = sum(e.retrieved for e in rows) / len(rows) if rows else None
+    crossed = sum(1 for e in scoped if e.foreign_ids)
+    out[MK.CROSS_TENANT_ROUNDS] = crossed / len(scoped) if scoped else 0.0
+    out[MK.CROSS_TENANT_ROUNDS + "_ci"] = list(wilson(crossed, len(scoped)))
+    out["tenant_dropped_queries"] = sum(1 for e in scoped if e.dropped_ids)
+    return out

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..events import Event, Generated, MembershipScored, QueryIssued
+from ..events import Event, Generated, MembershipScored, QueryIssued, TenantsAssigned
+from ..metrics.catalog import MK
+from ..metrics.intervals import fmt_interval
+from ..tenancy import FILTER_WORDS, owners_of
 
 
 def record_rows(events: Sequence[Event], texts: dict[str, str] | None = None, width: int = 140) -> list[dict[str, Any]]:
@@ -26,6 +29,8 @@ def record_rows(events: Sequence[Event], texts: dict[str, str] | None = None, wi
         return text if len(text) <= width else text[: width - 1] + "…"
 
     canaried = any(e.kind == "canaries_planted" for e in events)
+    assigned = next((e for e in events if isinstance(e, TenantsAssigned)), None)
+    owners = owners_of(assigned.tenants) if assigned is not None else {}
     rows = []
     for e in events:
         if isinstance(e, MembershipScored):
@@ -33,6 +38,7 @@ def record_rows(events: Sequence[Event], texts: dict[str, str] | None = None, wi
                 "#": e.round,
                 "record": e.record_id,
                 "in the KB": "member" if e.member else "non-member",
+                **({"tenant": _owner(owners.get(e.record_id), assigned.identity)} if assigned is not None else {}),
                 "score": e.score,
                 "own record retrieved": e.retrieved,
                 "refused": e.blocked,
@@ -45,6 +51,40 @@ def record_rows(events: Sequence[Event], texts: dict[str, str] | None = None, wi
             row["question"] = cut(questions.get(e.round, ""))
             rows.append(row)
     return rows
+
+
+def _owner(tenant: str | None, identity: str) -> str:
+    if tenant is None:
+        return "—"
+    return f"own ({tenant})" if tenant == identity else tenant
+
+
+def tenancy_lines(summary: dict[str, Any]) -> list[str]:
+    """A multi-tenant experiment's numbers as plain sentences (none for one owner): whom the attacker asks as,
+    how retrieval enforces tenancy, and the AUROC for its own tenant's members and for the other tenants'."""
+    t = summary.get("tenancy")
+    if not t:
+        return []
+
+    def auc(side: str) -> str:
+        v = t.get(f"auroc_{side}")
+        n = t.get(f"{side}_members", 0)
+        return f"n/a ({n} members)" if v is None else f"{v:.2f} {fmt_interval(t.get(f'auroc_{side}_ci'), 2)} ({n})"
+
+    return [
+        f"{t['tenants']} tenants; the attacker asks as {t['identity']}; tenant filter: {t['mode']} "
+        f"({FILTER_WORDS.get(t['mode'], t['mode'])}).",
+        f"AUROC, members of its own tenant: {auc('own')}; members of other tenants: {auc('foreign')} (0.5: the "
+        "other tenants' records cannot be told from records outside the knowledge base).",
+        f"Questions whose context held another tenant's chunk: {t[MK.CROSS_TENANT_ROUNDS]:.0%} "
+        f"{fmt_interval(t.get(MK.CROSS_TENANT_ROUNDS + '_ci'), 2)}"
+        + (
+            f"; {t['tenant_dropped_queries']} questions had results cut after the top-K"
+            if t.get("tenant_dropped_queries")
+            else ""
+        )
+        + ".",
+    ]
 
 
 def scores_by_class(events: Sequence[Event]) -> tuple[list[float], list[float]]:

@@ -149,3 +149,69 @@ def test_bad_tenant_inputs_get_one_line():
     assert "tenants" not in ExtractionConfig().to_dict()  # one owner: the record of runs before tenancy
     assert ExtractionConfig().config_hash() == ExtractionConfig(tenants=0).config_hash()
     assert TenantScope("t", "inside", {}).foreign(["injected"]) == []  # an injected document is nobody's
+
+
+def _membership(mode: str, gen, **kw):
+    from engine.config import MembershipConfig
+    from engine.runs.membership import MembershipRun
+
+    cfg = MembershipConfig(
+        members=6, non_members=2, max_tokens=8, top_k=1, attack="direct", attack_params={"max_chars": 300}, seed=1,
+        tenants=2, tenant_filter=mode,
+    )  # fmt: skip
+    return MembershipRun(cfg, generator=gen, **kw)
+
+
+def test_membership_across_tenants_sees_nothing_of_another_tenant_inside_the_search(gen, tmp_path):
+    """The direct question carries its whole record, so without a filter every member's record comes back — also
+    another tenant's; inside the vector search no question's context holds another tenant's chunk and no other
+    tenant's member has its record retrieved (by construction); the summary splits the members by owner; a
+    stopped and resumed experiment deals the same tenants and ends with the same numbers."""
+    from engine.events import MembershipScored
+    from engine.views.membership import record_rows, tenancy_lines
+
+    runs = {}
+    for mode in ("inside", "none"):
+        runs[mode] = _membership(mode, gen)
+        runs[mode].run()
+        runs[mode].close()
+    inside, none = (runs[m].summary()["tenancy"] for m in ("inside", "none"))
+    assert inside["identity"] == none["identity"] == "tenant-1" and inside["tenants"] == 2
+    assert inside["own_members"] + inside["foreign_members"] == 6 and inside["foreign_members"] > 0
+    assert inside["cross_tenant_rounds"] == 0.0 and inside["foreign_members_retrieved"] == 0.0
+    owners = runs["inside"].tenancy.owners
+    for e in (e for e in runs["inside"].events if isinstance(e, TenantScoped)):
+        assert not e.foreign_ids
+    for e in (e for e in runs["inside"].events if e.kind == "retrieved"):
+        assert all(owners[d] == "tenant-1" for d in e.doc_ids)
+    assert none["foreign_members_retrieved"] > 0 and none["cross_tenant_rounds"] > 0
+    rows = record_rows(runs["none"].events)
+    assert {r["tenant"] for r in rows} <= {"own (tenant-1)", "tenant-2", "—"}
+    assert all((r["tenant"] == "—") == (r["in the KB"] == "non-member") for r in rows)
+    assert any("members of other tenants" in line for line in tenancy_lines(runs["none"].summary().to_dict()))
+    run = _membership("inside", gen, out_dir=tmp_path)
+    run.prepare()
+    run.step(3)
+    run.close()
+    from engine.runs.membership import MembershipRun
+
+    again = MembershipRun.resume(run.out_dir, generator=gen)
+    assert again.tenancy.owners == owners
+    again.run()
+    again.close()
+    assert again.summary()["tenancy"] == inside
+    scores = [(e.record_id, e.score) for e in again.events if isinstance(e, MembershipScored)]
+    assert scores == [(e.record_id, e.score) for e in runs["inside"].events if isinstance(e, MembershipScored)]
+
+
+def test_bad_tenant_inputs_of_a_membership_run_get_one_line():
+    from engine.config import MembershipConfig
+    from engine.runs.membership import MembershipRun
+
+    with pytest.raises(ConfigError, match="1 tenant isolates nothing"):
+        MembershipConfig(tenants=1)
+    with pytest.raises(ConfigError, match="apply to a multi-tenant knowledge base"):
+        MembershipConfig(tenant_filter="none")
+    with pytest.raises(ConfigError, match=r"identity 'clinic-9' has no documents"):
+        MembershipRun(MembershipConfig(members=2, non_members=1, tenants=2, identity="clinic-9")).prepare()
+    assert "tenants" not in MembershipConfig().to_dict()
