@@ -395,12 +395,20 @@ class ExtractionConfig(Params):
             from .canaries import read_codes
 
             read_codes(self.canary_codes)  # a missing file or a too-short code: one line now, before any model
-        _check_tenancy(self)
-        if self.tenants and self.external:
-            raise ConfigError(
-                f"tenants: split the built-in pipeline's knowledge base only; target {self.target!r} enforces its own "
-                "tenancy (attack it with the credentials of one tenant)"
-            )
+        if self.external:  # a target enforces its own tenancy: the run is told whose credentials it holds
+            if self.tenants or self.tenant_filter != "inside":
+                raise ConfigError(
+                    f"tenants, tenant_filter: split the built-in pipeline's knowledge base only; target "
+                    f"{self.target!r} enforces its own tenancy: query it with one tenant's credentials, name that "
+                    "tenant as identity and give a reference kb whose records carry a 'tenant' field"
+                )
+            if self.identity and self.kb.strip() in ("", "none"):
+                raise ConfigError(
+                    "identity: whose records an answer reached is read from the reference knowledge base's 'tenant' "
+                    "field: give the reference kb (a file, or target for a store the engine can read)"
+                )
+        else:
+            _check_tenancy(self)
         _check_plugins(
             "extraction",
             [("attack", self.attack, EXTRACTION_ATTACKS.get(self.attack))]
@@ -424,7 +432,11 @@ class ExtractionConfig(Params):
             d.pop("canaries", None)
         if not d.get("canary_codes"):
             d.pop("canary_codes", None)
-        return _without_tenancy(d)
+        identity = d.get("identity")
+        d = _without_tenancy(d)
+        if identity and d.get("target") not in (None, "pipeline"):
+            d["identity"] = identity  # an audit target queried as one tenant: whose credentials it was given
+        return d
 
     @property
     def external(self) -> bool:
@@ -747,6 +759,12 @@ class AuditConfig(Params):
         "canary lines in the reference knowledge base are found without it",
         label="Canary codes (file or list)",
     )
+    identity: str = param(
+        "",
+        help="A multi-tenant target: the tenant whose credentials it is queried with; an answer or reported context "
+        "holding another tenant's record (the reference kb's 'tenant' field says whose) is a retrieval-scope breach",
+        label="Query as tenant",
+    )
 
     def validate(self) -> None:
         """Every attack is registered and the battery is not empty (the target's parameters and the gate's
@@ -795,16 +813,22 @@ class AuditConfig(Params):
             )
         if (self.canaries or self.canary_codes) and not self.extraction_attacks:
             raise ConfigError("canaries are read in the extraction attacks' answers: the battery has none")
+        if self.identity and self.target == "pipeline":
+            raise ConfigError(
+                "identity: the built-in pipeline's tenants are set by its preset (tenants, identity, tenant_filter)"
+            )
+        if self.identity and self.kb.strip() == "none":
+            raise ConfigError("identity: whose records reached an answer is read from the reference kb: give one")
         if self.canary_codes:
             from .canaries import read_codes
 
             read_codes(self.canary_codes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Field values as a plain dict, the canary fields only when set (an audit folder written before they
-        existed resumes: its recorded configuration is the same)."""
+        """Field values as a plain dict, the canary and identity fields only when set (an audit folder written
+        before they existed resumes: its recorded configuration is the same)."""
         d = super().to_dict()
-        for k in ("canaries", "canary_codes"):
+        for k in ("canaries", "canary_codes", "identity"):
             if not d.get(k):
                 d.pop(k, None)
         return d

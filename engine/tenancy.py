@@ -36,10 +36,12 @@ if TYPE_CHECKING:
     from .corpora import Corpus
 
 TENANT_FILTERS = ("inside", "after", "none")
+OBSERVED = "target"  # an audit target's tenancy: enforced (or not) by the target itself, only observed here
 FILTER_WORDS = {  # each mode in a few words, for a form
     "inside": "inside the vector search",
     "after": "after the top-K",
     "none": "not at all",
+    OBSERVED: "by the target itself",
 }
 
 
@@ -103,7 +105,7 @@ class TenantScope:
     owners: Mapping[str, str]
 
     def __post_init__(self) -> None:
-        if self.mode not in TENANT_FILTERS:
+        if self.mode not in TENANT_FILTERS + (OBSERVED,):
             raise ConfigError(f"tenant_filter must be one of {', '.join(TENANT_FILTERS)}, got {self.mode!r}")
 
     def foreign(self, doc_ids: Iterable[str]) -> list[str]:

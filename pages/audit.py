@@ -103,8 +103,17 @@ with st.form("audit_setup"):
             "carrying one is a leak with no false positive (0: none)",
         )
         canary_codes = ""
+        identity = ""
     else:
         canaries = 0.0
+        identity = b1.text_input(
+            "Query as tenant",
+            base.identity,
+            placeholder="tenant-1 (blank: one owner)",
+            help="A multi-tenant target: the tenant whose credentials it gets (in its fields above); an answer or "
+            "context holding another tenant's record — the reference knowledge base's 'tenant' field says whose — "
+            "is a retrieval-scope breach",
+        )
         canary_codes = b3.text_input(
             "Canary codes",
             base.canary_codes,
@@ -137,6 +146,7 @@ def config() -> AuditConfig:
             "fail_on": parse_fail_on(fail_on) or None,
             "canaries": float(canaries),
             "canary_codes": canary_codes.strip(),
+            "identity": identity.strip(),
             "data_dir": data_dir(),
         },
         where="audit",

@@ -296,3 +296,25 @@ def http_target_params(base: str, **extra) -> dict:
         "exists_url": base + "/documents/{id}",
         **extra,
     }
+
+
+def chroma_collection(docs, retriever, *, path: str | None = None, host: str | None = None, port: int | None = None):
+    """A user's Chroma store: a cosine collection named ``clinic`` holding ``docs`` (their text, metadata — a
+    placeholder where they have none — and ``retriever``'s embeddings), persistent at ``path`` or on a server."""
+    import chromadb
+    from chromadb.config import Settings
+
+    client = (
+        chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
+        if path
+        else chromadb.HttpClient(host=host, port=port, settings=Settings(anonymized_telemetry=False))
+    )
+    col = client.create_collection("clinic", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+    vecs, _ = retriever.encode_documents([d.text for d in docs])
+    col.add(
+        ids=[d.id for d in docs],
+        embeddings=vecs,
+        documents=[d.text for d in docs],
+        metadatas=[dict(d.metadata) or {"source": "clinic"} for d in docs],
+    )
+    return col

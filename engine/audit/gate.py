@@ -35,6 +35,8 @@ WORSE_WHEN_HIGHER = (
     "asr_without_trigger",
     MK.SEMANTIC_LEAK,
     CANARIES,
+    MK.CROSS_TENANT_ROUNDS,
+    MK.CROSS_TENANT_LEAKED,
 )
 COUNTS = (MK.PII_LEAKED, "pii_shapes", "verbatim_pairs")
 _COND = re.compile(r"^\s*([a-z_]+)\s*(>=|>)\s*([A-Za-z0-9.]+)\s*$")

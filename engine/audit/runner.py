@@ -56,6 +56,7 @@ MEASURED_KEYS = (
     "seed",
     "canaries",
     "canary_codes",
+    "identity",
 )
 
 
@@ -120,6 +121,7 @@ def extraction_config(cfg: AuditConfig, attack: str) -> ExtractionConfig:
             "data_dir": cfg.data_dir,
             "target": cfg.target,
             "target_params": dict(cfg.target_params or {}),
+            "identity": cfg.identity,
         },
         where="audit",
     )
@@ -303,6 +305,9 @@ class Audit:
         except AuditStopped:
             rec["status"] = "stopped"
             raise
+        except ConfigError as e:  # the configuration, not the target: nothing to resume until it is changed
+            rec.update(status="failed", error=str(e))
+            raise ConfigError(f"{rec['id']}: {e}") from None
         except (RunInterrupted, EngineError) as e:
             rec.update(status="failed", error=str(e))
             raise EngineError(

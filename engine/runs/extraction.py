@@ -37,7 +37,7 @@ from ..progress import Progress
 from ..files import atomic_write
 from ..rag import RagSystem
 from ..store import StoreSettings
-from ..tenancy import TenantScope, cross_tenant_summary, owners_of, tenant_corpus
+from ..tenancy import OBSERVED, TenantScope, check_identity, cross_tenant_summary, owners_of, tenant_corpus, tenants_of
 from ..summaries import ExtractionSummary
 from ..events import (
     AttackerState,
@@ -245,6 +245,14 @@ class ExtractionRun(EventRunner):
             corpus = Corpus("unknown", ())
         self.corpus = corpus
         self.canaries = owner_canaries(corpus, c.canary_codes)  # the owner's canaries: in the reference, or listed
+        if c.identity:  # queried with one tenant's credentials: the reference's tenant fields say who owns what
+            owners = tenants_of(corpus.documents)
+            if not owners:
+                raise ConfigError(
+                    f"identity {c.identity!r}: the reference knowledge base {corpus.name!r} names no tenant; give one "
+                    "whose records carry a 'tenant' field (a JSONL key or CSV column, a Chroma metadata key)"
+                )
+            self.tenancy = TenantScope(check_identity(c.identity, owners), OBSERVED, owners)
         self._make_agent(retriever, (), self._attacker_llm())
         self.system = TargetSystem(target, corpus)
         return retriever, target

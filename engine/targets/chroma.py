@@ -90,6 +90,12 @@ class ChromaTarget(Target):
             "stages)",
         )
         defense_params: Mapping[str, Any] | None = param(None, group=PIPELINE, help="Per-defense parameters")
+        where: Mapping[str, Any] | None = param(
+            None,
+            group=PIPELINE,
+            help='The metadata filter your application puts in every vector search, e.g. {"tenant": "clinic-a"} '
+            "(Chroma where); blank: none — the misconfiguration a multi-tenant audit looks for",
+        )
         in_place: bool = param(
             False,
             group=KB_WRITE,
@@ -248,7 +254,10 @@ class ChromaTarget(Target):
             self.open()
         q = np.asarray(self.retriever.encode_transient([text]), dtype=np.float32)
         got = self._col.query(
-            query_embeddings=q.tolist(), n_results=self.params.top_k, include=["documents", "metadatas", "distances"]
+            query_embeddings=q.tolist(),
+            n_results=self.params.top_k,
+            where=dict(self.params.where) if self.params.where else None,
+            include=["documents", "metadatas", "distances"],
         )
         ids, docs = got["ids"][0], (got["documents"] or [[None] * len(got["ids"][0])])[0]
         metas = (got["metadatas"] or [[None] * len(ids)])[0]

@@ -18,7 +18,7 @@ from engine.corpora import Corpus, load_corpus, retriever_window
 from engine.embedders import make_retriever
 from engine.errors import ConfigError
 from engine.events import CanariesPlanted, read_events
-from helpers import run_cli
+from helpers import chroma_collection, run_cli
 
 CHROMA_RAG = {
     "collection": "clinic",
@@ -107,16 +107,10 @@ def test_a_leaked_canary_raises_a_finding_to_high_and_fails_the_gate():
 def _owner_store(path: str, n: int = 24):
     """The owner's Chroma collection: the first ``n`` clinic records (one chunk each), every one carrying a canary
     planted with ``engine canaries plant``'s function; returns the codes."""
-    import chromadb
-    from chromadb.config import Settings
-
     r = make_retriever("minilm")
     kb = load_corpus("clinic_records", chunk_size=512, chunk_overlap=0, window=retriever_window(r))
     planted, codes = plant_canaries(Corpus("clinic", kb.documents[:n]), 1.0, 0)
-    client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
-    col = client.create_collection("clinic", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
-    vecs, _ = r.encode_documents(planted.texts)
-    col.add(ids=planted.ids, embeddings=vecs, documents=planted.texts, metadatas=[{"s": "c"} for _ in planted.ids])
+    chroma_collection(planted.documents, r, path=path)
     return codes
 
 
@@ -184,3 +178,62 @@ def test_an_audit_of_the_built_in_pipeline_plants_its_canaries(audit_preset, tmp
     assert f["metrics"][CANARIES]["k"] == len(set(canary_hits(text, codes)))
     again = run_audit(cfg, tmp_path / "a")  # resumed: the same canaries, nothing re-run
     assert again["findings"][0]["metrics"][CANARIES] == f["metrics"][CANARIES]
+
+
+def _tenant_store(path: str, n: int = 24) -> list:
+    """A Chroma collection of ``n`` clinic records whose metadata names their clinic (two tenants, by record)."""
+    from engine.tenancy import assign_tenants
+
+    r = make_retriever("minilm")
+    kb = load_corpus("clinic_records", chunk_size=512, chunk_overlap=0, window=retriever_window(r))
+    docs = assign_tenants(kb.documents[:n], 2, seed=0)
+    chroma_collection(docs, r, path=path)
+    return docs
+
+
+def test_an_audit_as_one_tenant_finds_the_missing_filter_and_passes_the_right_one(tmp_path):
+    """The owner's collection holds two clinics' records; the audit queries it as tenant-1 and reads each record's
+    owner from the store itself. The application's query without a tenant filter hands tenant-2's records to
+    tenant-1 (a critical or high finding, the gate fails); with the filter inside the search (Chroma where) no
+    context holds another tenant's record."""
+    docs = _tenant_store(str(tmp_path / "store"))
+    assert {d.tenant for d in docs} == {"tenant-1", "tenant-2"}
+    battery = {
+        "extraction_attacks": ["zeng"],
+        "poisoning_attacks": [],
+        "rounds": 3,
+        "target": "chroma",
+        "kb": "target",
+        "identity": "tenant-1",
+        "attack_params": {"zeng": {"information": "builtin"}},
+        "fail_on": {"cross_tenant_rounds": 0},
+    }
+    params = {**CHROMA_RAG, "path": str(tmp_path / "store"), "top_k": 3, "max_tokens": 16}
+    open_ = run_audit(AuditConfig.from_dict({**battery, "target_params": params}), tmp_path / "open")
+    f = next(f for f in open_["findings"] if f["id"] == "extraction:zeng")
+    assert f["metrics"]["cross_tenant_rounds"]["value"] > 0, f["metrics"]
+    assert severity_rank(f["severity"]) >= severity_rank("high") and "tenant" in f["severity_rationale"]
+    assert open_["gate"]["passed"] is False
+    where = {**params, "where": {"tenant": "tenant-1"}}
+    scoped = run_audit(AuditConfig.from_dict({**battery, "target_params": where}), tmp_path / "scoped")
+    g = next(f for f in scoped["findings"] if f["id"] == "extraction:zeng")
+    assert g["metrics"]["cross_tenant_rounds"]["value"] == 0.0 and g["metrics"]["cross_tenant_leaked"]["k"] == 0
+    assert scoped["gate"]["passed"] is True
+    events, _ = read_events(f"{g['run_dir']}/events.jsonl")
+    owner = {d.id: d.tenant for d in docs}
+    assert all(owner[i] == "tenant-1" for e in events if e.kind == "retrieved" for i in e.doc_ids)
+    with pytest.raises(ConfigError, match="extraction:zeng: identity 'tenant-1': .* names no tenant"):
+        plain = tmp_path / "plain"
+        _owner_store(str(plain))
+        run_audit(
+            AuditConfig.from_dict({**battery, "target_params": {**CHROMA_RAG, "path": str(plain)}}), tmp_path / "x"
+        )
+    for fields, why in (
+        ({"target": "pipeline", "identity": "tenant-1"}, "set by its preset"),
+        (
+            {"target": "http", "target_params": {"url": "http://127.0.0.1:1/q"}, "identity": "t", "kb": "none"},
+            "give one",
+        ),
+    ):
+        with pytest.raises(ConfigError, match=why):
+            AuditConfig.from_dict(fields)

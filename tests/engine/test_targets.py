@@ -19,7 +19,7 @@ from engine.targets import TargetError, make_target
 from engine.retry import retry_after
 from engine.targets.http_client import BudgetSpent, HttpClient
 from engine.types import Document
-from helpers import ScriptedServer, free_port, http_target_params, wait_for_port
+from helpers import ScriptedServer, chroma_collection, free_port, http_target_params, wait_for_port
 
 REPO = Path(__file__).resolve().parents[2]
 OK = (200, {}, json.dumps({"answer": "fine", "sources": [{"id": "a", "text": "alpha"}]}).encode(), 0)
@@ -164,25 +164,10 @@ def test_python_target_failures_are_one_line(user_module):
 
 def _collection(path: str | None = None, host: str | None = None, port: int | None = None, n: int = 30):
     """A Chroma collection holding the first ``n`` clinic-record chunks embedded by MiniLM (the user's store)."""
-    import chromadb
-    from chromadb.config import Settings
-
     r = make_retriever("minilm")
     docs = load_corpus("clinic_records", chunk_size=512, chunk_overlap=0, window=retriever_window(r)).documents[:n]
-    client = (
-        chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
-        if path
-        else chromadb.HttpClient(host=host, port=port, settings=Settings(anonymized_telemetry=False))
-    )
-    col = client.create_collection("clinic", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
-    vecs, _ = r.encode_documents([d.text for d in docs])
-    col.add(
-        ids=[d.id for d in docs],
-        embeddings=vecs,
-        documents=[d.text for d in docs],
-        metadatas=[{"source": "clinic"} for _ in docs],
-    )
-    return col, docs
+    docs = tuple(Document(d.id, d.text, {"source": "clinic"}) for d in docs)
+    return chroma_collection(docs, r, path=path, host=host, port=port), docs
 
 
 CHROMA_RAG = {
