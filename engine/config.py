@@ -853,6 +853,49 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any], *, skip: tuple[s
     return ("; ".join(out[:limit]) + more) or "none"
 
 
+class MembershipTableConfig(Params):
+    """A grid of membership experiments — knowledge bases × attacks × defense configurations — one resumable run
+    per cell, read back as one table (engine/membership_table.py)."""
+
+    base: Optional[Mapping[str, Any]] = param(None, help="MembershipConfig fields every cell shares")
+    kbs: tuple[str, ...] = param(("clinic_records",), help="Knowledge bases probed")
+    non_member_kbs: Optional[Mapping[str, Any]] = param(
+        None, help="Per knowledge base, the corpus its non-members come from {kb: corpus} (else held out of it)"
+    )
+    attacks: tuple[str, ...] = param(("direct",), help="Membership attacks", registry="membership-attacks")
+    configurations: tuple[str, ...] = param(
+        ("none",), help="Defense configurations: none, or defenses joined by + (e.g. detect-and-hide, intent-block)"
+    )
+    attack_generators: Optional[Mapping[str, Any]] = param(
+        None, help="Per attack, its generator parameters instead of the base's {attack: {model: …}}"
+    )
+
+    def validate(self) -> None:
+        """Every cell's configuration is valid (so a bad grid fails before its first cell runs)."""
+        if not self.kbs or not self.attacks or not self.configurations:
+            raise ConfigError("kbs, attacks and configurations each need at least one entry")
+        for kb in dict(self.non_member_kbs or {}):
+            if kb not in self.kbs:
+                raise ConfigError(f"non_member_kbs: {kb!r} is not one of the grid's kbs ({', '.join(self.kbs)})")
+        for a in dict(self.attack_generators or {}):
+            if a not in self.attacks:
+                raise ConfigError(f"attack_generators: {a!r} is not one of the grid's attacks")
+        for kb in self.kbs:
+            for a in self.attacks:
+                for c in self.configurations:
+                    self.cell_config(kb, a, c)
+
+    def cell_config(self, kb: str, attack: str, configuration: str) -> MembershipConfig:
+        """The membership experiment of one cell."""
+        defenses = [] if configuration == "none" else [d for d in configuration.split("+") if d]
+        fields: dict[str, Any] = {**dict(self.base or {}), "kb": kb, "attack": attack, "defenses": defenses}
+        if (self.non_member_kbs or {}).get(kb):
+            fields["non_member_kb"] = self.non_member_kbs[kb]  # type: ignore[index]
+        if (self.attack_generators or {}).get(attack):
+            fields["generator_params"] = dict(self.attack_generators[attack])  # type: ignore[index]
+        return MembershipConfig.from_dict(fields, where=f"cell {kb} × {attack} × {configuration}")
+
+
 PRESET_KINDS = {
     "poison": PoisonConfig,
     "sweep": SweepConfig,
@@ -860,6 +903,7 @@ PRESET_KINDS = {
     "compare": ComparisonConfig,
     "audit": AuditConfig,
     "membership": MembershipConfig,
+    "membership-table": MembershipTableConfig,
 }
 
 

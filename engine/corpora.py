@@ -36,7 +36,7 @@ BENCHMARK_CORPORA = {
     "healthcaremagic": "kb/healthcaremagic_1k.jsonl",
     "enron": "kb/enron_2k.jsonl",
 }
-BUNDLED = ("clinic_handbook", "clinic_records")
+BUNDLED = ("clinic_handbook", "clinic_records", "clinic_records_heldout")  # the last: never indexed (non-members)
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 
 

@@ -12,6 +12,11 @@ file can be regenerated and checked:
 
     .venv/bin/python corpora/clinic_records/generate.py            # rewrites part_records.jsonl
     .venv/bin/python corpora/clinic_records/generate.py --check    # exit 1 if the file differs
+    .venv/bin/python corpora/clinic_records/generate.py --held-out 280   # rewrites ../clinic_records_heldout/
+
+``--held-out N`` continues the same seeded sequence past the 320 records (records 321 … 320 + N: the same
+clinic, formats and fake-person generator, never in the knowledge base) into the bundled corpus
+``clinic_records_heldout``: the non-members of membership experiments larger than the 320 records allow.
 """
 
 from __future__ import annotations
@@ -1439,7 +1444,19 @@ def render(records: list[dict]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--check", action="store_true", help="compare with the committed file instead of writing")
+    ap.add_argument("--held-out", type=int, default=0, help="write N more records to the held-out corpus instead")
     args = ap.parse_args()
+    if args.held_out:
+        out = HERE.parent / "clinic_records_heldout" / "part_records.jsonl"
+        out.parent.mkdir(exist_ok=True)
+        held = render(generate(n=N_RECORDS + args.held_out)[N_RECORDS:])
+        if args.check:
+            same = out.is_file() and out.read_text(encoding="utf-8") == held
+            print("up to date" if same else "differs from the generator output")
+            return 0 if same else 1
+        out.write_text(held, encoding="utf-8")
+        print(f"wrote {out} ({held.count(chr(10))} records)")
+        return 0
     content = render(generate())
     if args.check:
         same = OUT.is_file() and OUT.read_text(encoding="utf-8") == content

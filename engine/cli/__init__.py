@@ -17,7 +17,7 @@ from ..secrets import scrub
 from .audit import add_parser as add_audit_parser
 from .canaries import add_parser as add_canaries_parser
 from .membership import add_parser as add_membership_parser
-from .common import Parser, _partial_line, _progress_printer, add_executor_args, check_args
+from .common import Parser, _clean, _partial_line, _progress_printer, add_executor_args, check_args
 from .extraction import _finish_extraction, run_compare
 from .extraction import add_parsers as add_extraction_parsers
 from .poisoning import _run_poison, _sweep
@@ -63,6 +63,21 @@ def cmd_run(args) -> int:
         if args.data_dir:
             cfg = cfg.replace(data_dir=args.data_dir)
         return finish_run(MembershipRun(cfg, out_dir=args.out, progress=_progress_printer(not args.quiet)), args, _show)
+    if kind == "membership-table":
+        from ..errors import ConfigError
+        from ..membership_table import markdown_table, run_table
+
+        if not args.out:
+            raise ConfigError("a membership table needs --out (its folder: the same command continues it there)")
+        if args.data_dir:
+            cfg = cfg.replace(base={**dict(cfg.base or {}), "data_dir": args.data_dir})
+        printer = _progress_printer(not args.quiet)
+        rows = run_table(cfg, args.out, progress=(lambda p: printer(f"[{p.index + 1}] {p.stage}", p.done, p.total)))
+        if args.json:
+            print(json.dumps(_clean(rows)))
+        else:
+            print(markdown_table(rows))
+        return 0
     if kind in ("extract", "compare"):
         from ..runs.extraction import ExtractionRun
 

@@ -27,7 +27,7 @@ LAYERS = [
     {"corpora", "queries", "embedders", "detectors", "generators", "metrics", "summaries", "canaries", "tenancy"},
     {"store", "defenses", "attacks", "rag"},
     {"config", "targets", "runs", "pipeline", "jobs", "executors", "views", "saved"},
-    {"compare", "sweep", "analysis", "plots", "report", "audit"},
+    {"compare", "sweep", "membership_table", "analysis", "plots", "report", "audit"},
     {"cli", "__main__", "__init__"},
 ]
 

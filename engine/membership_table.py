@@ -1,0 +1,193 @@
+"""A table of membership experiments: knowledge bases × attacks × defense configurations, one resumable run per
+cell (:class:`~engine.config.MembershipTableConfig`).
+
+A table folder holds ``table.json`` (the configuration) and ``cells/<kb>--<attack>--<configuration>/<run id>/``,
+each an ordinary membership run (events, manifest, summary). Running the same table into the same folder again
+continues it: a finished cell is kept, a cell cut short resumes after its last probed record
+(:meth:`~engine.runs.membership.MembershipRun.resume`), a cell not started starts. A folder holding a table of
+another configuration is refused, never overwritten. Long grids (200 + 200 records a cell on 2 CPU cores: an hour
+or more each) are run a chunk at a time; :func:`table_rows` reads whatever has finished, and marks the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .config import MembershipTableConfig, differences
+from .errors import ConfigError
+from .events import RunEnded, read_events
+from .files import atomic_write
+from .metrics.intervals import fmt_interval
+from .progress import CellProgress, StopToken, stopped
+
+STATE = "table.json"
+
+
+def cells_of(cfg: MembershipTableConfig) -> list[tuple[str, str, str]]:
+    """Every cell (kb, attack, configuration) in run order: by knowledge base, then attack, then configuration."""
+    return [(kb, a, c) for kb in cfg.kbs for a in cfg.attacks for c in cfg.configurations]
+
+
+def cell_dir(out: Path, kb: str, attack: str, configuration: str) -> Path:
+    """The folder of one cell's run."""
+    slug = "--".join(re.sub(r"[^A-Za-z0-9+_.-]+", "-", x).strip("-") for x in (Path(kb).stem, attack, configuration))
+    return out / "cells" / slug
+
+
+def _run_dir(folder: Path) -> Path | None:
+    runs = sorted(p for p in folder.glob("*/") if (p / "events.jsonl").is_file())
+    return runs[-1] if runs else None
+
+
+def _complete(run_dir: Path) -> bool:
+    events, _ = read_events(run_dir / "events.jsonl")
+    return any(isinstance(e, RunEnded) and e.status == "completed" for e in events)
+
+
+def _open(out: Path, cfg: MembershipTableConfig) -> None:
+    path = out / STATE
+    if path.is_file():
+        try:
+            prev = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise ConfigError(f"{path} is damaged; choose another --out (or delete the folder)") from None
+        diff = differences(prev.get("config") or {}, cfg.to_dict())  # "none" when only the data dir differs
+        if diff != "none":
+            raise ConfigError(
+                f"{out} holds a membership table of another configuration ({diff}); choose another --out — its "
+                "results are kept, never overwritten"
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, json.dumps({"schema": "rag-playground/membership-table", "config": cfg.to_dict()}, indent=2))
+
+
+def run_table(
+    cfg: MembershipTableConfig,
+    out: str | Path,
+    *,
+    progress: CellProgress | None = None,
+    stop: StopToken | None = None,
+    generator: Any = None,
+) -> list[dict[str, Any]]:
+    """Run (or continue) every cell into ``out``; returns :func:`table_rows`. ``progress(index, stage, done,
+    total)`` is called after each probed record (:data:`~engine.progress.CellProgress`); ``stop`` ends the table
+    between two records (the cell in flight resumes next time). ``generator``: one loaded model for every cell."""
+    from .runs.membership import MembershipRun
+
+    out = Path(out)
+    _open(out, cfg)
+    for index, (kb, attack, conf) in enumerate(cells_of(cfg)):
+        if stopped(stop):
+            break
+        folder = cell_dir(out, kb, attack, conf)
+        prev = _run_dir(folder) if folder.is_dir() else None
+        if prev is not None and _complete(prev):
+            continue
+        run = (
+            MembershipRun.resume(prev, generator=generator)
+            if prev is not None
+            else MembershipRun(cfg.cell_config(kb, attack, conf), out_dir=folder, generator=generator)
+        )
+        try:
+            run.prepare()
+            total = run.planned_rounds()
+            while not run.done and not stopped(stop):
+                run.step()
+                if progress is not None:
+                    progress(index, f"{kb} × {attack} × {conf}", run.rounds_done, total)
+        finally:
+            run.close()
+    return table_rows(out)
+
+
+def table_rows(out: str | Path) -> list[dict[str, Any]]:
+    """One row per cell of the table in ``out``, from its run's events: the cell, records probed of those planned
+    (``complete``), AUROC with its interval, TPR at 1% and 5% FPR with theirs, questions per decision, the share of
+    members whose record was retrieved, questions refused, seconds. A cell not started has ``decisions`` 0."""
+    from .runs.membership import summarize_membership
+
+    out = Path(out)
+    try:
+        cfg = MembershipTableConfig.from_dict(json.loads((out / STATE).read_text(encoding="utf-8"))["config"])
+    except (OSError, ValueError, KeyError):
+        raise ConfigError(f"{out} holds no membership table (no readable {STATE})") from None
+    rows = []
+    for kb, attack, conf in cells_of(cfg):
+        row: dict[str, Any] = {"kb": kb, "attack": attack, "configuration": conf, "decisions": 0, "complete": False}
+        c = cfg.cell_config(kb, attack, conf)
+        row["planned"] = c.members + c.non_members
+        run = _run_dir(cell_dir(out, kb, attack, conf)) if cell_dir(out, kb, attack, conf).is_dir() else None
+        if run is not None:
+            events, _ = read_events(run / "events.jsonl")
+            s = summarize_membership(events).to_dict()
+            row.update(
+                {
+                    k: s.get(k)
+                    for k in (
+                        "auroc",
+                        "auroc_ci",
+                        "tpr_at_1fpr",
+                        "tpr_at_1fpr_ci",
+                        "tpr_at_5fpr",
+                        "tpr_at_5fpr_ci",
+                        "queries_per_decision",
+                        "members_retrieved",
+                        "blocked",
+                        "decisions",
+                        "n_members",
+                        "n_non_members",
+                        "seconds",
+                    )
+                }  # fmt: skip
+            )
+            row["complete"] = any(isinstance(e, RunEnded) and e.status == "completed" for e in events)
+            row["run_dir"] = str(run)
+        rows.append(row)
+    return rows
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The rows as the Markdown table the results page shows (a cell cut short says how far it got)."""
+    head = (
+        "| knowledge base | attack | defenses | members + non-members | AUROC [95% bootstrap] | TPR at 1% FPR | "
+        "TPR at 5% FPR | questions / decision | members retrieved | time |\n|---|---|---|---|---|---|---|---|---|---|"
+    )
+    lines = [head]
+    for r in rows:
+        if not r["decisions"]:
+            lines.append(f"| {r['kb']} | {r['attack']} | {r['configuration']} | not run (0 of {r['planned']}) |"
+                         + " |" * 6)  # fmt: skip
+            continue
+        n = f"{r['n_members']} + {r['n_non_members']}" + ("" if r["complete"] else f" (of {r['planned']}: running)")
+        auc = "n/a" if r["auroc"] is None else f"{r['auroc']:.2f} {fmt_interval(r['auroc_ci'], 2)}"
+        seen = "" if r["members_retrieved"] is None else f"{r['members_retrieved']:.0%}"
+        lines.append(
+            f"| {r['kb']} | {r['attack']} | {r['configuration']} | {n} | {auc} | "
+            f"{r['tpr_at_1fpr']:.2f} {fmt_interval(r['tpr_at_1fpr_ci'], 2)} | "
+            f"{r['tpr_at_5fpr']:.2f} {fmt_interval(r['tpr_at_5fpr_ci'], 2)} | {r['queries_per_decision']:.1f} | "
+            f"{seen} | {r['seconds'] / 60:.0f} min |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m engine.membership_table DIR``: print a table folder's Markdown table."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m engine.membership_table TABLE_FOLDER", file=sys.stderr)
+        return 2
+    try:
+        print(markdown_table(table_rows(args[0])))
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,77 @@
+"""The membership table: knowledge bases × attacks × defense configurations, one resumable membership run per
+cell, against the real pipeline (Qwen2.5-0.5B, MiniLM, Chroma); stopped in a cell, continued by the same call;
+another configuration in the same folder refused; the Markdown table; the bundled held-out clinic records."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.config import MembershipTableConfig, load_preset
+from engine.corpora import load_corpus
+from engine.errors import ConfigError
+from engine.generators import GENERATORS
+from engine.membership_table import cells_of, markdown_table, run_table
+from engine.progress import stop_flag
+from helpers import run_cli
+
+TINY = {
+    "base": {"members": 2, "non_members": 2, "max_tokens": 8, "top_k": 1, "attack_params": {"max_chars": 300}},
+    "attacks": ["direct"],
+    "configurations": ["none", "detect-and-hide"],
+    "non_member_kbs": {"clinic_records": "clinic_records_heldout"},
+}
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    return GENERATORS.create("local", {"model": "qwen2.5-0.5b"})
+
+
+def test_a_table_stops_in_a_cell_continues_and_reads_back(tmp_path, qwen):
+    cfg = MembershipTableConfig.from_dict(TINY)
+    assert cells_of(cfg) == [("clinic_records", "direct", "none"), ("clinic_records", "direct", "detect-and-hide")]
+    seen = []
+
+    def progress(index, stage, done, total):
+        seen.append((index, done, total))
+
+    probed = iter(range(100))
+    rows = run_table(cfg, tmp_path, progress=progress, stop=stop_flag(lambda: next(probed) >= 3), generator=qwen)
+    assert [r["decisions"] for r in rows] == [2, 0] and not rows[0]["complete"], rows
+    assert "running" in markdown_table(rows) and "not run (0 of 4)" in markdown_table(rows)
+    rows = run_table(cfg, tmp_path, progress=progress, generator=qwen)
+    assert [r["decisions"] for r in rows] == [4, 4] and all(r["complete"] for r in rows)
+    assert seen[-1] == (1, 4, 4) and (0, 4, 4) in seen
+    for r in rows:
+        summary = json.loads((tmp_path / r["run_dir"] / "summary.json").read_text())
+        assert r["auroc"] == summary["auroc"] and r["n_members"] == 2 and r["n_non_members"] == 2
+    split = [json.loads(line) for line in open(f"{rows[0]['run_dir']}/events.jsonl") if "membership_split" in line][0]
+    assert all(i.startswith("rec-0") and int(i[4:]) > 320 for i in split["non_members"]), "held-out records"
+    text = markdown_table(rows)
+    assert text.count("\n") == 3 and "| clinic_records | direct | detect-and-hide | 2 + 2 |" in text
+    again = run_table(cfg, tmp_path, generator=qwen)  # finished: nothing runs again
+    assert [r["run_dir"] for r in again] == [r["run_dir"] for r in rows]
+    with pytest.raises(ConfigError, match="another configuration .*base"):
+        run_table(MembershipTableConfig.from_dict({**TINY, "base": {**TINY["base"], "seed": 5}}), tmp_path)
+
+
+def test_the_bundled_table_and_bad_tables_are_checked_before_any_cell():
+    kind, cfg, _ = load_preset("membership-table")
+    assert kind == "membership-table" and len(cells_of(cfg)) == 40
+    assert {"detect-and-hide", "intent-block"} <= set(cfg.configurations) and len(cfg.configurations) >= 5
+    assert cfg.cell_config("clinic_records", "riddle", "none").generator_params == {"model": "qwen2.5-1.5b"}
+    held = load_corpus("clinic_records_heldout", chunk_size=None)
+    kb = load_corpus("clinic_records", chunk_size=None)
+    assert len(held) == 280 and not {d.id for d in held.documents} & {d.id for d in kb.documents}
+    for fields, why in (
+        ({"configurations": ["nope"]}, "unknown defense 'nope'"),
+        ({"attacks": []}, "at least one entry"),
+        ({"non_member_kbs": {"enron": "x"}}, "not one of the grid's kbs"),
+        ({"attack_generators": {"mba": {"model": "qwen2.5-1.5b"}}}, "not one of the grid's attacks"),
+    ):
+        with pytest.raises(ConfigError, match=why):
+            MembershipTableConfig.from_dict(fields)
+    r = run_cli("run", "membership-table")
+    assert r.returncode == 2 and "needs --out" in r.stderr
