@@ -1449,21 +1449,18 @@ def main() -> int:
     if args.held_out:
         out = HERE.parent / "clinic_records_heldout" / "part_records.jsonl"
         out.parent.mkdir(exist_ok=True)
-        held = render(generate(n=N_RECORDS + args.held_out)[N_RECORDS:])
-        if args.check:
-            same = out.is_file() and out.read_text(encoding="utf-8") == held
-            print("up to date" if same else "differs from the generator output")
-            return 0 if same else 1
-        out.write_text(held, encoding="utf-8")
-        print(f"wrote {out} ({held.count(chr(10))} records)")
-        return 0
-    content = render(generate())
-    if args.check:
-        same = OUT.is_file() and OUT.read_text(encoding="utf-8") == content
+        return _write(out, render(generate(n=N_RECORDS + args.held_out)[N_RECORDS:]), args.check)
+    return _write(OUT, render(generate()), args.check)
+
+
+def _write(out: Path, content: str, check: bool) -> int:
+    """Write ``content`` to ``out``, or with ``check`` compare them (exit code 1 when they differ)."""
+    if check:
+        same = out.is_file() and out.read_text(encoding="utf-8") == content
         print("up to date" if same else "differs from the generator output")
         return 0 if same else 1
-    OUT.write_text(content, encoding="utf-8")
-    print(f"wrote {OUT} ({content.count(chr(10))} records)")
+    out.write_text(content, encoding="utf-8")
+    print(f"wrote {out} ({content.count(chr(10))} records)")
     return 0
 
 
