@@ -72,7 +72,9 @@ def cmd_run(args) -> int:
         if args.data_dir:
             cfg = cfg.replace(base={**dict(cfg.base or {}), "data_dir": args.data_dir})
         printer = _progress_printer(not args.quiet)
-        rows = run_table(cfg, args.out, progress=(lambda p: printer(f"[{p.index + 1}] {p.stage}", p.done, p.total)))
+        rows = run_table(
+            cfg, args.out, progress=lambda i, stage, done, total: printer(f"[{i + 1}] {stage}", done, total)
+        )
         if args.json:
             print(json.dumps(_clean(rows)))
         else:

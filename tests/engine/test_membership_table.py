@@ -75,3 +75,17 @@ def test_the_bundled_table_and_bad_tables_are_checked_before_any_cell():
             MembershipTableConfig.from_dict(fields)
     r = run_cli("run", "membership-table")
     assert r.returncode == 2 and "needs --out" in r.stderr
+
+
+def test_engine_run_runs_a_table_preset_and_prints_its_table(tmp_path):
+    preset = tmp_path / "tiny.yaml"
+    preset.write_text(
+        "kind: membership-table\nbase: {members: 1, non_members: 1, max_tokens: 8, top_k: 1, generator_params: "
+        "{model: smollm2-135m}, attack_params: {max_chars: 200}}\nattacks: [direct]\nconfigurations: [none]\n"
+    )
+    r = run_cli("run", preset, "--out", tmp_path / "t")
+    assert r.returncode == 0, r.stderr
+    assert "| clinic_records | direct | none | 1 + 1 |" in r.stdout
+    again = run_cli("run", preset, "--out", tmp_path / "t", "--json", "-q")
+    rows = json.loads(again.stdout.strip().splitlines()[-1])
+    assert again.returncode == 0 and rows[0]["complete"] and rows[0]["decisions"] == 2
