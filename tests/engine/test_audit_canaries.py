@@ -1,7 +1,8 @@
 """Canaries in audits: the owner plants them in a store the engine cannot write (``engine canaries plant``), the
 audit counts them in answers — from the reference knowledge base's canary lines or from the codes file alone —
-raises the finding, shows the answer as evidence and gates a CI build on them; the built-in pipeline gets them
-planted by the audit itself. Against a real Chroma store and a real model."""
+raises the finding, shows the answer as evidence and gates a CI build on them (the built-in pipeline's planted
+canaries: tests/app/test_audit_page.py); tenancy in an audit of a two-tenant store. Against a real Chroma store
+and a real model."""
 
 from __future__ import annotations
 
@@ -126,7 +127,7 @@ def test_an_audit_of_the_owners_chroma_store_counts_the_canaries_it_holds(tmp_pa
     battery = {
         "extraction_attacks": ["zeng"],
         "poisoning_attacks": [],
-        "rounds": 5,  # the context dump leaks a canary line in 2 of its first 4 rounds here (greedy, seed 0)
+        "rounds": 4,  # the context dump leaks a canary line in rounds 2 and 4 here (greedy, seed 0)
         "target": "chroma",
         "target_params": {**CHROMA_RAG, "path": str(tmp_path / "store")},
         "fail_on": {CANARIES: 0},
@@ -154,30 +155,6 @@ def test_an_audit_of_the_owners_chroma_store_counts_the_canaries_it_holds(tmp_pa
     ev = f2["evidence"][0]
     a, b = ev["spans"][0]
     assert ev["source_id"] in codes and ev["source_text"][a:b] == codes[ev["source_id"]]
-
-
-@pytest.mark.slow
-def test_an_audit_of_the_built_in_pipeline_plants_its_canaries(audit_preset, tmp_path):
-    cfg = AuditConfig.from_dict(
-        {
-            "extraction_attacks": ["zeng"],
-            "poisoning_attacks": [],
-            "rounds": 2,
-            "target": "pipeline",
-            "target_params": {"preset": audit_preset},
-            "canaries": 0.5,
-        }
-    )
-    report = run_audit(cfg, tmp_path / "a")
-    text, f = _answers(report)
-    events, _ = read_events(f"{f['run_dir']}/events.jsonl")
-    planted = next(e for e in events if isinstance(e, CanariesPlanted))
-    assert planted.share == 0.5 and f["metrics"][CANARIES]["n"] == len(planted.doc_ids)
-    assert len(planted.doc_ids) == round(0.5 * f["metrics"]["crr"]["n"])
-    codes = dict(zip(planted.doc_ids, planted.codes))
-    assert f["metrics"][CANARIES]["k"] == len(set(canary_hits(text, codes)))
-    again = run_audit(cfg, tmp_path / "a")  # resumed: the same canaries, nothing re-run
-    assert again["findings"][0]["metrics"][CANARIES] == f["metrics"][CANARIES]
 
 
 def _tenant_store(path: str, n: int = 24) -> list:

@@ -451,13 +451,17 @@ def test_poison_and_extract_report_corpus_stats(tmp_path):
 
 @pytest.mark.slow
 def test_paper_scale_preset_smoke_and_resume(tmp_path):
-    """CI runs a 1-round smoke of ragfort-paper-scale (both KBs, both attacks, no protection, its 1.5B generator;
-    short answers, set by the base options over the preset's); running it again with the same --out resumes: every
-    finished cell is kept, none is run twice. (A round prefills ~1,500 tokens into the 1.5B model: ~15 s on 2 cores.)"""
+    """CI runs a 1-round smoke of ragfort-paper-scale (HealthCareMagic, both attacks, no protection, its 1.5B
+    generator; short answers, set by the base options over the preset's); running it again with the same --out
+    resumes: every finished cell is kept, none is run twice. (A round prefills ~1,500 tokens into the 1.5B model:
+    ~15 s on 2 cores; the Enron half of the grid doubled the test's time for the same code path — Enron is read by
+    the corpora tests and the zeng-enron preset.)"""
     args = (
         "compare",
         "--preset",
         "ragfort-paper-scale",
+        "--kbs",
+        "healthcaremagic",
         "--configurations",
         "none",
         "--rounds",
@@ -478,8 +482,6 @@ def test_paper_scale_preset_smoke_and_resume(tmp_path):
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout.strip().splitlines()[-1])["rows"]
     assert sorted((r["kb"], r["attack"]) for r in rows) == [
-        ("enron", "rag-thief"),
-        ("enron", "worm"),
         ("healthcaremagic", "rag-thief"),
         ("healthcaremagic", "worm"),
     ]
@@ -491,7 +493,7 @@ def test_paper_scale_preset_smoke_and_resume(tmp_path):
     assert p.returncode == 0, p.stderr
     again = json.loads((tmp_path / "comparison.json").read_text())
     assert [r["run_id"] for r in again["runs"]] == [r["run_id"] for r in first["runs"]]
-    assert len(list((tmp_path / "runs").iterdir())) == 4
+    assert len(list((tmp_path / "runs").iterdir())) == 2
 
 
 def test_a_killed_sweep_resumes_and_loses_at_most_the_cell_in_flight(tmp_path):
