@@ -174,7 +174,11 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
                 c1, c2 = st.columns(2)
                 c1.caption("Query → answer")
                 c1.text(str(ev.get("query", ""))[:600])
-                c1.text(str(ev.get("answer", ""))[:1500])
+                answer = str(ev.get("answer", ""))[:1500]  # answer_spans are measured on this same prefix
+                c1.text(answer)
+                marked = [answer[a:b] for a, b in (ev.get("answer_spans") or [])[:3] if 0 <= a < b <= len(answer)]
+                if marked:
+                    c1.caption("In the answer: " + " · ".join(f"“{md_escape(m[:80])}”" for m in marked))
                 c2.caption(f"Source {ev.get('source_id', '')}")
                 c2.text(str(ev.get("source_text", ""))[:1500])
             for r in f.get("recommendations") or []:
@@ -183,7 +187,7 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
                     f"  measured here: {md_escape(r['measured'])}"
                 )
             if f.get("reproduce"):
-                st.code(f["reproduce"], language="bash")
+                st.code(f["reproduce"], language="bash", wrap_lines=True)
     html_path, json_path = Path(folder) / "report.html", Path(folder) / "report.json"
     c1, c2 = st.columns(2)
     if html_path.is_file():

@@ -16,16 +16,11 @@ from typing import Any, Callable, Mapping, Optional
 from .config import ComparisonConfig, ExtractionConfig, defense_set, differences
 from .errors import ConfigError
 from .files import atomic_write
-from .defenses import make_defenses
-from .embedders import make_retriever
 from .executors import ExecutorConfig
 from .metrics.catalog import LEAKAGE, MK, STAGE
 from .metrics.intervals import overlap, wilson
-from .generators import GENERATORS
+from .rag.utility import defended_utility
 from .progress import Progress, StopToken, stopped
-from .queries import load_queries
-from .corpora import load_corpus, retriever_window
-from .rag import RagSystem, evaluate_utility
 from .events import jsonable
 from .runs.extraction import ExtractionRun, events_file
 from .summaries import ComparisonRow
@@ -42,31 +37,7 @@ MEMBERSHIP_KEYS = ("auroc", "auroc_ci", "tpr_at_5fpr", "decisions", "queries", "
 def utility_of(cfg: ComparisonConfig, configuration: str, *, progress: Progress | None = None) -> dict[str, Any]:
     """ACC and faithfulness of the system defended by ``configuration`` on the utility question set."""
     base = cfg.extraction_config("zeng", configuration)
-    data_dir = base.data_dir or None
-    retriever = make_retriever(base.retriever, dict(base.retriever_params or {}))
-    corpus = load_corpus(
-        cfg.utility_corpus,
-        data_dir=data_dir,
-        chunk_size=base.chunk_size,
-        chunk_overlap=base.chunk_overlap,
-        window=retriever_window(retriever),
-    )
-    queries = load_queries(cfg.utility_queries, data_dir=data_dir)
-    system = RagSystem(
-        corpus,
-        retriever,
-        GENERATORS.create(base.generator, dict(base.generator_params or {})),
-        make_defenses(base.defenses, dict(base.defense_params or {})),
-        top_k=base.top_k,
-        template=base.template,
-        max_tokens=base.max_tokens,
-    )
-    try:
-        system.build(progress=progress)
-        u = evaluate_utility(system, queries, seed=base.seed, limit=cfg.utility_limit, progress=progress)
-    finally:
-        system.close()
-    return {k: u[k] for k in ("acc", "faithfulness", "n", "n_graded", "blocked")}
+    return defended_utility(base, cfg.utility_corpus, cfg.utility_queries, cfg.utility_limit, progress=progress)
 
 
 def membership_of(

@@ -869,6 +869,11 @@ class MembershipTableConfig(Params):
     attack_generators: Optional[Mapping[str, Any]] = param(
         None, help="Per attack, its generator parameters instead of the base's {attack: {model: …}}"
     )
+    utility_corpus: str = param("clinic_handbook", help="Corpus of the utility measured per defense configuration")
+    utility_queries: str = param("clinic_handbook", help="Questions of the utility measured per configuration")
+    utility_limit: int = param(
+        0, min=0, help="Utility questions answered per defense configuration (ACC beside AUROC); 0: no utility"
+    )
 
     def validate(self) -> None:
         """Every cell's configuration is valid (so a bad grid fails before its first cell runs)."""

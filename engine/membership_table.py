@@ -20,10 +20,12 @@ from .config import MembershipTableConfig, differences
 from .errors import ConfigError
 from .events import RunEnded, read_events
 from .files import atomic_write
-from .metrics.intervals import fmt_interval
+from .metrics.catalog import MK
+from .metrics.intervals import fmt_interval, wilson
 from .progress import CellProgress, StopToken, stopped
 
 STATE = "table.json"
+UTILITY = ("utility_corpus", "utility_queries", "utility_limit")  # measured per configuration, beside the cells
 
 
 def cells_of(cfg: MembershipTableConfig) -> list[tuple[str, str, str]]:
@@ -54,7 +56,7 @@ def _open(out: Path, cfg: MembershipTableConfig) -> None:
             prev = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             raise ConfigError(f"{path} is damaged; choose another --out (or delete the folder)") from None
-        diff = differences(prev.get("config") or {}, cfg.to_dict())  # "none" when only the data dir differs
+        diff = differences(prev.get("config") or {}, cfg.to_dict(), skip=UTILITY)  # "none": only the data dir
         if diff != "none":
             raise ConfigError(
                 f"{out} holds a membership table of another configuration ({diff}); choose another --out — its "
@@ -79,6 +81,11 @@ def run_table(
 
     out = Path(out)
     _open(out, cfg)
+    if cfg.utility_limit:
+        for conf in cfg.configurations:
+            if stopped(stop):
+                return table_rows(out)
+            _utility(cfg, out, conf)
     for index, (kb, attack, conf) in enumerate(cells_of(cfg)):
         if stopped(stop):
             break
@@ -103,6 +110,25 @@ def run_table(
     return table_rows(out)
 
 
+def _utility_file(out: Path, configuration: str) -> Path:
+    return out / "utility" / f"{re.sub(r'[^A-Za-z0-9+_.-]+', '-', configuration)}.json"
+
+
+def _utility(cfg: MembershipTableConfig, out: Path, configuration: str) -> None:
+    """ACC and faithfulness of ``configuration`` (the base's generator and RAG settings, the configuration's
+    defenses) on the utility questions, once: kept while the utility settings stay the same."""
+    from .rag.utility import defended_utility
+
+    path = _utility_file(out, configuration)
+    how = {k: getattr(cfg, k) for k in UTILITY}
+    if path.is_file() and json.loads(path.read_text(encoding="utf-8")).get("settings") == how:
+        return
+    c = cfg.cell_config(cfg.kbs[0], cfg.attacks[0], configuration)
+    u = defended_utility(c, cfg.utility_corpus, cfg.utility_queries, cfg.utility_limit)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, json.dumps({"settings": how, "configuration": configuration, **u}, indent=2))
+
+
 def table_rows(out: str | Path) -> list[dict[str, Any]]:
     """One row per cell of the table in ``out``, from its run's events: the cell, records probed of those planned
     (``complete``), AUROC with its interval, TPR at 1% and 5% FPR with theirs, questions per decision, the share of
@@ -119,6 +145,15 @@ def table_rows(out: str | Path) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"kb": kb, "attack": attack, "configuration": conf, "decisions": 0, "complete": False}
         c = cfg.cell_config(kb, attack, conf)
         row["planned"] = c.members + c.non_members
+        ufile = _utility_file(out, conf)
+        if ufile.is_file():
+            u = json.loads(ufile.read_text(encoding="utf-8"))
+            graded = int(u.get("n_graded") or 0)
+            row[MK.UTILITY_ACC] = u.get("acc")
+            row[MK.UTILITY_ACC + "_ci"] = (
+                list(wilson(round((u.get("acc") or 0.0) * graded), graded)) if graded else None
+            )
+            row["utility_n"] = graded
         run = _run_dir(cell_dir(out, kb, attack, conf)) if cell_dir(out, kb, attack, conf).is_dir() else None
         if run is not None:
             events, _ = read_events(run / "events.jsonl")
@@ -153,13 +188,14 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The rows as the Markdown table the results page shows (a cell cut short says how far it got)."""
     head = (
         "| knowledge base | attack | defenses | members + non-members | AUROC [95% bootstrap] | TPR at 1% FPR | "
-        "TPR at 5% FPR | questions / decision | members retrieved | time |\n|---|---|---|---|---|---|---|---|---|---|"
+        "TPR at 5% FPR | questions / decision | members retrieved | time | utility ACC (questions) |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|"
     )
     lines = [head]
     for r in rows:
         if not r["decisions"]:
             lines.append(f"| {r['kb']} | {r['attack']} | {r['configuration']} | not run (0 of {r['planned']}) |"
-                         + " |" * 6)  # fmt: skip
+                         + " |" * 6 + f" {_acc(r)} |")  # fmt: skip
             continue
         n = f"{r['n_members']} + {r['n_non_members']}" + ("" if r["complete"] else f" (of {r['planned']}: running)")
         auc = "n/a" if r["auroc"] is None else f"{r['auroc']:.2f} {fmt_interval(r['auroc_ci'], 2)}"
@@ -168,9 +204,15 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             f"| {r['kb']} | {r['attack']} | {r['configuration']} | {n} | {auc} | "
             f"{r['tpr_at_1fpr']:.2f} {fmt_interval(r['tpr_at_1fpr_ci'], 2)} | "
             f"{r['tpr_at_5fpr']:.2f} {fmt_interval(r['tpr_at_5fpr_ci'], 2)} | {r['queries_per_decision']:.1f} | "
-            f"{seen} | {r['seconds'] / 60:.0f} min |"
+            f"{seen} | {r['seconds'] / 60:.0f} min | {_acc(r)} |"
         )
     return "\n".join(lines)
+
+
+def _acc(r: dict[str, Any]) -> str:
+    if r.get(MK.UTILITY_ACC) is None:
+        return ""
+    return f"{r[MK.UTILITY_ACC]:.2f} {fmt_interval(r.get(MK.UTILITY_ACC + '_ci'), 2)} ({r['utility_n']})"
 
 
 def main(argv: list[str] | None = None) -> int:

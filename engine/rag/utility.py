@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from ..generators.base import Generator
 from ..progress import Progress
@@ -165,3 +165,41 @@ def evaluate_utility(
         "blocked": sum(it.blocked for it in items),
         "items": items,
     }
+
+
+def defended_utility(c: Any, corpus: str, queries: str, limit: int | None, *, progress: Progress | None = None) -> dict:
+    """ACC and faithfulness on ``queries`` over ``corpus`` of the RAG system a run config ``c`` describes (its
+    retriever, chunking, generator, defenses, top-K, template, answer length, seed and data dir — an extraction or
+    a membership config): the utility a defense configuration keeps, measured the same way for every run kind."""
+    from ..corpora import load_corpus, retriever_window
+    from ..defenses import make_defenses
+    from ..embedders import make_retriever
+    from ..generators import GENERATORS
+    from ..queries import load_queries
+
+    data_dir = c.data_dir or None
+    retriever = make_retriever(c.retriever, dict(c.retriever_params or {}))
+    kb = load_corpus(
+        corpus,
+        data_dir=data_dir,
+        chunk_size=c.chunk_size,
+        chunk_overlap=c.chunk_overlap,
+        window=retriever_window(retriever),
+    )
+    system = RagSystem(
+        kb,
+        retriever,
+        GENERATORS.create(c.generator, dict(c.generator_params or {})),
+        make_defenses(c.defenses, dict(c.defense_params or {})),
+        top_k=c.top_k,
+        template=c.template,
+        max_tokens=c.max_tokens,
+    )
+    try:
+        system.build(progress=progress)
+        u = evaluate_utility(
+            system, load_queries(queries, data_dir=data_dir), seed=c.seed, limit=limit, progress=progress
+        )
+    finally:
+        system.close()
+    return {k: u[k] for k in ("acc", "faithfulness", "n", "n_graded", "blocked")}

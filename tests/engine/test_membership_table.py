@@ -53,6 +53,13 @@ def test_a_table_stops_in_a_cell_continues_and_reads_back(tmp_path, qwen):
     assert text.count("\n") == 3 and "| clinic_records | direct | detect-and-hide | 2 + 2 |" in text
     again = run_table(cfg, tmp_path, generator=qwen)  # finished: nothing runs again
     assert [r["run_dir"] for r in again] == [r["run_dir"] for r in rows]
+    # utility beside: asked for later, it is measured once per configuration and the finished cells are kept
+    useful = MembershipTableConfig.from_dict({**TINY, "utility_limit": 2})
+    with_utility = run_table(useful, tmp_path, generator=qwen)
+    assert [r["run_dir"] for r in with_utility] == [r["run_dir"] for r in rows]
+    for r in with_utility:
+        assert r["utility_n"] == 2 and 0.0 <= r["utility_acc"] <= 1.0 and len(r["utility_acc_ci"]) == 2
+    assert "(2) |" in markdown_table(with_utility)
     with pytest.raises(ConfigError, match="another configuration .*base"):
         run_table(MembershipTableConfig.from_dict({**TINY, "base": {**TINY["base"], "seed": 5}}), tmp_path)
 
