@@ -171,30 +171,11 @@ def defended_utility(c: Any, corpus: str, queries: str, limit: int | None, *, pr
     """ACC and faithfulness on ``queries`` over ``corpus`` of the RAG system a run config ``c`` describes (its
     retriever, chunking, generator, defenses, top-K, template, answer length, seed and data dir — an extraction or
     a membership config): the utility a defense configuration keeps, measured the same way for every run kind."""
-    from ..corpora import load_corpus, retriever_window
-    from ..defenses import make_defenses
-    from ..embedders import make_retriever
-    from ..generators import GENERATORS
     from ..queries import load_queries
+    from .configured import configured_system
 
     data_dir = c.data_dir or None
-    retriever = make_retriever(c.retriever, dict(c.retriever_params or {}))
-    kb = load_corpus(
-        corpus,
-        data_dir=data_dir,
-        chunk_size=c.chunk_size,
-        chunk_overlap=c.chunk_overlap,
-        window=retriever_window(retriever),
-    )
-    system = RagSystem(
-        kb,
-        retriever,
-        GENERATORS.create(c.generator, dict(c.generator_params or {})),
-        make_defenses(c.defenses, dict(c.defense_params or {})),
-        top_k=c.top_k,
-        template=c.template,
-        max_tokens=c.max_tokens,
-    )
+    system = configured_system(c, corpus)
     try:
         system.build(progress=progress)
         u = evaluate_utility(

@@ -107,31 +107,10 @@ class PipelineTarget(Target):
 
     def open(self, progress: Progress | None = None) -> None:
         if self.system is None:
-            from ..corpora import load_corpus, retriever_window
-            from ..defenses import make_defenses
-            from ..embedders import make_retriever
-            from ..generators import GENERATORS
-            from ..rag import RagSystem
+            from ..rag.configured import configured_system
 
             c = self.extraction_config()
-            retriever = make_retriever(c.retriever, dict(c.retriever_params or {}))
-            corpus = load_corpus(
-                c.kb,
-                data_dir=c.data_dir or None,
-                chunk_size=c.chunk_size,
-                chunk_overlap=c.chunk_overlap,
-                window=retriever_window(retriever),
-            )
-            self.system = RagSystem(
-                corpus,
-                retriever,
-                GENERATORS.create(c.generator, dict(c.generator_params or {})),
-                make_defenses(c.defenses, dict(c.defense_params or {})),
-                top_k=c.top_k,
-                template=c.template,
-                max_tokens=c.max_tokens,
-                answer_budget=c.answer_budget,
-            )
+            self.system = configured_system(c, c.kb, answer_budget=c.answer_budget)
             self.system.build(progress=progress)
         super().open(progress)
 
