@@ -96,7 +96,8 @@ def probe_result(got: Mapping[str, Any]) -> None:
 
 
 def findings_table(report: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per finding: severity, cell, title, headline metric with its interval, OWASP and ATLAS ids."""
+    """One row per finding: severity, cell, title, headline metric with its interval, OWASP ids (the MITRE ATLAS
+    techniques, a longer list that clipped the table, are in each finding's detail and in report.html)."""
     rows = []
     for f in report["findings"]:
         head = next(
@@ -115,7 +116,6 @@ def findings_table(report: Mapping[str, Any]) -> pd.DataFrame:
                 "finding": f["title"],
                 "headline": head,
                 "OWASP": ", ".join(t["id"] for t in f.get("owasp") or []),
-                "ATLAS": ", ".join(t["id"] for t in f.get("atlas") or []),
             }
         )
     return pd.DataFrame(rows)
@@ -141,7 +141,11 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
         st.error("Gate failed:  \n" + "  \n".join(md_escape(x) for x in gate.get("regressions") or []))
     elif gate.get("passed") is True:
         st.success("Gate passed")
-    st.dataframe(findings_table(report), hide_index=True, width="stretch")
+    st.dataframe(
+        findings_table(report),
+        hide_index=True,
+        width="stretch",
+    )
     for f in report["findings"]:
         sev = f["severity"] if f["status"] == "done" else f["status"]
         with st.expander(f"{SEVERITY_ICONS.get(sev, '')} {sev} · {f['id']} — {f['title']}"):

@@ -80,3 +80,81 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
                 "question": st.column_config.TextColumn(width="medium"),
             },
         )
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _table(folder: str, stamp: tuple) -> list[dict[str, Any]]:  # stamp: re-read when a cell advanced
+    from engine.membership_table import table_rows
+
+    return table_rows(folder)
+
+
+def table_section() -> None:
+    """A membership table's folder (``python -m engine run membership-table --out DIR``, finished or still
+    running): one row per knowledge base × attack × defense configuration, with the utility beside."""
+    from engine.errors import EngineError
+    from engine.metrics.catalog import MK
+    from engine.metrics.intervals import fmt_interval
+    from engine.paths import REPO_ROOT
+
+    from components.folders import folder_input, subfolders_holding
+
+    st.caption(
+        "Reads a table of membership experiments run from the command line (`python -m engine run "
+        "membership-table --out DIR`: knowledge bases × attacks × defense configurations, one resumable run a "
+        "cell), including cells still running or not started."
+    )
+    folder = folder_input(
+        "Table folder",
+        REPO_ROOT / "results" / "membership-table",
+        key="mia_table_folder",
+        choices=subfolders_holding([REPO_ROOT / "results"], "table.json"),
+    )
+    if folder is None:
+        return
+    files = sorted(Path(folder).expanduser().glob("cells/*/*/events.jsonl")) + sorted(
+        Path(folder).expanduser().glob("utility/*.json")
+    )
+    try:
+        rows = _table(folder, tuple((str(p), p.stat().st_size, p.stat().st_mtime) for p in files))
+    except EngineError as e:
+        st.info(md_escape(e))
+        return
+
+    def ci(r: Mapping[str, Any], key: str) -> str:
+        return fmt_interval(r.get(key + "_ci"), 2) if r.get(key) is not None else ""
+
+    table = [
+        {
+            "knowledge base": r["kb"],
+            "attack": r["attack"],
+            "defenses": r["configuration"],
+            "records probed": f"{r['decisions']} of {r['planned']}" + ("" if r["complete"] else " (running)")
+            if r["decisions"]
+            else f"not run (of {r['planned']})",
+            "AUROC": None if r.get("auroc") is None else round(r["auroc"], 3),
+            "AUROC 95%": ci(r, "auroc"),
+            "TPR at 1% FPR": r.get("tpr_at_1fpr"),
+            "TPR at 5% FPR": r.get("tpr_at_5fpr"),
+            "members retrieved": r.get("members_retrieved"),
+            "utility ACC": r.get(MK.UTILITY_ACC),
+            "utility 95%": ci(r, MK.UTILITY_ACC),
+        }
+        for r in rows
+    ]
+    st.dataframe(
+        pd.DataFrame(table),
+        hide_index=True,
+        width="stretch",
+        key="mia_table",
+        column_config={
+            k: st.column_config.NumberColumn(format="%.2f") for k in ("TPR at 1% FPR", "TPR at 5% FPR", "utility ACC")
+        }
+        | {"members retrieved": st.column_config.NumberColumn(format="percent")},
+    )
+    done = sum(r["complete"] for r in rows)
+    st.caption(
+        f"{done} of {len(rows)} cells finished. AUROC 0.5 is chance; its interval is a stratified bootstrap. "
+        "Utility ACC: the defended assistant's accuracy on the clinic handbook's questions (one measurement per "
+        "defense configuration, beside every attack)."
+    )

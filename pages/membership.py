@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.job_panel import job_panel
-from components.membership import membership_dir, render_membership
+from components.membership import membership_dir, render_membership, table_section
 from components.params_form import params_form, registry_forms
 from components.runtime_notice import local_runtime_notice
 from components.state import data_dir, init_state
@@ -151,3 +151,6 @@ elif job is None:
         "85 s from the command line; a busy machine takes longer). "
         "Then switch **detect-and-hide** on and run it again: does the AUROC fall toward 0.5? Then try S²MIA."
     )
+
+with st.expander("Long experiments (a membership table folder)"):
+    table_section()

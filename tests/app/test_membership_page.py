@@ -84,3 +84,29 @@ def test_more_records_than_the_knowledge_base_is_one_message(runs):
     at.run()
     assert not at.exception
     assert any("more than the knowledge base" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_a_membership_table_folder_shows_every_cell_with_its_progress(tmp_path):
+    """The Long experiments expander reads a table folder: one row per cell, those not started marked so, a
+    folder without a table one message."""
+    import json
+
+    from engine.config import MembershipTableConfig
+
+    cfg = MembershipTableConfig.from_dict(
+        {"attacks": ["direct", "s2mia"], "configurations": ["none", "detect-and-hide"], "utility_limit": 5}
+    )
+    (tmp_path / "table.json").write_text(json.dumps({"config": cfg.to_dict()}))
+    (tmp_path / "utility").mkdir()
+    (tmp_path / "utility" / "none.json").write_text(json.dumps({"acc": 0.8, "n_graded": 5, "n": 5}))
+    at = _page()
+    box = next(t for t in at.text_input if t.label == "Table folder")
+    box.set_value(str(tmp_path)).run()
+    assert not at.exception
+    df = next(d.value for d in at.dataframe if "records probed" in d.value.columns)
+    assert len(df) == 4 and set(df["records probed"]) == {"not run (of 40)"}
+    assert list(df["utility ACC"].dropna()) == [0.8, 0.8] and "0 of 4 cells finished" in " ".join(
+        c.value for c in at.caption
+    )
+    box.set_value(str(tmp_path / "nowhere")).run()
+    assert not at.exception and any("no membership table" in i.value for i in at.info)
