@@ -127,7 +127,7 @@ def test_an_audit_of_the_owners_chroma_store_counts_the_canaries_it_holds(tmp_pa
     battery = {
         "extraction_attacks": ["zeng"],
         "poisoning_attacks": [],
-        "rounds": 4,  # the context dump leaks a canary line in rounds 2 and 4 here (greedy, seed 0)
+        "rounds": 2,  # the context dump leaks a canary line in round 2 here (and 4; greedy, seed 0)
         "target": "chroma",
         "target_params": {**CHROMA_RAG, "path": str(tmp_path / "store")},
         "fail_on": {CANARIES: 0},
