@@ -129,7 +129,7 @@ def table_section() -> None:
             "knowledge base": r["kb"],
             "attack": r["attack"],
             "defenses": r["configuration"],
-            "records probed": f"{r['decisions']} of {r['planned']}" + ("" if r["complete"] else " (running)")
+            "records probed": f"{r['decisions']} of {r['planned']}" + ("" if r["complete"] else " (not finished)")
             if r["decisions"]
             else f"not run (of {r['planned']})",
             "AUROC": None if r.get("auroc") is None else round(r["auroc"], 3),

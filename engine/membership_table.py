@@ -197,7 +197,9 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             lines.append(f"| {r['kb']} | {r['attack']} | {r['configuration']} | not run (0 of {r['planned']}) |"
                          + " |" * 6 + f" {_acc(r)} |")  # fmt: skip
             continue
-        n = f"{r['n_members']} + {r['n_non_members']}" + ("" if r["complete"] else f" (of {r['planned']}: running)")
+        n = f"{r['n_members']} + {r['n_non_members']}" + (
+            "" if r["complete"] else f" (of {r['planned']}: not finished)"
+        )
         auc = "n/a" if r["auroc"] is None else f"{r['auroc']:.2f} {fmt_interval(r['auroc_ci'], 2)}"
         seen = "" if r["members_retrieved"] is None else f"{r['members_retrieved']:.0%}"
         lines.append(
