@@ -132,9 +132,12 @@ def owner_canaries(corpus: Corpus, spec: str = "") -> dict[str, str]:
     and the codes of ``spec`` (:func:`read_codes`) — a listed code found in a chunk is keyed by that chunk, one
     the scorer cannot place (no reference, or not in it) by ``canary:<code>``."""
     found = find_canaries(corpus)
+    listed = read_codes(spec)
+    if not listed:
+        return found
     known = {_squash(c) for c in found.values()}
-    flat = {d.id: _squash(d.text) for d in corpus.documents}
-    for code in read_codes(spec):
+    flat = {d.id: _squash(d.text) for d in corpus.documents}  # only to place listed codes: not on every run
+    for code in listed:
         sq = _squash(code)
         if sq in known:
             continue
