@@ -181,7 +181,7 @@ def long_run_section() -> None:
     """A long comparison's folder (e.g. the committed ``results/ragfort-paper-scale-hcm``, or any ``compare --out``
     folder, finished or still running): CRR after every round with its interval, the checkpoint table and the
     defended runs against no protection at the same round."""
-    from engine.analysis.scale_report import report_rows, same_round_lines
+    from engine.analysis.scale_report import report_rows, same_round_lines, task_rows
     from engine.paths import REPO_ROOT
     from engine.plots.defenses import crr_with_intervals
 
@@ -250,3 +250,31 @@ def long_run_section() -> None:
     )
     for line in same_round_lines(runs):  # a running cell against no protection where it is now
         st.markdown("**Against no protection at the same round** — " + md_escape(line.strip()))
+    task = task_rows(folder)
+    if task:
+        st.markdown("**Utility on the attacked knowledge base's own task** (RAGFort's ACC before / after)")
+        st.dataframe(
+            [
+                {
+                    "KB": r["kb"],
+                    "configuration": r["configuration"],
+                    "task ACC": r["acc"],
+                    "95% interval": "" if not r["acc_ci"] else f"{r['acc_ci'][0]:.3f}–{r['acc_ci'][1]:.3f}",
+                    "questions": r["questions"],
+                    "change against none (points)": r["change"],
+                }
+                for r in task
+            ],
+            hide_index=True,
+            width="stretch",
+            key="long_task",
+            column_config={
+                "task ACC": st.column_config.NumberColumn(format="%.3f"),
+                "change against none (points)": st.column_config.NumberColumn(format="%+.1f"),
+            },
+        )
+        st.caption(
+            "Each question is a record's patient message with four replies to choose from: the record's own and "
+            "those of the three most similar questions (`dialogs:<kb>`). Measured per configuration, whatever "
+            "the attack."
+        )

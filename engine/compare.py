@@ -79,7 +79,9 @@ def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return norm(a) == norm(b)
 
 
-GRID_AXES = ("configurations", "attacks", "kbs", "repeats")  # what a grown (or narrowed) comparison may change
+# what a grown (or narrowed) comparison may change: which cells it asks, and how many task questions (the task's
+# answers are kept per question, so a longer task extends the shorter one)
+GRID_AXES = ("configurations", "attacks", "kbs", "repeats", "task_limit")
 
 
 def _same_but_grid(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -262,6 +264,8 @@ def _run_comparison(
     runs: list[dict[str, Any]] = []
     utility: dict[str, dict] = {}
     membership: dict[tuple, dict] = {}  # per (kb, configuration) (comparisons with a membership_attack)
+    task: dict[tuple, dict] = {}  # per (kb, configuration): the KB's own task (task_limit)
+    task_skipped: dict[str, str] = {}
     kbs = cfg.knowledge_bases()
     from .corpora import check_corpus_spec
 
@@ -298,6 +302,11 @@ def _run_comparison(
                 if (r.get("seed"), r.get("kb"), r.get("attack"), r.get("configuration")) in wanted
             ]
             regridded = not _same(prev.get("config") or {}, cfg.to_dict())
+            for t in prev.get("task") or []:
+                if isinstance(t, dict) and t.get("configuration") in cfg.configurations:
+                    task[(t.get("kb"), t["configuration"])] = {
+                        k: v for k, v in t.items() if k not in ("kb", "configuration")
+                    }
             for r in runs:
                 if any(k.startswith("utility_") for k in r):
                     utility.setdefault(r["configuration"], {k[8:]: v for k, v in r.items() if k.startswith("utility_")})
@@ -342,6 +351,9 @@ def _run_comparison(
         for r in runs:  # utility (and membership) per configuration: every run of it shows the same figures
             r.update({f"utility_{k}": v for k, v in utility.get(r["configuration"], {}).items()})
             r.update({f"membership_{k}": v for k, v in membership.get((r.get("kb"), r["configuration"]), {}).items()})
+            r.update(
+                {f"task_{k}": v for k, v in task.get((r.get("kb"), r["configuration"]), {}).items() if k != "limit"}
+            )
         runs.sort(key=lambda r: order.get((r.get("seed"), r.get("kb"), r["attack"], r["configuration"]), len(order)))
         if out:  # after every cell, so a stopped or killed comparison keeps what it finished
             rows = aggregate_runs(runs)
@@ -357,6 +369,12 @@ def _run_comparison(
                         "complete": len(runs) == len(cells),
                         **({"failed": failed} if failed else {}),
                         **({"placement": placement} if placement else {}),
+                        **(
+                            {"task": [{"kb": kb, "configuration": c, **v} for (kb, c), v in task.items()]}
+                            if task
+                            else {}
+                        ),
+                        **({"task_skipped": task_skipped} if task_skipped else {}),
                     },
                     indent=2,
                     default=str,
@@ -381,6 +399,10 @@ def _run_comparison(
         if o.error is None and o.result is not None and on_row:
             on_row(row)
 
+    if cfg.task_limit:  # the KBs' own tasks first: minutes a configuration, where a cell may take hours
+        from .compare_task import measure_tasks
+
+        task_skipped.update(measure_tasks(cfg, kbs, task, out=out, save=save, progress=progress, stop=stop))
     run_cells(compare_cell, todo, executor=executor, on_done=on_done, progress=cell_progress, stop=stop)
     if regridded and not todo:
         save()  # nothing to play (a narrowed grid): the record still becomes this grid's
@@ -435,7 +457,7 @@ def aggregate_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 }
             )
             continue
-        row = {k: v for k, v in first.items() if k.startswith(("utility_", "membership_"))}
+        row = {k: v for k, v in first.items() if k.startswith(("utility_", "membership_", "task_"))}
         row.update(
             kb=kb,
             attack=attack,
@@ -500,6 +522,8 @@ def add_ratios(rows: list[dict[str, Any]]) -> None:
             )
         if b and r.get(MK.UTILITY_ACC) is not None and b.get(MK.UTILITY_ACC) is not None:
             r["utility_acc_drop"] = b[MK.UTILITY_ACC] - r[MK.UTILITY_ACC]
+        if b and r.get(MK.TASK_ACC) is not None and b.get(MK.TASK_ACC) is not None:
+            r["task_acc_drop"] = b[MK.TASK_ACC] - r[MK.TASK_ACC]
 
 
 ABLATION = ("none", "reindex", "cascade", "reindex+cascade")

@@ -578,14 +578,24 @@ class ComparisonConfig(Params):
     membership_records: int = param(
         10, min=2, max=5000, help="Members, and as many non-members, probed per configuration (membership_attack)"
     )
+    task_limit: int = param(
+        0,
+        min=0,
+        help="Questions of each knowledge base's own task answered per configuration (dialogs:<kb>: multiple "
+        "choice built from its dialog records): task ACC with its interval beside CRR, the utility RAGFort "
+        "reports; 0: none (KBs without dialog records are skipped)",
+    )
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict; the membership fields only when a membership attack is asked for (so the
-        record of comparisons without one, and their resumption, stay as they were)."""
+        """The fields as a plain dict; the membership fields only when a membership attack is asked for, and
+        ``task_limit`` only when set (so the record of comparisons without them, and their resumption, stay as
+        they were)."""
         d = super().to_dict()
         if not d.get("membership_attack"):
             d.pop("membership_attack", None)
             d.pop("membership_records", None)
+        if not d.get("task_limit"):
+            d.pop("task_limit", None)
         return d
 
     def validate(self) -> None:

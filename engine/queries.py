@@ -2,7 +2,8 @@
 or a user file.
 
 Specs: ``mirage:medqa|medmcqa|pubmedqa|bioasq|mmlu`` (data dir), ``clinic_handbook``,
-``poisonedrag:nq|msmarco|hotpotqa`` (data dir), or a path to ``.txt`` (one question a line),
+``poisonedrag:nq|msmarco|hotpotqa`` (data dir), ``dialogs:<kb>`` (multiple choice built from a dialog KB's
+own records, :mod:`engine.dialog_task`), or a path to ``.txt`` (one question a line),
 ``.jsonl`` (``question`` or ``text`` field), ``.json`` (a list of strings, or MIRAGE-style
 ``{id: {question: ...}}``) or ``.csv`` (``question`` or ``text`` column).
 """
@@ -15,6 +16,7 @@ import json
 from pathlib import Path
 
 from .corpora import BUNDLED_CORPORA, _read_text, jsonl_objects
+from .dialog_task import PREFIX as DIALOGS, load_dialog_questions
 from .errors import ConfigError, CorpusError
 from .paths import data_file
 from .types import Query
@@ -25,9 +27,13 @@ BUNDLED_QUERY_SETS = ("clinic_handbook",)
 
 
 def available_query_sets() -> list[str]:
-    """Query-set specs that need no path: the bundled set, then the MIRAGE and PoisonedRAG sets (from the data dir)."""
+    """Query-set specs that need no path: the bundled set, then the MIRAGE and PoisonedRAG sets and HealthCareMagic's
+    own task (from the data dir; ``dialogs:<kb>`` takes any dialog KB)."""
     return (
-        list(BUNDLED_QUERY_SETS) + [f"mirage:{s}" for s in MIRAGE_SETS] + [f"poisonedrag:{s}" for s in POISONEDRAG_SETS]
+        list(BUNDLED_QUERY_SETS)
+        + [f"mirage:{s}" for s in MIRAGE_SETS]
+        + [f"poisonedrag:{s}" for s in POISONEDRAG_SETS]
+        + [f"{DIALOGS}healthcaremagic"]
     )
 
 
@@ -125,6 +131,8 @@ def load_queries(spec: str, *, data_dir: str | None = None, limit: int | None = 
         raise ConfigError("no query set given")
     if spec.startswith("mirage:"):
         queries = load_mirage(spec.split(":", 1)[1], data_dir)
+    elif spec.startswith(DIALOGS):
+        queries = load_dialog_questions(spec, data_dir=data_dir)
     elif spec.startswith("poisonedrag:"):
         name = spec.split(":", 1)[1]
         queries = [

@@ -227,6 +227,7 @@ class ComparisonRow(_ReadsAsDict):
     cascade: Mapping[str, float] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     membership: Mapping[str, Any] = field(default_factory=dict)  # auroc, auroc_ci, … (membership_attack)
+    task: Mapping[str, Any] = field(default_factory=dict)  # acc, acc_ci, acc_drop … of the KB's own task
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ComparisonRow":
@@ -241,6 +242,7 @@ class ComparisonRow(_ReadsAsDict):
         vs_none = {k: d.pop(f"{k}_vs_none") for k in LEAKAGE if f"{k}_vs_none" in d}
         utility = {k[len("utility_") :]: d.pop(k) for k in [k for k in d if k.startswith("utility_")]}
         membership = {k[len("membership_") :]: d.pop(k) for k in [k for k in d if k.startswith("membership_")]}
+        task = {k[len("task_") :]: d.pop(k) for k in [k for k in d if k.startswith("task_")]}
         return cls(
             **take,
             metrics=metrics,
@@ -252,6 +254,7 @@ class ComparisonRow(_ReadsAsDict):
             utility=utility,
             extra=d,
             membership=membership,
+            task=task,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -267,6 +270,7 @@ class ComparisonRow(_ReadsAsDict):
         out.update({f"{k}_vs_none": v for k, v in self.vs_none.items()})
         out.update({f"utility_{k}": v for k, v in self.utility.items()})
         out.update({f"membership_{k}": v for k, v in self.membership.items()})
+        out.update({f"task_{k}": v for k, v in self.task.items()})
         if self.cascade is not None:
             out["cascade"] = self.cascade
         out.update(self.extra)

@@ -236,6 +236,49 @@ def same_round_lines(runs: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
+def task_rows(out_dir: str | Path) -> list[dict[str, Any]]:
+    """The KBs' own task per configuration (``task`` of ``comparison.json``, a comparison with ``task_limit``):
+    KB, configuration, ACC, its Wilson 95% interval, questions graded and the change against no protection on the
+    same KB (points of ACC); empty when none was measured. RAGFort reports this as "ACC before / after"."""
+    comp = Path(out_dir).expanduser() / "comparison.json"
+    try:
+        task = json.loads(comp.read_text(encoding="utf-8")).get("task") or []
+    except (OSError, ValueError):
+        return []
+    none = {t["kb"]: t["acc"] for t in task if t.get("configuration") == "none" and t.get("acc") is not None}
+    return [
+        {
+            "kb": t["kb"],
+            "configuration": t["configuration"],
+            "acc": t.get("acc"),
+            "acc_ci": t.get("acc_ci"),
+            "questions": t.get("n_graded"),
+            "change": (t["acc"] - none[t["kb"]]) * 100
+            if t["configuration"] != "none" and t.get("acc") is not None and t["kb"] in none
+            else None,
+        }
+        for t in task
+    ]
+
+
+def task_lines(out_dir: str | Path) -> list[str]:
+    """:func:`task_rows` as a Markdown table (empty when none was measured)."""
+    rows = task_rows(out_dir)
+    if not rows:
+        return []
+    lines = [
+        "",
+        "| KB | configuration | task ACC (95% interval) | questions | change against none |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        acc, ci = r["acc"], r["acc_ci"]
+        shown = "" if acc is None else f"{acc:.3f}" + (f" ({ci[0]:.3f}–{ci[1]:.3f})" if ci else "")
+        change = "" if r["change"] is None else f"{r['change']:+.1f} points"
+        lines.append(f"| {r['kb']} | {r['configuration']} | {shown} | {r['questions']} | {change} |")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: print the report of ``out_dir`` and, when ``comparison.json`` exists, its finished cells."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -243,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--checkpoints", default="25,50,100,150,200")
     args = ap.parse_args(argv)
     print(report_markdown(args.out_dir, [int(x) for x in args.checkpoints.split(",") if x.strip()]))
+    for line in task_lines(args.out_dir):
+        print(line)
     comp = Path(args.out_dir) / "comparison.json"
     if comp.is_file():
         data = json.loads(comp.read_text())

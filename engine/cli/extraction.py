@@ -219,6 +219,13 @@ def print_comparison(rows: list[dict]) -> None:
                     else ""
                 )
             )
+        if r.get(MK.TASK_ACC) is not None:
+            drop = r.get("task_acc_drop")
+            print(
+                f"{'':33s} task ACC {r[MK.TASK_ACC]:.3f} {fmt_interval(r.get('task_acc_ci'), 3)} on "
+                f"{r.get('task_n_graded')} questions of the KB's own task"
+                + (f"; {-drop:+.3f} against no protection" if drop is not None and r["configuration"] != "none" else "")
+            )
         if r.get("n_runs", 1) > 1:
             print(
                 f"{'':33s} mean of {r['n_runs']} runs (seeds {', '.join(map(str, r['seeds']))}): "

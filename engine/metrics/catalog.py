@@ -42,6 +42,7 @@ class MK:
     ASR_GENERATION = "asr_generation"
     UTILITY_ACC = "utility_acc"
     UTILITY_FAITHFULNESS = "utility_faithfulness"
+    TASK_ACC = "task_acc"
     CROSS_TENANT_ROUNDS = "cross_tenant_rounds"
     CROSS_TENANT_CHUNKS = "cross_tenant_chunks"
     CROSS_TENANT_LEAKED = "cross_tenant_leaked"
@@ -134,6 +135,15 @@ _ALL = (
         "utility ACC",
         "multiple-choice accuracy of the defended system on honest questions",
         "correct answers / graded questions",
+        better="higher",
+    ),
+    Metric(
+        MK.TASK_ACC,
+        "task ACC",
+        "comparisons with task_limit: multiple-choice accuracy of the defended system on the attacked knowledge "
+        "base's own task (dialogs:<kb>: a record's question, its own reply against the replies of the three most "
+        "similar questions); RAGFort's 'ACC before / after'",
+        "correct answers / graded questions (Wilson 95% interval)",
         better="higher",
     ),
     Metric(

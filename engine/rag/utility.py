@@ -9,16 +9,23 @@
   stop words removed) occur in the context (lexical support, cheap and deterministic). With
   ``judge`` (any generator, e.g. through litellm) an LLM decides instead, sentence by sentence
   (yes/no). Answers with no sentence count as fully faithful (nothing unsupported was said).
+
+ACC comes with its Wilson 95% interval (``acc_ci``). A long evaluation can keep a record (``record``: a JSONL
+file, one graded question a line, appended as each is answered): run again with the same record and the
+questions already answered are read back, not asked again.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
-from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from ..generators.base import Generator
+from ..metrics.intervals import wilson
 from ..progress import Progress
 from ..types import Query
 from .prompts import get_template
@@ -131,6 +138,21 @@ class UtilityItem:
     blocked: bool
 
 
+def _read_record(record: Path | None) -> dict[str, UtilityItem]:
+    """The questions a record already holds, by query id (a line cut short by a kill is skipped: that
+    question is asked again)."""
+    if record is None or not record.is_file():
+        return {}
+    done: dict[str, UtilityItem] = {}
+    for line in record.read_text(encoding="utf-8").splitlines():
+        try:
+            item = UtilityItem(**json.loads(line))
+        except (ValueError, TypeError):
+            continue
+        done[item.query_id] = item
+    return done
+
+
 def evaluate_utility(
     system: RagSystem,
     queries: Sequence[Query],
@@ -140,37 +162,67 @@ def evaluate_utility(
     judge: Generator | None = None,
     max_tokens: int = 48,
     progress: Progress | None = None,
+    record: str | Path | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> dict:
-    """ACC and faithfulness of ``system`` over ``queries`` (multiple choice where options exist)."""
+    """ACC (with its Wilson interval) and faithfulness of ``system`` over ``queries`` (multiple choice where
+    options exist); ``record`` keeps each graded question and resumes from it (see the module docstring).
+    When ``stop()`` turns true, the evaluation ends before its next question and the result says
+    ``stopped: True`` (its figures then cover only the questions answered)."""
     mcq = get_template("mcq")
+    path = Path(record) if record is not None else None
+    done = _read_record(path)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
     items: list[UtilityItem] = []
     todo = list(queries)[: limit or None]
+    halted = False
     for i, q in enumerate(todo):
-        mc = mc_options(q, queries, seed)
-        opts, gold = mc if mc else ({}, None)
-        ans = system.answer(q.text, options=opts or None, template=mcq if opts else None, max_tokens=max_tokens)
-        pred = parse_choice(ans.answer, opts) if opts else None
-        faith = 1.0 if ans.blocked_by else faithfulness(ans.answer, [c.text for c in ans.context], judge=judge)
-        items.append(UtilityItem(q.id, q.text, opts, gold, pred, ans.answer, faith, bool(ans.blocked_by)))
+        item = done.get(q.id)
+        if item is None and stop is not None and stop():
+            halted = True
+            break
+        if item is None:
+            mc = mc_options(q, queries, seed)
+            opts, gold = mc if mc else ({}, None)
+            ans = system.answer(q.text, options=opts or None, template=mcq if opts else None, max_tokens=max_tokens)
+            pred = parse_choice(ans.answer, opts) if opts else None
+            faith = 1.0 if ans.blocked_by else faithfulness(ans.answer, [c.text for c in ans.context], judge=judge)
+            item = UtilityItem(q.id, q.text, opts, gold, pred, ans.answer, faith, bool(ans.blocked_by))
+            if path is not None:
+                with path.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(asdict(item)) + "\n")
+        items.append(item)
         if progress:
             progress("answering", i + 1, len(todo))
     graded = [it for it in items if it.gold is not None]
-    acc = sum(it.predicted == it.gold for it in graded) / len(graded) if graded else None
-    faith = sum(it.faithfulness for it in items) / len(items) if items else None
+    correct = sum(it.predicted == it.gold for it in graded)
     return {
-        "acc": acc,
-        "faithfulness": faith,
+        "acc": correct / len(graded) if graded else None,
+        "acc_ci": list(wilson(correct, len(graded))) if graded else None,
+        "faithfulness": sum(it.faithfulness for it in items) / len(items) if items else None,
         "n": len(items),
         "n_graded": len(graded),
         "blocked": sum(it.blocked for it in items),
         "items": items,
+        "stopped": halted,
     }
 
 
-def defended_utility(c: Any, corpus: str, queries: str, limit: int | None, *, progress: Progress | None = None) -> dict:
+def defended_utility(
+    c: Any,
+    corpus: str,
+    queries: str,
+    limit: int | None,
+    *,
+    progress: Progress | None = None,
+    record: str | Path | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> dict:
     """ACC and faithfulness on ``queries`` over ``corpus`` of the RAG system a run config ``c`` describes (its
     retriever, chunking, generator, defenses, top-K, template, answer length, seed and data dir — an extraction or
-    a membership config): the utility a defense configuration keeps, measured the same way for every run kind."""
+    a membership config): the utility a defense configuration keeps, measured the same way for every run kind.
+    ``record`` and ``stop``: see :func:`evaluate_utility`."""
     from ..queries import load_queries
     from .configured import configured_system
 
@@ -179,8 +231,14 @@ def defended_utility(c: Any, corpus: str, queries: str, limit: int | None, *, pr
     try:
         system.build(progress=progress)
         u = evaluate_utility(
-            system, load_queries(queries, data_dir=data_dir), seed=c.seed, limit=limit, progress=progress
+            system,
+            load_queries(queries, data_dir=data_dir),
+            seed=c.seed,
+            limit=limit,
+            progress=progress,
+            record=record,
+            stop=stop,
         )
     finally:
         system.close()
-    return {k: u[k] for k in ("acc", "faithfulness", "n", "n_graded", "blocked")}
+    return {k: u[k] for k in ("acc", "acc_ci", "faithfulness", "n", "n_graded", "blocked", "stopped")}

@@ -24,10 +24,11 @@ LAYERS = [
         "cpu_share",
         "capabilities",
     },
-    {"corpora", "queries", "embedders", "detectors", "generators", "metrics", "summaries", "canaries", "tenancy"},
+    {"corpora", "dialog_task", "queries", "embedders", "detectors", "generators", "metrics", "summaries"}
+    | {"canaries", "tenancy"},
     {"store", "defenses", "attacks", "rag"},
     {"config", "targets", "runs", "pipeline", "jobs", "executors", "views", "saved"},
-    {"compare", "sweep", "membership_table", "analysis", "plots", "report", "audit"},
+    {"compare", "compare_task", "sweep", "membership_table", "analysis", "plots", "report", "audit"},
     {"cli", "__main__", "__init__"},
 ]
 

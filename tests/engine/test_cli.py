@@ -453,7 +453,8 @@ def test_poison_and_extract_report_corpus_stats(tmp_path):
 def test_paper_scale_preset_smoke_and_resume(tmp_path):
     """CI runs a 1-round smoke of ragfort-paper-scale (HealthCareMagic, both attacks, no protection, its 1.5B
     generator; short answers, set by the base options over the preset's); running it again with the same --out
-    resumes: every finished cell is kept, none is run twice. (A round prefills ~1,500 tokens into the 1.5B model:
+    resumes: every finished cell is kept, none is run twice. One question of HealthCareMagic's own task (the
+    preset's task_limit, cut to 1) goes through the same command. (A round prefills ~1,500 tokens into the 1.5B model:
     ~15 s on 2 cores; the Enron half of the grid doubled the test's time for the same code path — Enron is read by
     the corpora tests and the zeng-enron preset.)"""
     args = (
@@ -474,6 +475,8 @@ def test_paper_scale_preset_smoke_and_resume(tmp_path):
         "1",
         "--utility-limit",
         "1",
+        "--task-limit",
+        "1",
         "--json",
         "--out",
         str(tmp_path),
@@ -487,6 +490,7 @@ def test_paper_scale_preset_smoke_and_resume(tmp_path):
     ]
     for r in rows:
         assert r["rounds"] == 1 and r["ee_retrieval"] > 0 and r["ee_generation"] is not None
+        assert r["task_n_graded"] == 1 and r["task_acc"] in (0.0, 1.0)  # HealthCareMagic's own task
     first = json.loads((tmp_path / "comparison.json").read_text())
     assert first["complete"]
     p = run_cli(*args)

@@ -1,0 +1,115 @@
+"""A comparison's task utility: each knowledge base's own task (``dialogs:<kb>``, :mod:`engine.dialog_task`)
+answered by every defense configuration — the ACC before / after that RAGFort's table reports, on the attacked KB
+rather than on a separate question set.
+
+It is measured per (KB, configuration), not per attack or seed: the defended system answering honest questions
+does not depend on who attacks it. Each evaluation keeps a record of its graded questions under
+``<out>/task/`` (named after the defended system's settings, so a record is only read back by the same system),
+so a stopped comparison resumes mid-evaluation. KBs without dialog records (say Enron's e-mails) have no such
+task and are skipped (see :func:`task_kbs`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from .config import ComparisonConfig, config_digest
+from .dialog_task import PREFIX
+from .errors import CorpusError
+from .progress import Progress, StopToken, stopped
+
+# kept per (KB, configuration), with the question count asked ("limit")
+TASK_KEYS = ("acc", "acc_ci", "faithfulness", "n", "n_graded", "blocked")
+
+
+def task_kbs(cfg: ComparisonConfig, kbs: tuple[str, ...]) -> tuple[dict[str, str], dict[str, str]]:
+    """``({kb: question-set spec}, {kb: why it has no task})`` for the comparison's KBs: a KB has a task when its
+    records are dialogs (read now, so a KB without them is named before any cell starts)."""
+    from .queries import load_queries
+
+    data_dir = dict(cfg.base or {}).get("data_dir") or None
+    have: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+    for kb in kbs:
+        spec = f"{PREFIX}{kb}"
+        try:
+            load_queries(spec, data_dir=data_dir, limit=1)
+        except CorpusError as e:
+            skipped[kb] = str(e)
+        else:
+            have[kb] = spec
+    return have, skipped
+
+
+def task_record(out: Path, cfg: ComparisonConfig, kb: str, configuration: str) -> Path:
+    """Where the graded questions of (``kb``, ``configuration``) are kept: named after the defended system's
+    settings (everything but the data dir) and the question set."""
+    base = cfg.extraction_config("zeng", configuration, kb=kb).to_dict()
+    base.pop("data_dir", None)
+    digest = config_digest({**base, "queries": f"{PREFIX}{kb}"})
+    name = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{Path(kb).stem}--{configuration}")
+    return out / "task" / f"{name}--{digest[:10]}.jsonl"
+
+
+def task_of(
+    cfg: ComparisonConfig,
+    kb: str,
+    configuration: str,
+    *,
+    out: Path | None = None,
+    progress: Progress | None = None,
+    stop: Optional[StopToken] = None,
+) -> dict[str, Any] | None:
+    """ACC (with its Wilson interval) and faithfulness of ``configuration``'s defended system on ``kb``'s own
+    task, its first ``cfg.task_limit`` questions; None when ``stop`` ended it (its answers are in the record)."""
+    from .rag.utility import defended_utility
+
+    base = cfg.extraction_config("zeng", configuration, kb=kb)
+    u = defended_utility(
+        base,
+        kb,
+        f"{PREFIX}{kb}",
+        cfg.task_limit,
+        progress=progress,
+        record=task_record(out, cfg, kb, configuration) if out is not None else None,
+        stop=(lambda: stopped(stop)) if stop is not None else None,
+    )
+    if u.get("stopped"):
+        return None
+    return {**{k: u[k] for k in TASK_KEYS}, "limit": cfg.task_limit}
+
+
+def measure_tasks(
+    cfg: ComparisonConfig,
+    kbs: tuple[str, ...],
+    task: dict[tuple[str, str], dict[str, Any]],
+    *,
+    out: Path | None,
+    save: Callable[[], None],
+    progress: Progress | None = None,
+    stop: Optional[StopToken] = None,
+) -> dict[str, str]:
+    """Fill ``task`` for every (KB with dialogs, configuration) it lacks (or holds for another question count),
+    calling ``save`` after each; returns the skipped KBs with the reason."""
+    have, skipped = task_kbs(cfg, kbs)
+    for kb in have:
+        for conf in cfg.configurations:
+            if stopped(stop):
+                return skipped
+            if (task.get((kb, conf)) or {}).get("limit") == cfg.task_limit:
+                continue
+            tick: Progress | None = None
+            if progress is not None:
+                p = progress
+
+                def tick(stage: str, d: int, t: int, kb: str = kb, conf: str = conf) -> None:
+                    p(f"task utility of {conf} on {kb}: {stage}", d, t)
+
+            u = task_of(cfg, kb, conf, out=out, progress=tick, stop=stop)
+            if u is None:
+                return skipped
+            task[(kb, conf)] = u
+            save()
+    return skipped
