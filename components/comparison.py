@@ -181,6 +181,7 @@ def long_run_section() -> None:
     """A long comparison's folder (e.g. the committed ``results/ragfort-paper-scale-hcm``, or any ``compare --out``
     folder, finished or still running): CRR after every round with its interval, the checkpoint table and the
     defended runs against no protection at the same round."""
+    from engine.analysis.ragfort_tables import ragfort_markdown
     from engine.analysis.scale_report import report_rows, same_round_lines, task_rows
     from engine.paths import REPO_ROOT
     from engine.plots.defenses import crr_with_intervals
@@ -250,6 +251,10 @@ def long_run_section() -> None:
     )
     for line in same_round_lines(runs):  # a running cell against no protection where it is now
         st.markdown("**Against no protection at the same round** — " + md_escape(line.strip()))
+    kbs = sorted({str(r["kb"]) for r in runs if r["configuration"] != "none"})
+    for kb in kbs:  # the paper's own tables for each KB the folder defends
+        with st.expander(f"RAGFort's tables on {kb}, beside the paper's numbers", expanded=False):
+            st.markdown(ragfort_markdown(folder, kb, runs=runs))
     task = task_rows(folder)
     if task:
         st.markdown("**Utility on the attacked knowledge base's own task** (RAGFort's ACC before / after)")

@@ -60,3 +60,17 @@ def test_readme_and_site_home_agree():
     assert in_readme and in_readme == in_home
     pages = {str(p.relative_to(REPO / "docs")) for p in (REPO / "docs").rglob("*.md")} - {"index.md"}
     assert set(in_readme) == pages, "every page is linked from the README and the site's home"
+
+
+def test_the_readmes_ragfort_tables_are_the_committed_experiments():
+    """The README's RAGFort tables are generated from the committed long experiment, never typed: regenerate them
+    (``python -m engine.analysis.ragfort_tables results/ragfort-paper-scale-hcm --write README.md``) whenever the
+    folder's results change."""
+    from engine.analysis.ragfort_tables import BEGIN, END, ragfort_markdown
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    assert block == ragfort_markdown(REPO / "results" / "ragfort-paper-scale-hcm").strip(), (
+        "README's RAGFort tables are stale: regenerate them with engine.analysis.ragfort_tables --write README.md"
+    )
+    assert "| RAGFort (reindex + cascade) |" in block and "paper (Qwen-14B / HealthCare)" in block
