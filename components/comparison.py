@@ -50,6 +50,13 @@ def render_results(
             if MK.MEMBERSHIP_AUROC in table.columns
             else ""
         )
+        + (
+            " `task_acc`: accuracy on the attacked knowledge base's own task (each dialog record's question, its "
+            "own reply among the replies of the three most similar questions), with its Wilson interval; "
+            "`task_acc_drop` = task ACC without protection − with it."
+            if MK.TASK_ACC in table.columns
+            else ""
+        )
     )
     n_runs = max((r.get("n_runs", 1) for r in rows), default=1)
     if n_runs > 1:

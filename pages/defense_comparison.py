@@ -114,6 +114,15 @@ with st.form("cmp_setup"):
     qsets = available_query_sets()
     uqueries = c3.selectbox("Utility question set", qsets, index=qsets.index("clinic_handbook"))
     ulimit = c3.number_input("Utility questions (first N)", 1, 1000, 5)
+    task_limit = c3.number_input(
+        "Questions of the KB's own task (0: none)",
+        0,
+        1000,
+        0,
+        help="For a knowledge base of dialogs (HealthCareMagic, or your own 'Patient: … Doctor: …' records): each "
+        "record's question with its own reply among the replies of the three most similar questions, answered "
+        "by every configuration — the utility RAGFort reports, on the attacked KB itself",
+    )
     membership_attack = c3.selectbox(
         "Membership attack (optional)",
         ["", *MEMBERSHIP_ATTACKS.names()],
@@ -171,6 +180,7 @@ if start:
                 "repeats": int(repeats),
                 "membership_attack": membership_attack,
                 "membership_records": int(membership_records),
+                "task_limit": int(task_limit),
             }
         )
         executor = executor_config("cmp", executor_values)

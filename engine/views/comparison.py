@@ -72,7 +72,8 @@ def parse_configurations(selected: Iterable[str], custom: str = "") -> tuple[str
 def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """Final metrics per (kb, attack, configuration), leakage by stage, ratios to no protection and the
     ACC drop; with repeated runs (seeds) the means, their standard deviations and the number of runs; with a
-    membership attack, the configuration's membership AUROC and its interval right after CRR's."""
+    membership attack, the configuration's membership AUROC and its interval right after CRR's; with a task
+    (``task_limit``), the task ACC, its interval and drop after the utility."""
     repeated = any(r.get("n_runs", 1) > 1 for r in rows)
     several_kbs = len({r.get("kb") for r in rows}) > 1
     cols = [
@@ -102,6 +103,11 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
         at = list(df.columns).index(MK.CRR_VS_NONE) + 1 if MK.CRR_VS_NONE in df.columns else len(df.columns)
         df.insert(at, MK.MEMBERSHIP_AUROC, [r.get(MK.MEMBERSHIP_AUROC) for r in rows])
         df.insert(at + 1, "membership_auroc_ci", [fmt_interval(r.get("membership_auroc_ci"), 2) for r in rows])
+    if any(r.get(MK.TASK_ACC) is not None for r in rows):  # the KB's own task, after the handbook's utility
+        at = list(df.columns).index("utility_acc_drop") + 1 if "utility_acc_drop" in df.columns else len(df.columns)
+        df.insert(at, MK.TASK_ACC, [r.get(MK.TASK_ACC) for r in rows])
+        df.insert(at + 1, "task_acc_ci", [fmt_interval(r.get("task_acc_ci"), 2) for r in rows])
+        df.insert(at + 2, "task_acc_drop", [r.get("task_acc_drop") for r in rows])
     return df.dropna(axis=1, how="all").reset_index(drop=True)
 
 

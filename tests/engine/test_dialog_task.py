@@ -118,6 +118,14 @@ def test_a_comparison_measures_each_configurations_task_accuracy_once(data_dir, 
         assert r.task["n"] == r.task["n_graded"] == 2 and r[MK.TASK_ACC] == r.task["acc"]
         assert r.task["acc_ci"][0] <= r.task["acc"] <= r.task["acc_ci"][1]
     assert rows[1]["task_acc_drop"] == pytest.approx(rows[0][MK.TASK_ACC] - rows[1][MK.TASK_ACC])
+    from engine.views.comparison import comparison_table
+
+    cols = list(comparison_table([r.to_dict() for r in rows]).columns)  # the page's table, after the utility
+    assert cols[cols.index("utility_acc_drop") + 1 : cols.index("utility_acc_drop") + 4] == [
+        MK.TASK_ACC,
+        "task_acc_ci",
+        "task_acc_drop",
+    ]
     saved = json.loads((out / "comparison.json").read_text())
     assert [(t["kb"], t["configuration"], t["limit"]) for t in saved["task"]] == [
         (kb, "none", 2),
