@@ -121,9 +121,16 @@ def table_section() -> None:
         st.info(md_escape(e))
         return
 
-    def ci(r: Mapping[str, Any], key: str) -> str:
-        return fmt_interval(r.get(key + "_ci"), 2) if r.get(key) is not None else ""
+    def with_ci(r: Mapping[str, Any], key: str, digits: int = 2) -> str:
+        v = r.get(key)
+        return "" if v is None else f"{v:.{digits}f} {fmt_interval(r.get(key + '_ci'), 2)}".strip()
 
+    started = [r for r in rows if r["decisions"]]
+    waiting = len(rows) - len(started)
+    if st.session_state.get("mia_table_all_for") != str(folder):  # another folder: its own default
+        st.session_state["mia_table_all_for"] = str(folder)
+        st.session_state["mia_table_all"] = not started
+    show_all = bool(waiting) and st.checkbox(f"Also list the {waiting} cell(s) not started", key="mia_table_all")
     table = [
         {
             "knowledge base": r["kb"],
@@ -132,26 +139,18 @@ def table_section() -> None:
             "records probed": f"{r['decisions']} of {r['planned']}" + ("" if r["complete"] else " (not finished)")
             if r["decisions"]
             else f"not run (of {r['planned']})",
-            "AUROC": None if r.get("auroc") is None else round(r["auroc"], 3),
-            "AUROC 95%": ci(r, "auroc"),
-            "TPR at 1% FPR": r.get("tpr_at_1fpr"),
-            "TPR at 5% FPR": r.get("tpr_at_5fpr"),
-            "members retrieved": r.get("members_retrieved"),
-            "utility ACC": r.get(MK.UTILITY_ACC),
-            "utility 95%": ci(r, MK.UTILITY_ACC),
+            "AUROC [95%]": with_ci(r, "auroc", 3) if r["decisions"] else "—",
+            "TPR at 1% FPR": with_ci(r, "tpr_at_1fpr") if r["decisions"] else "—",
+            "TPR at 5% FPR": with_ci(r, "tpr_at_5fpr") if r["decisions"] else "—",
+            "members retrieved": "—" if r.get("members_retrieved") is None else f"{r['members_retrieved']:.0%}",
+            "utility ACC [95%]": with_ci(r, MK.UTILITY_ACC) or "—",
         }
-        for r in rows
+        for r in (rows if show_all else started)
     ]
-    st.dataframe(
-        pd.DataFrame(table),
-        hide_index=True,
-        width="stretch",
-        key="mia_table",
-        column_config={
-            k: st.column_config.NumberColumn(format="%.2f") for k in ("TPR at 1% FPR", "TPR at 5% FPR", "utility ACC")
-        }
-        | {"members retrieved": st.column_config.NumberColumn(format="percent")},
-    )
+    if table:
+        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch", key="mia_table")
+    else:
+        st.info("No cell of this table has started yet.")
     done = sum(r["complete"] for r in rows)
     st.caption(
         f"{done} of {len(rows)} cells finished. AUROC 0.5 is chance; its interval is a stratified bootstrap. "
