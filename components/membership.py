@@ -112,8 +112,10 @@ def table_section() -> None:
     )
     if folder is None:
         return
-    files = sorted(Path(folder).expanduser().glob("cells/*/*/events.jsonl")) + sorted(
-        Path(folder).expanduser().glob("utility/*.json")
+    files = (
+        sorted(Path(folder).expanduser().glob("cells/*/*/events.jsonl"))
+        + sorted(Path(folder).expanduser().glob("utility/*.json"))
+        + sorted(Path(folder).expanduser().glob("task/*.json"))
     )
     try:
         rows = _table(folder, tuple((str(p), p.stat().st_size, p.stat().st_mtime) for p in files))
@@ -126,6 +128,7 @@ def table_section() -> None:
         return "" if v is None else f"{v:.{digits}f} {fmt_interval(r.get(key + '_ci'), 2)}".strip()
 
     started = [r for r in rows if r["decisions"]]
+    has_task = any(r.get(MK.TASK_ACC) is not None for r in rows)
     waiting = len(rows) - len(started)
     if st.session_state.get("mia_table_all_for") != str(folder):  # another folder: its own default
         st.session_state["mia_table_all_for"] = str(folder)
@@ -133,10 +136,10 @@ def table_section() -> None:
     show_all = bool(waiting) and st.checkbox(f"Also list the {waiting} cell(s) not started", key="mia_table_all")
     table = [
         {
-            "knowledge base": r["kb"],
+            "KB": r["kb"],
             "attack": r["attack"],
             "defenses": r["configuration"],
-            "records probed": f"{r['decisions']} of {r['planned']}" + ("" if r["complete"] else " (not finished)")
+            "probed": f"{r['decisions']} of {r['planned']}" + ("" if r["complete"] else " (not finished)")
             if r["decisions"]
             else f"not run (of {r['planned']})",
             "AUROC [95%]": with_ci(r, "auroc", 3) if r["decisions"] else "—",
@@ -144,6 +147,7 @@ def table_section() -> None:
             "TPR at 5% FPR": with_ci(r, "tpr_at_5fpr") if r["decisions"] else "—",
             "members retrieved": "—" if r.get("members_retrieved") is None else f"{r['members_retrieved']:.0%}",
             "utility ACC [95%]": with_ci(r, MK.UTILITY_ACC) or "—",
+            **({"task ACC [95%]": with_ci(r, MK.TASK_ACC) or "—"} if has_task else {}),
         }
         for r in (rows if show_all else started)
     ]
@@ -156,4 +160,10 @@ def table_section() -> None:
         f"{done} of {len(rows)} cells finished. AUROC 0.5 is chance; its interval is a stratified bootstrap. "
         "Utility ACC: the defended assistant's accuracy on the clinic handbook's questions (one measurement per "
         "defense configuration, beside every attack)."
+        + (
+            " Task ACC: the same on the knowledge base's own task (a dialog record's question, its own reply "
+            "among the replies of the three most similar questions)."
+            if has_task
+            else ""
+        )
     )

@@ -1,19 +1,19 @@
-"""A comparison's task utility: each knowledge base's own task (``dialogs:<kb>``, :mod:`engine.dialog_task`)
-answered by every defense configuration — the ACC before / after that RAGFort's table reports, on the attacked KB
-rather than on a separate question set.
+"""Task utility in comparisons and membership tables: each knowledge base's own task (``dialogs:<kb>``,
+:mod:`engine.dialog_task`) answered by every defense configuration — the ACC before / after that RAGFort's table
+reports, on the attacked KB rather than on a separate question set.
 
 It is measured per (KB, configuration), not per attack or seed: the defended system answering honest questions
 does not depend on who attacks it. Each evaluation keeps a record of its graded questions under
 ``<out>/task/`` (named after the defended system's settings, so a record is only read back by the same system),
-so a stopped comparison resumes mid-evaluation. KBs without dialog records (say Enron's e-mails) have no such
-task and are skipped (see :func:`task_kbs`).
+so a stopped comparison or table resumes mid-evaluation. KBs without dialog records (say Enron's e-mails) have
+no such task and are skipped (see :func:`task_kbs`).
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .config import ComparisonConfig, config_digest
 from .dialog_task import PREFIX
@@ -24,18 +24,17 @@ from .progress import Progress, StopToken, stopped
 TASK_KEYS = ("acc", "acc_ci", "faithfulness", "n", "n_graded", "blocked")
 
 
-def task_kbs(cfg: ComparisonConfig, kbs: tuple[str, ...]) -> tuple[dict[str, str], dict[str, str]]:
-    """``({kb: question-set spec}, {kb: why it has no task})`` for the comparison's KBs: a KB has a task when its
-    records are dialogs (read now, so a KB without them is named before any cell starts)."""
+def task_kbs(kbs: Sequence[str], data_dir: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """``({kb: question-set spec}, {kb: why it has no task})`` for ``kbs``: a KB has a task when its records are
+    dialogs (read now, so a KB without them is named before any cell starts)."""
     from .queries import load_queries
 
-    data_dir = dict(cfg.base or {}).get("data_dir") or None
     have: dict[str, str] = {}
     skipped: dict[str, str] = {}
     for kb in kbs:
         spec = f"{PREFIX}{kb}"
         try:
-            load_queries(spec, data_dir=data_dir, limit=1)
+            load_queries(spec, data_dir=data_dir or None, limit=1)
         except CorpusError as e:
             skipped[kb] = str(e)
         else:
@@ -43,14 +42,44 @@ def task_kbs(cfg: ComparisonConfig, kbs: tuple[str, ...]) -> tuple[dict[str, str
     return have, skipped
 
 
-def task_record(out: Path, cfg: ComparisonConfig, kb: str, configuration: str) -> Path:
+def task_record(out: Path, system: Mapping[str, Any], kb: str, configuration: str) -> Path:
     """Where the graded questions of (``kb``, ``configuration``) are kept: named after the defended system's
-    settings (everything but the data dir) and the question set."""
-    base = cfg.extraction_config("zeng", configuration, kb=kb).to_dict()
+    settings (``system``: its run config as a dict; the data dir does not count) and the question set."""
+    base = dict(system)
     base.pop("data_dir", None)
     digest = config_digest({**base, "queries": f"{PREFIX}{kb}"})
     name = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{Path(kb).stem}--{configuration}")
     return out / "task" / f"{name}--{digest[:10]}.jsonl"
+
+
+def task_accuracy(
+    c: Any,
+    kb: str,
+    configuration: str,
+    limit: int,
+    *,
+    out: Path | None = None,
+    progress: Progress | None = None,
+    stop: Optional[StopToken] = None,
+) -> dict[str, Any] | None:
+    """ACC (with its Wilson interval) and faithfulness of the defended system a run config ``c`` describes (an
+    extraction or membership config: its generator, retriever, defenses …) on ``kb``'s own task, its first
+    ``limit`` questions, with ``limit`` under ``"limit"``; the graded questions are kept under ``out/task/``
+    when ``out`` is given. None when ``stop`` ended it (its answers are in the record)."""
+    from .rag.utility import defended_utility
+
+    u = defended_utility(
+        c,
+        kb,
+        f"{PREFIX}{kb}",
+        limit,
+        progress=progress,
+        record=task_record(out, c.to_dict(), kb, configuration) if out is not None else None,
+        stop=(lambda: stopped(stop)) if stop is not None else None,
+    )
+    if u.get("stopped"):
+        return None
+    return {**{k: u[k] for k in TASK_KEYS}, "limit": limit}
 
 
 def task_of(
@@ -62,23 +91,10 @@ def task_of(
     progress: Progress | None = None,
     stop: Optional[StopToken] = None,
 ) -> dict[str, Any] | None:
-    """ACC (with its Wilson interval) and faithfulness of ``configuration``'s defended system on ``kb``'s own
-    task, its first ``cfg.task_limit`` questions; None when ``stop`` ended it (its answers are in the record)."""
-    from .rag.utility import defended_utility
-
-    base = cfg.extraction_config("zeng", configuration, kb=kb)
-    u = defended_utility(
-        base,
-        kb,
-        f"{PREFIX}{kb}",
-        cfg.task_limit,
-        progress=progress,
-        record=task_record(out, cfg, kb, configuration) if out is not None else None,
-        stop=(lambda: stopped(stop)) if stop is not None else None,
-    )
-    if u.get("stopped"):
-        return None
-    return {**{k: u[k] for k in TASK_KEYS}, "limit": cfg.task_limit}
+    """:func:`task_accuracy` of a comparison's ``configuration`` on ``kb`` (its base's system, the configuration's
+    defenses), ``cfg.task_limit`` questions."""
+    c = cfg.extraction_config("zeng", configuration, kb=kb)
+    return task_accuracy(c, kb, configuration, cfg.task_limit, out=out, progress=progress, stop=stop)
 
 
 def measure_tasks(
@@ -93,7 +109,7 @@ def measure_tasks(
 ) -> dict[str, str]:
     """Fill ``task`` for every (KB with dialogs, configuration) it lacks (or holds for another question count),
     calling ``save`` after each; returns the skipped KBs with the reason."""
-    have, skipped = task_kbs(cfg, kbs)
+    have, skipped = task_kbs(kbs, dict(cfg.base or {}).get("data_dir"))
     for kb in have:
         for conf in cfg.configurations:
             if stopped(stop):

@@ -884,6 +884,12 @@ class MembershipTableConfig(Params):
     utility_limit: int = param(
         0, min=0, help="Utility questions answered per defense configuration (ACC beside AUROC); 0: no utility"
     )
+    task_limit: int = param(
+        0,
+        min=0,
+        help="Questions of each dialog knowledge base's own task (dialogs:<kb>) answered per configuration, before "
+        "that KB's first cell: task ACC beside AUROC; 0: none (KBs without dialog records are skipped)",
+    )
 
     def validate(self) -> None:
         """Every cell's configuration is valid (so a bad grid fails before its first cell runs)."""

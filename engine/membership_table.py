@@ -25,7 +25,8 @@ from .metrics.intervals import fmt_interval, wilson
 from .progress import CellProgress, StopToken, stopped
 
 STATE = "table.json"
-UTILITY = ("utility_corpus", "utility_queries", "utility_limit")  # measured per configuration, beside the cells
+# measured per configuration (the task: per KB and configuration), beside the cells: may change in a table's folder
+UTILITY = ("utility_corpus", "utility_queries", "utility_limit", "task_limit")
 
 
 def cells_of(cfg: MembershipTableConfig) -> list[tuple[str, str, str]]:
@@ -86,9 +87,15 @@ def run_table(
             if stopped(stop):
                 return table_rows(out)
             _utility(cfg, out, conf)
+    tasks = _task_kbs(cfg)
     for index, (kb, attack, conf) in enumerate(cells_of(cfg)):
         if stopped(stop):
             break
+        if kb in tasks:  # the KB's own task, once per configuration, before its first cell
+            tasks.discard(kb)
+            for c in cfg.configurations:
+                if not _task(cfg, out, kb, c, stop):
+                    return table_rows(out)
         folder = cell_dir(out, kb, attack, conf)
         prev = _run_dir(folder) if folder.is_dir() else None
         if prev is not None and _complete(prev):
@@ -129,6 +136,37 @@ def _utility(cfg: MembershipTableConfig, out: Path, configuration: str) -> None:
     atomic_write(path, json.dumps({"settings": how, "configuration": configuration, **u}, indent=2))
 
 
+def _task_kbs(cfg: MembershipTableConfig) -> set[str]:
+    """The table's KBs that have an own task to measure (``task_limit`` > 0 and dialog records)."""
+    if not cfg.task_limit:
+        return set()
+    from .compare_task import task_kbs
+
+    return set(task_kbs(cfg.kbs, dict(cfg.base or {}).get("data_dir"))[0])
+
+
+def _task_file(out: Path, kb: str, configuration: str) -> Path:
+    name = "--".join(re.sub(r"[^A-Za-z0-9+_.-]+", "-", x) for x in (Path(kb).stem, configuration))
+    return out / "task" / f"{name}.json"
+
+
+def _task(cfg: MembershipTableConfig, out: Path, kb: str, configuration: str, stop: StopToken | None) -> bool:
+    """Task ACC of ``configuration`` on ``kb``'s own task (the base's generator and RAG settings, the
+    configuration's defenses), kept in ``task/`` with its graded questions (a stop resumes mid-way); False
+    when ``stop`` ended it."""
+    from .compare_task import task_accuracy
+
+    path = _task_file(out, kb, configuration)
+    if path.is_file() and json.loads(path.read_text(encoding="utf-8")).get("limit") == cfg.task_limit:
+        return True
+    c = cfg.cell_config(kb, cfg.attacks[0], configuration)
+    u = task_accuracy(c, kb, configuration, cfg.task_limit, out=out, stop=stop)
+    if u is None:
+        return False
+    atomic_write(path, json.dumps({"kb": kb, "configuration": configuration, **u}, indent=2))
+    return True
+
+
 def table_rows(out: str | Path) -> list[dict[str, Any]]:
     """One row per cell of the table in ``out``, from its run's events: the cell, records probed of those planned
     (``complete``), AUROC with its interval, TPR at 1% and 5% FPR with theirs, questions per decision, the share of
@@ -154,6 +192,10 @@ def table_rows(out: str | Path) -> list[dict[str, Any]]:
                 list(wilson(round((u.get("acc") or 0.0) * graded), graded)) if graded else None
             )
             row["utility_n"] = graded
+        tfile = _task_file(out, kb, conf)
+        if tfile.is_file():
+            t = json.loads(tfile.read_text(encoding="utf-8"))
+            row[MK.TASK_ACC], row[MK.TASK_ACC + "_ci"], row["task_n"] = t.get("acc"), t.get("acc_ci"), t.get("n_graded")
         run = _run_dir(cell_dir(out, kb, attack, conf)) if cell_dir(out, kb, attack, conf).is_dir() else None
         if run is not None:
             events, _ = read_events(run / "events.jsonl")
@@ -188,14 +230,15 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The rows as the Markdown table the results page shows (a cell cut short says how far it got)."""
     head = (
         "| knowledge base | attack | defenses | members + non-members | AUROC [95% bootstrap] | TPR at 1% FPR | "
-        "TPR at 5% FPR | questions / decision | members retrieved | time | utility ACC (questions) |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|"
+        "TPR at 5% FPR | questions / decision | members retrieved | time | utility ACC (questions) | "
+        "task ACC (questions) |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     lines = [head]
     for r in rows:
         if not r["decisions"]:
             lines.append(f"| {r['kb']} | {r['attack']} | {r['configuration']} | not run (0 of {r['planned']}) |"
-                         + " |" * 6 + f" {_acc(r)} |")  # fmt: skip
+                         + " |" * 6 + f" {_acc(r)} | {_task_acc(r)} |")  # fmt: skip
             continue
         n = f"{r['n_members']} + {r['n_non_members']}" + (
             "" if r["complete"] else f" (of {r['planned']}: not finished)"
@@ -206,7 +249,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             f"| {r['kb']} | {r['attack']} | {r['configuration']} | {n} | {auc} | "
             f"{r['tpr_at_1fpr']:.2f} {fmt_interval(r['tpr_at_1fpr_ci'], 2)} | "
             f"{r['tpr_at_5fpr']:.2f} {fmt_interval(r['tpr_at_5fpr_ci'], 2)} | {r['queries_per_decision']:.1f} | "
-            f"{seen} | {r['seconds'] / 60:.0f} min | {_acc(r)} |"
+            f"{seen} | {r['seconds'] / 60:.0f} min | {_acc(r)} | {_task_acc(r)} |"
         )
     return "\n".join(lines)
 
@@ -215,6 +258,12 @@ def _acc(r: dict[str, Any]) -> str:
     if r.get(MK.UTILITY_ACC) is None:
         return ""
     return f"{r[MK.UTILITY_ACC]:.2f} {fmt_interval(r.get(MK.UTILITY_ACC + '_ci'), 2)} ({r['utility_n']})"
+
+
+def _task_acc(r: dict[str, Any]) -> str:
+    if r.get(MK.TASK_ACC) is None:
+        return ""
+    return f"{r[MK.TASK_ACC]:.2f} {fmt_interval(r.get(MK.TASK_ACC + '_ci'), 2)} ({r['task_n']})"
 
 
 def main(argv: list[str] | None = None) -> int:

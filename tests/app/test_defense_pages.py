@@ -239,7 +239,7 @@ def test_a_long_experiments_folder_shows_its_curves_table_and_finished_cells(tmp
     # RAGFort's own tables, beside the paper's numbers; the running cell is not shown as finished
     tables = next(m.value for m in at.markdown if m.value.startswith("**Main table** (healthcaremagic"))
     assert "| RAGFort (reindex + cascade) |" in tables and "8.84" in tables and "0.51×" in tables
-    assert "(running; none at that round)" in tables
+    assert "(running; no protection at that round)" in tables
     folder.set_value(str(tmp_path)).run()
     assert not at.exception and any("no extraction runs" in i.value for i in at.info)
 

@@ -97,3 +97,32 @@ def test_engine_run_runs_a_table_preset_and_prints_its_table(tmp_path):
     again = run_cli("run", preset, "--out", tmp_path / "t", "--json", "-q")
     rows = json.loads(again.stdout.strip().splitlines()[-1])
     assert again.returncode == 0 and rows[0]["complete"] and rows[0]["decisions"] == 2
+
+
+def test_a_dialog_kbs_own_task_is_measured_before_its_first_cell(tmp_path, data_dir):
+    """``task_limit``: the task ACC of each configuration on a dialog KB (its records' questions, each with its own
+    reply among similar ones), measured once before that KB's first cell and shown beside AUROC; a KB without
+    dialogs has none; a longer task in the same folder extends the kept record."""
+    from pathlib import Path
+
+    src = Path(data_dir) / "kb" / "healthcaremagic_1k.jsonl"
+    kb = tmp_path / "dialogs.jsonl"
+    kb.write_text("".join(src.read_text().splitlines(keepends=True)[:10]))
+    values = {
+        "base": {"members": 1, "non_members": 1, "max_tokens": 8, "top_k": 1, "generator_params": {
+            "model": "smollm2-135m"}, "attack_params": {"max_chars": 200}},
+        "kbs": ["clinic_records", str(kb)],
+        "attacks": ["direct"],
+        "configurations": ["none"],
+        "task_limit": 1,
+    }  # fmt: skip
+    out = tmp_path / "table"
+    rows = run_table(MembershipTableConfig.from_dict(values), out)
+    clinic, dialogs = rows
+    assert clinic.get("task_acc") is None and dialogs["task_n"] == 1 and dialogs["task_acc"] in (0.0, 1.0)
+    assert all(r["complete"] for r in rows)
+    assert markdown_table(rows).splitlines()[-1].endswith("(1) |")
+    longer = run_table(MembershipTableConfig.from_dict({**values, "task_limit": 2}), out)
+    assert longer[1]["task_n"] == 2 and [r["run_dir"] for r in longer] == [r["run_dir"] for r in rows]
+    (record,) = (out / "task").glob("*.jsonl")
+    assert len(record.read_text().splitlines()) == 2
