@@ -174,6 +174,9 @@ def evaluate_utility(
     done = _read_record(path)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+            with path.open("a", encoding="utf-8") as f:  # a line cut short by a kill stays alone (and skipped)
+                f.write("\n")
     items: list[UtilityItem] = []
     todo = list(queries)[: limit or None]
     halted = False

@@ -80,6 +80,8 @@ def test_a_utility_evaluation_stopped_halfway_resumes_from_its_record(data_dir, 
         record = tmp_path / "record.jsonl"
         half = evaluate_utility(system, queries, limit=3, max_tokens=8, record=record, stop=lambda: len(asked) >= 4)
         assert half["stopped"] and half["n"] == 1 and len(record.read_text().splitlines()) == 1
+        with record.open("a") as f:  # a line cut short by a kill: skipped, that question asked again
+            f.write('{"query_id": "task-hcm-1", "quest')
         asked.clear()
         resumed = evaluate_utility(system, queries, limit=3, max_tokens=8, record=record)
     finally:
