@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from components.params_form import field_groups, params_form
-from components.text import md_escape
+from components.text import md_escape, shell_lines
 from engine.audit.findings import SEVERITIES
 from engine.audit.findings import metric_text
 from engine.audit.report import HEADLINE
@@ -191,7 +191,7 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
                     f"  measured here: {md_escape(r['measured'])}"
                 )
             if f.get("reproduce"):
-                st.code(f["reproduce"], language="bash", wrap_lines=True)
+                st.code(shell_lines(f["reproduce"]), language="bash", wrap_lines=True)
     html_path, json_path = Path(folder) / "report.html", Path(folder) / "report.json"
     c1, c2 = st.columns(2)
     if html_path.is_file():

@@ -21,3 +21,21 @@ def marked_markdown(segments: list[tuple[str, bool]]) -> str:
             lines = [f":red-background[{x}]" if x.strip() else x for x in lines]
         out.append("  \n".join(lines))
     return "".join(out)
+
+
+def shell_lines(command: str) -> str:
+    """A one-line shell command as one option (with its value) a line, joined by backslashes: a narrow box wraps
+    it between options, never inside one, and it still copies and runs as it is. Unparsable text is returned
+    unchanged."""
+    import shlex
+
+    try:
+        parts = shlex.split(command)
+    except ValueError:
+        return command
+    lines: list[list[str]] = [[]]
+    for p in parts:
+        if p.startswith("--") and lines[-1]:
+            lines.append([])
+        lines[-1].append(p)
+    return " \\\n  ".join(" ".join(shlex.quote(x) for x in line) for line in lines if line)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import time
 import uuid
 from pathlib import Path
@@ -231,9 +232,10 @@ class Audit:
 
     def command(self, cell_id: str) -> str:
         """The command that reruns one cell of this audit into a folder of its own."""
+        q = shlex.quote
         return (
-            f"python -m engine audit --preset {self.out / PRESET} --only {cell_id} "
-            f"--out {self.out / ('repro-' + _slug(cell_id))}"
+            f"python -m engine audit --preset {q(str(self.out / PRESET))} --only {q(cell_id)} "
+            f"--out {q(str(self.out / ('repro-' + _slug(cell_id))))}"
         )
 
     # ------------------------------------------------------------------ run

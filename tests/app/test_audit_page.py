@@ -167,3 +167,25 @@ def test_a_shared_deployment_offers_no_target_that_reads_the_servers_files(audit
     at.switch_page("pages/sweeps.py").run()
     assert not at.exception
     assert not [t for t in at.text_input if t.key in ("t1_folder", "t8_folder", "det_folder", "t34_path")]
+
+
+def test_a_findings_reproduce_command_wraps_between_options_and_still_runs():
+    """The command under a finding: one option a line (a narrow column wraps between options, never inside
+    ``--only``), and the shell reads it as the one-line command (a path with a space stays quoted)."""
+    import shlex
+
+    from components.text import shell_lines
+
+    cmd = (
+        "python -m engine audit --preset '/tmp/my audit/audit.yaml' --only extraction:zeng "
+        "--out /tmp/a/repro-extraction-zeng"
+    )
+    text = shell_lines(cmd)
+    assert text.splitlines() == [
+        "python -m engine audit \\",
+        "  --preset '/tmp/my audit/audit.yaml' \\",
+        "  --only extraction:zeng \\",
+        "  --out /tmp/a/repro-extraction-zeng",
+    ]
+    assert shlex.split(text.replace("\\\n", " ")) == shlex.split(cmd)
+    assert shell_lines("echo 'unclosed") == "echo 'unclosed"
