@@ -618,8 +618,8 @@ class ComparisonConfig(Params):
 
     def membership_config(self, configuration: str, kb: str | None = None) -> "MembershipConfig":
         """The membership experiment of ``configuration`` (on ``kb``, default the base's): the base's generator,
-        retriever, top-K, prompt, chunking and seed, the configuration's defenses, ``membership_records`` members
-        and as many non-members."""
+        retriever, top-K, prompt, answer length, chunking and seed, the configuration's defenses,
+        ``membership_records`` members and as many non-members."""
         e = self.extraction_config("zeng", configuration, kb=kb)
         return MembershipConfig.from_dict(
             {
@@ -635,6 +635,7 @@ class ComparisonConfig(Params):
                 "retriever_params": dict(e.retriever_params or {}) or None,
                 "top_k": e.top_k,
                 "template": e.template,
+                "max_tokens": e.max_tokens,
                 "chunk_size": e.chunk_size,
                 "chunk_overlap": e.chunk_overlap,
                 "seed": e.seed,

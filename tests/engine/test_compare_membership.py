@@ -24,6 +24,7 @@ def test_membership_auroc_beside_crr_per_configuration(tmp_path, monkeypatch):
         membership_attack="direct",
         membership_records=2,
     )
+    assert cfg.membership_config("none").max_tokens == 32  # the same answer length as the extraction's system
     rows = run_comparison(cfg, out_dir=tmp_path)
     assert [r.configuration for r in rows] == ["none", "detect-and-hide"]
     for r in rows:
