@@ -41,10 +41,39 @@ def roc_figure(summary: Mapping[str, Any]) -> go.Figure:
     return fig
 
 
+FEW_LEVELS = 4  # scores taking at most this many values (a yes/no attack) are drawn as shares, not boxes
+
+
 def score_figure(events: Sequence[Event]) -> go.Figure:
-    """Each record's score, members beside non-members: how far apart the two classes sit."""
+    """Each record's score, members beside non-members: how far apart the two classes sit. An attack whose score
+    takes only a few values (the direct question's yes = 1 / no = 0) is drawn as the share of each class at each
+    value — a box of zeros and ones would be a flat line."""
     mem, non = scores_by_class(events)
     fig = go.Figure()
+    levels = sorted(set(mem) | set(non))
+    if 0 < len(levels) <= FEW_LEVELS:
+        for name, ys, color in (("members", mem, MEMBER), ("non-members", non, NON_MEMBER)):
+            shares = [sum(y == v for y in ys) / len(ys) if ys else 0.0 for v in levels]
+            fig.add_trace(
+                go.Bar(
+                    x=[f"{v:g}" for v in levels],
+                    y=shares,
+                    name=f"{name} ({len(ys)})",
+                    marker_color=color,
+                    text=[f"{x:.0%}" for x in shares],
+                    textposition="outside",
+                )
+            )
+        fig.update_layout(
+            title="Share of records at each score",
+            xaxis_title="score (higher: called a member)",
+            yaxis={"title": "share of the class", "tickformat": ".0%", "range": [0, 1.15]},
+            barmode="group",
+            height=380,
+            margin={"l": 50, "r": 20, "t": 50, "b": 50},
+            legend={"orientation": "h", "y": -0.25},
+        )
+        return fig
     for name, ys, color in (("members", mem, MEMBER), ("non-members", non, NON_MEMBER)):
         fig.add_trace(
             go.Box(y=ys, name=f"{name} ({len(ys)})", boxpoints="all", jitter=0.4, pointpos=0, marker_color=color)

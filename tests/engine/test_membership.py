@@ -56,6 +56,22 @@ def test_tpr_at_a_low_fpr_passes_no_more_false_positives_than_allowed():
     assert m["tpr_at_5fpr"] == 4 / 5 and m["fpr_resolution"] == 1 / 20 and m["auroc_ci"]
 
 
+def test_a_yes_no_attack_is_drawn_as_shares_and_a_graded_one_as_boxes():
+    """The score figure: a yes/no attack (scores 0 and 1) as the share of each class at each score — readable,
+    where boxes of zeros and ones are flat lines; a graded attack (many values) as boxes with every record."""
+    from engine.plots.membership import score_figure
+
+    def scored(scores):
+        return [MembershipScored(i, "r", round=i, member=m, score=s) for i, (m, s) in enumerate(scores)]
+
+    fig = score_figure(scored([(True, 1.0)] * 3 + [(True, 0.0)] + [(False, 1.0)] + [(False, 0.0)] * 3))
+    assert [t.type for t in fig.data] == ["bar", "bar"]
+    members, non = fig.data
+    assert list(members.x) == ["0", "1"] and list(members.y) == [0.25, 0.75] and list(non.y) == [0.75, 0.25]
+    graded = score_figure(scored([(True, 0.1 * i) for i in range(6)] + [(False, 0.05 * i) for i in range(6)]))
+    assert [t.type for t in graded.data] == ["box", "box"]
+
+
 def test_bleu_is_one_for_a_copy_and_low_for_other_words():
     ref = "the patient reports chest pain radiating to the left arm since tuesday".split()
     assert bleu(ref, ref) == pytest.approx(1.0)
