@@ -14,9 +14,13 @@ from ..registry import REGISTRIES, registered  # noqa: F401 - re-exported: the C
 _partial_line = {"open": False}
 
 
-def _progress_printer(enabled: bool):
-    """Progress on stderr: a live line on a terminal, one line per finished stage otherwise."""
-    state = {"stage": None, "t": 0.0}
+HEARTBEAT_S = 60.0  # into a log (no terminal): a line per finished stage, and one a minute inside a long stage
+
+
+def _progress_printer(enabled: bool, heartbeat: float = HEARTBEAT_S):
+    """Progress on stderr: a live line on a terminal; into a file or pipe, one line per finished stage and one
+    every ``heartbeat`` seconds while a stage runs (a background job's log shows where it is)."""
+    state = {"stage": None, "t": 0.0, "beat": time.monotonic()}
     tty = sys.stderr.isatty()
 
     def cb(stage: str, done: int, total: int) -> None:
@@ -26,8 +30,12 @@ def _progress_printer(enabled: bool):
         finished = done >= total
         if not tty:
             if finished and stage != state["stage"]:
-                state["stage"] = stage
+                state.update(stage=stage, beat=now)
                 sys.stderr.write(f"{stage}: {done}/{total}\n")
+            elif not finished and now - state["beat"] >= heartbeat:
+                state["beat"] = now
+                sys.stderr.write(f"{stage}: {done}/{total} …\n")
+                sys.stderr.flush()
             return
         if stage != state["stage"] or finished or now - state["t"] > 0.5:
             state.update(stage=stage, t=now)

@@ -659,3 +659,18 @@ def test_an_api_key_echoed_by_the_server_is_never_written(tmp_path):
     for f in tmp_path.rglob("*"):
         if f.is_file():
             assert key.encode() not in f.read_bytes() and b"ECHO-0123" not in f.read_bytes(), f
+
+
+def test_progress_into_a_log_has_a_line_per_stage_and_a_heartbeat_inside_long_ones(capsys):
+    """A background job's log (stderr not a terminal): one line when a stage finishes, and inside a long stage a
+    line every heartbeat, so ``tail`` shows where a 45-minute evaluation is."""
+    from engine.cli.common import _progress_printer
+
+    quiet = _progress_printer(True, heartbeat=3600)
+    for i in range(1, 4):
+        quiet("answering", i, 3)
+    assert capsys.readouterr().err.splitlines() == ["answering: 3/3"]
+    beating = _progress_printer(True, heartbeat=0)
+    beating("answering", 1, 3)
+    beating("answering", 3, 3)
+    assert capsys.readouterr().err.splitlines() == ["answering: 1/3 …", "answering: 3/3"]
