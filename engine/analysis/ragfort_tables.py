@@ -24,6 +24,8 @@ in FILE, so the docs' tables are this output, regenerated, never typed.
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import statistics
 from pathlib import Path
 from typing import Any, Sequence
@@ -165,12 +167,21 @@ def utility_table(out_dir: str | Path, kb: str) -> list[str]:
         if r is None or r["acc"] is None:
             return "not measured yet"
         ci = r["acc_ci"]
-        return f"{r['acc'] * 100:.1f}%" + (f" ({ci[0] * 100:.1f}–{ci[1] * 100:.1f})" if ci else "")
+        shown = f"{r['acc'] * 100:.1f}%" + (f" ({ci[0] * 100:.1f}–{ci[1] * 100:.1f})" if ci else "")
+        return shown + (f" at {r['questions']} of {r['of']} questions (running)" if r.get("of") else "")
 
-    before, after = rows.get("none"), rows.get(RAGFORT)
+    before, after = (
+        rows.get("none") or _partial(out_dir, kb, "none"),
+        rows.get(RAGFORT) or _partial(out_dir, kb, RAGFORT),
+    )
     change = (
         f"{(after['acc'] - before['acc']) * 100:+.1f} points"
-        if before and after and before["acc"] is not None and after["acc"] is not None
+        if before
+        and after
+        and before["acc"] is not None
+        and after["acc"] is not None
+        and not before.get("of")
+        and not after.get("of")
         else ""
     )
     n = "/".join(str(r["questions"]) for r in (before, after) if r)
@@ -180,6 +191,32 @@ def utility_table(out_dir: str | Path, kb: str) -> list[str]:
         f"{PAPER_ACC[1] - PAPER_ACC[0]:+.2f} points | |"
     )
     return lines
+
+
+def _partial(out_dir: str | Path, kb: str, configuration: str) -> dict[str, Any] | None:
+    """A task evaluation still under way (no result in ``comparison.json`` yet): ACC over the questions its record
+    holds so far, with ``of`` = the questions asked for; None when it has not started."""
+    out = Path(out_dir).expanduser()
+    try:
+        limit = int(json.loads((out / "comparison.json").read_text(encoding="utf-8"))["config"].get("task_limit") or 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    stem = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{Path(kb).stem}--{configuration}")
+    records = sorted((out / "task").glob(f"{stem}--*.jsonl"), key=lambda p: p.stat().st_mtime)
+    if not limit or not records:
+        return None
+    graded = []
+    for line in records[-1].read_text(encoding="utf-8").splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if item.get("gold") is not None:
+            graded.append(item["predicted"] == item["gold"])
+    if not graded:
+        return None
+    k, n = sum(graded), len(graded)
+    return {"acc": k / n, "acc_ci": list(wilson(k, n)), "questions": n, "of": limit}
 
 
 def flops_table(cells: dict[tuple[str, str], list[dict[str, Any]]]) -> list[str]:

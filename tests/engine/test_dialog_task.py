@@ -157,3 +157,26 @@ def test_a_comparison_skips_the_task_of_a_kb_without_dialogs():
 
     have, skipped = task_kbs(("clinic_handbook",), None)
     assert have == {} and "0 dialog record(s)" in skipped["clinic_handbook"]
+
+
+def test_the_ragfort_utility_row_shows_a_task_still_running_as_running(tmp_path):
+    """RAGFort's utility table: a configuration whose task evaluation is under way shows its ACC so far, how many
+    of its questions, and "(running)"; no change against none is claimed from it."""
+    from engine.analysis.ragfort_tables import utility_table
+
+    (tmp_path / "comparison.json").write_text(
+        json.dumps(
+            {
+                "config": {"task_limit": 4},
+                "task": [{"kb": "k", "configuration": "none", "acc": 0.75, "acc_ci": [0.3, 0.95], "n_graded": 4}],
+            }
+        )
+    )
+    (tmp_path / "task").mkdir()
+    lines = [{"gold": "A", "predicted": "A"}, {"gold": "B", "predicted": "C"}]
+    (tmp_path / "task" / "k--reindex+cascade--0123456789.jsonl").write_text(
+        "".join(json.dumps(x) + "\n" for x in lines) + '{"gold": "A", "pre'
+    )
+    row = utility_table(tmp_path, "k")[2]
+    assert "75.0% (30.0–95.0)" in row and "50.0% (" in row and "at 2 of 4 questions (running)" in row
+    assert "points" not in row
