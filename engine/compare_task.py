@@ -48,8 +48,18 @@ def task_record(out: Path, system: Mapping[str, Any], kb: str, configuration: st
     base = dict(system)
     base.pop("data_dir", None)
     digest = config_digest({**base, "queries": f"{PREFIX}{kb}"})
-    name = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{Path(kb).stem}--{configuration}")
-    return out / "task" / f"{name}--{digest[:10]}.jsonl"
+    return out / "task" / f"{_record_stem(kb, configuration)}--{digest[:10]}.jsonl"
+
+
+def _record_stem(kb: str, configuration: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{Path(kb).stem}--{configuration}")
+
+
+def latest_record(out: Path, kb: str, configuration: str) -> Path | None:
+    """The newest record of (``kb``, ``configuration``) under ``out/task/`` whatever system wrote it (a report
+    of a task still under way reads it), or None."""
+    found = sorted((out / "task").glob(f"{_record_stem(kb, configuration)}--*.jsonl"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
 
 
 def task_accuracy(

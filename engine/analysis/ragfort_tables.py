@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 from pathlib import Path
 from typing import Any, Sequence
@@ -196,23 +195,16 @@ def utility_table(out_dir: str | Path, kb: str) -> list[str]:
 def _partial(out_dir: str | Path, kb: str, configuration: str) -> dict[str, Any] | None:
     """A task evaluation still under way (no result in ``comparison.json`` yet): ACC over the questions its record
     holds so far, with ``of`` = the questions asked for; None when it has not started."""
+    from ..compare_task import latest_record
+    from ..rag.utility import read_record
+
     out = Path(out_dir).expanduser()
     try:
         limit = int(json.loads((out / "comparison.json").read_text(encoding="utf-8"))["config"].get("task_limit") or 0)
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    stem = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{Path(kb).stem}--{configuration}")
-    records = sorted((out / "task").glob(f"{stem}--*.jsonl"), key=lambda p: p.stat().st_mtime)
-    if not limit or not records:
-        return None
-    graded = []
-    for line in records[-1].read_text(encoding="utf-8").splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if item.get("gold") is not None:
-            graded.append(item["predicted"] == item["gold"])
+    record = latest_record(out, kb, configuration) if limit else None
+    graded = [it.predicted == it.gold for it in read_record(record).values() if it.gold is not None]
     if not graded:
         return None
     k, n = sum(graded), len(graded)

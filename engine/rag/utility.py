@@ -138,7 +138,7 @@ class UtilityItem:
     blocked: bool
 
 
-def _read_record(record: Path | None) -> dict[str, UtilityItem]:
+def read_record(record: Path | None) -> dict[str, UtilityItem]:
     """The questions a record already holds, by query id (a line cut short by a kill is skipped: that
     question is asked again)."""
     if record is None or not record.is_file():
@@ -171,7 +171,7 @@ def evaluate_utility(
     ``stopped: True`` (its figures then cover only the questions answered)."""
     mcq = get_template("mcq")
     path = Path(record) if record is not None else None
-    done = _read_record(path)
+    done = read_record(path)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):

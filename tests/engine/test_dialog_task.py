@@ -173,7 +173,11 @@ def test_the_ragfort_utility_row_shows_a_task_still_running_as_running(tmp_path)
         )
     )
     (tmp_path / "task").mkdir()
-    lines = [{"gold": "A", "predicted": "A"}, {"gold": "B", "predicted": "C"}]
+    lines = [  # graded questions as evaluate_utility records them
+        {"query_id": f"task-{i}", "question": "q", "options": {}, "gold": g, "predicted": p, "answer": p,
+         "faithfulness": 1.0, "blocked": False}
+        for i, (g, p) in enumerate((("A", "A"), ("B", "C")))
+    ]  # fmt: skip
     (tmp_path / "task" / "k--reindex+cascade--0123456789.jsonl").write_text(
         "".join(json.dumps(x) + "\n" for x in lines) + '{"gold": "A", "pre'
     )
