@@ -8,7 +8,9 @@
 #   LLAMA_FALLBACK=1   also install the portable AVX2 build into .venv/llama-avx2 (the tests and
 #                      bench/bench_extraction.py compare both builds); otherwise it is built only when it is
 #                      the build this CPU needs
-#   LLAMA_BUILD=avx2   force the portable build (e.g. if the AVX-512 one misbehaves on your CPU)
+#   LLAMA_BUILD=avx2   force the portable build (e.g. if the AVX-512 one misbehaves on your CPU); the automatic
+#                      choice is avx512 (AVX-512 with VBMI/VNNI/BF16 and AVX-VNNI), avx512-noavxvnni (the same
+#                      without AVX-VNNI, e.g. AMD Zen 4) or avx2, from /proc/cpuinfo
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -27,7 +29,7 @@ fi
 LLAMA_VERSION=0.3.36
 WHEELS="$HOME/.cache/rag-playground-wheels"
 AVX2_FLAGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
-AVX512_FLAGS="$AVX2_FLAGS -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX_VNNI=ON"
+AVX512_FLAGS="$AVX2_FLAGS -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON"
 STATUS=.venv/llama-status
 status() {  # state (building|ready|failed), then a line for people; read by engine/generators/runtime.py
   printf 'state=%s\nstarted=%s\nupdated=%s\nstep=%s\n' "$1" "${LLAMA_STARTED:-$(date +%s)}" "$(date +%s)" "$2" \
@@ -49,9 +51,19 @@ install_llama() {
   export LLAMA_STARTED="$(date +%s)"
   local variant="${LLAMA_BUILD:-auto}" dir avx2_dir
   if [ "$variant" = auto ]; then
-    if cpu_has avx512f avx512bw avx512vl avx512vbmi avx512_vnni avx512_bf16 avx_vnni; then variant=avx512; else variant=avx2; fi
+    # AVX-VNNI (the VEX form) comes on newer CPUs only (e.g. AMD Zen 5, not Zen 4): a build with it would stop with
+    # an illegal instruction where it is missing, so it is its own variant (and wheel folder)
+    if cpu_has avx512f avx512bw avx512vl avx512vbmi avx512_vnni avx512_bf16; then
+      if cpu_has avx_vnni; then variant=avx512; else variant=avx512-noavxvnni; fi
+    else
+      variant=avx2
+    fi
   fi
-  if [ "$variant" = avx512 ]; then dir="$(build_llama avx512 "$AVX512_FLAGS")"; else dir="$(build_llama avx2 "$AVX2_FLAGS")"; fi
+  case "$variant" in
+    avx512) dir="$(build_llama avx512 "$AVX512_FLAGS -DGGML_AVX_VNNI=ON")" ;;
+    avx512-noavxvnni) dir="$(build_llama avx512-noavxvnni "$AVX512_FLAGS")" ;;
+    *) dir="$(build_llama avx2 "$AVX2_FLAGS")" ;;
+  esac
   status building "installing llama.cpp ($variant build)"
   # reinstall only when the installed build is not the chosen one
   if [ "$(cat .venv/llama-build 2>/dev/null)" != "$variant" ] || ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
