@@ -139,9 +139,9 @@ def table_section() -> None:
             "KB": r["kb"],
             "attack": r["attack"],
             "defenses": r["configuration"],
-            "probed": f"{r['decisions']} of {r['planned']}" + ("" if r["complete"] else " (not finished)")
+            "probed": f"{r['decisions']}/{r['planned']}" + ("" if r["complete"] else " so far")
             if r["decisions"]
-            else f"not run (of {r['planned']})",
+            else f"0/{r['planned']}",
             "AUROC [95%]": with_ci(r, "auroc", 3) if r["decisions"] else "—",
             "TPR at 1% FPR": with_ci(r, "tpr_at_1fpr") if r["decisions"] else "—",
             "TPR at 5% FPR": with_ci(r, "tpr_at_5fpr") if r["decisions"] else "—",
