@@ -891,6 +891,13 @@ class MembershipTableConfig(Params):
         help="Questions of each dialog knowledge base's own task (dialogs:<kb>) answered per configuration, before "
         "that KB's first cell: task ACC beside AUROC; 0: none (KBs without dialog records are skipped)",
     )
+    order: str = param(
+        "table",
+        choices=("table", "baselines-first"),
+        help="Order the cells run in: table (knowledge base, attack, configuration: the table's reading order) or "
+        "baselines-first (per knowledge base, every attack with no defense, then each configuration across the "
+        "attacks: a table cut short still has every attack's baseline); the table reads the same either way",
+    )
 
     def validate(self) -> None:
         """Every cell's configuration is valid (so a bad grid fails before its first cell runs)."""

@@ -25,13 +25,25 @@ from .metrics.intervals import fmt_interval, wilson
 from .progress import CellProgress, StopToken, stopped
 
 STATE = "table.json"
-# measured per configuration (the task: per KB and configuration), beside the cells: may change in a table's folder
-UTILITY = ("utility_corpus", "utility_queries", "utility_limit", "task_limit")
+# measured per configuration (the task: per KB and configuration), beside the cells, or the order the cells run in:
+# may change in a table's folder (no cell's result depends on them)
+UTILITY = ("utility_corpus", "utility_queries", "utility_limit", "task_limit", "order")
 
 
 def cells_of(cfg: MembershipTableConfig) -> list[tuple[str, str, str]]:
-    """Every cell (kb, attack, configuration) in run order: by knowledge base, then attack, then configuration."""
+    """Every cell (kb, attack, configuration) in the table's reading order: by knowledge base, then attack, then
+    configuration."""
     return [(kb, a, c) for kb in cfg.kbs for a in cfg.attacks for c in cfg.configurations]
+
+
+def run_order(cfg: MembershipTableConfig) -> list[tuple[str, str, str]]:
+    """The cells in the order they run (``cfg.order``): the table's, or per knowledge base each configuration across
+    every attack, "none" first (``baselines-first``: the first cells of a table cut short give each attack's
+    baseline)."""
+    if cfg.order != "baselines-first":
+        return cells_of(cfg)
+    confs = sorted(cfg.configurations, key=lambda c: c != "none")  # stable: the others keep their order
+    return [(kb, a, c) for kb in cfg.kbs for c in confs for a in cfg.attacks]
 
 
 def cell_dir(out: Path, kb: str, attack: str, configuration: str) -> Path:
@@ -88,7 +100,7 @@ def run_table(
                 return table_rows(out)
             _utility(cfg, out, conf)
     tasks = _task_kbs(cfg)
-    for index, (kb, attack, conf) in enumerate(cells_of(cfg)):
+    for index, (kb, attack, conf) in enumerate(run_order(cfg)):
         if stopped(stop):
             break
         if kb in tasks:  # the KB's own task, once per configuration, before its first cell

@@ -12,7 +12,7 @@ from engine.config import MembershipTableConfig, load_preset
 from engine.corpora import load_corpus
 from engine.errors import ConfigError
 from engine.generators import GENERATORS
-from engine.membership_table import cells_of, markdown_table, run_table
+from engine.membership_table import cells_of, markdown_table, run_order, run_table
 from engine.progress import stop_flag
 from helpers import run_cli
 
@@ -61,13 +61,33 @@ def test_a_table_stops_in_a_cell_continues_and_reads_back(tmp_path, qwen):
     for r in with_utility:
         assert r["utility_n"] == 2 and 0.0 <= r["utility_acc"] <= 1.0 and len(r["utility_acc_ci"]) == 2
     assert "(2) |" in markdown_table(with_utility)
+    # the order the cells run in is not part of a cell's result: the same folder takes another
+    reordered = run_table(MembershipTableConfig.from_dict({**TINY, "order": "baselines-first"}), tmp_path)
+    assert [r["run_dir"] for r in reordered] == [r["run_dir"] for r in rows]
     with pytest.raises(ConfigError, match="another configuration .*base"):
         run_table(MembershipTableConfig.from_dict({**TINY, "base": {**TINY["base"], "seed": 5}}), tmp_path)
 
 
+def test_baselines_first_runs_every_attacks_undefended_cell_before_any_defense():
+    grid = {"attacks": ["direct", "s2mia"], "configurations": ["detect-and-hide", "none", "intent-block"]}
+    table = MembershipTableConfig.from_dict(grid)
+    first = MembershipTableConfig.from_dict({**grid, "order": "baselines-first"})
+    assert run_order(table) == cells_of(table) == cells_of(first)  # the table reads the same either way
+    assert [(a, c) for _, a, c in run_order(first)] == [
+        ("direct", "none"),
+        ("s2mia", "none"),
+        ("direct", "detect-and-hide"),
+        ("s2mia", "detect-and-hide"),
+        ("direct", "intent-block"),
+        ("s2mia", "intent-block"),
+    ]
+    with pytest.raises(ConfigError, match="order"):
+        MembershipTableConfig.from_dict({**grid, "order": "random"})
+
+
 def test_the_bundled_table_and_bad_tables_are_checked_before_any_cell():
     kind, cfg, _ = load_preset("membership-table")
-    assert kind == "membership-table" and len(cells_of(cfg)) == 40
+    assert kind == "membership-table" and len(cells_of(cfg)) == 40 and cfg.order == "baselines-first"
     assert {"detect-and-hide", "intent-block"} <= set(cfg.configurations) and len(cfg.configurations) >= 5
     assert cfg.cell_config("clinic_records", "riddle", "none").generator_params == {"model": "qwen2.5-1.5b"}
     held = load_corpus("clinic_records_heldout", chunk_size=None)
