@@ -226,15 +226,14 @@ def long_run_section() -> None:
             "seed": r["seed"],
             "rounds": r["rounds"],  # a checkpoint this run has not reached yet reads "not yet", not a grey None
             **{f"CRR @ {k[4:]}": "not yet" if r[k] is None else f"{r[k]:.3f}" for k in r if k.startswith("crr@")},
-            "CRR now": r[MK.CRR],
-            "95% interval": f"{r['crr_low']:.3f}–{r['crr_high']:.3f}",
-            "chunks recovered": f"{r['recovered']} of {r['kb_size']}",
-            "reached the context": r[MK.EE_RETRIEVAL],
-            "reproduced of that": r[MK.EE_GENERATION],
-            "rounds finding a new chunk": round(r[MK.EXPLORATION], 2),  # whole percents (56%, not 56.04%)
+            "CRR now [95%]": f"{r[MK.CRR]:.3f} [{r['crr_low']:.3f}, {r['crr_high']:.3f}]",
+            "chunks": f"{r['recovered']} of {r['kb_size']}",
+            "reached": r[MK.EE_RETRIEVAL],
+            "reproduced": r[MK.EE_GENERATION],
+            "new-chunk rounds": round(r[MK.EXPLORATION], 2),  # whole percents (56%, not 56.04%)
             "PII": r[MK.PII_LEAKED],
-            "median seconds a round": None if r["seconds_median"] is None else round(r["seconds_median"], 1),
-            "mean seconds a round": round(r["seconds_per_round"], 1),
+            "s / round": ("" if r["seconds_median"] is None else f"{r['seconds_median']:.0f} / ")
+            + f"{r['seconds_per_round']:.0f}",
         }
         for r in rows
     ]
@@ -244,17 +243,20 @@ def long_run_section() -> None:
         width="stretch",
         key="long_table",
         column_config={
-            k: st.column_config.NumberColumn(format="%.3f")
-            for k in table[0]
-            if k == "CRR now" or k in ("reached the context", "reproduced of that")
-        }
-        | {"rounds finding a new chunk": st.column_config.NumberColumn(format="percent")},
+            "KB": st.column_config.TextColumn(pinned=True),
+            "attack": st.column_config.TextColumn(pinned=True),
+            "configuration": st.column_config.TextColumn(pinned=True),
+            "reached": st.column_config.NumberColumn(format="%.3f"),
+            "reproduced": st.column_config.NumberColumn(format="%.3f"),
+            "new-chunk rounds": st.column_config.NumberColumn(format="percent"),
+        },
     )
     st.caption(
-        "Reached the context: share of the KB that some answer was built from (retrieval stage); reproduced "
-        "of that: share of those chunks the answers gave back (generation stage); CRR ≈ their product. "
-        "Seconds a round: wall time of all stages, including whatever else the machine was doing (the "
-        "median is the typical round; the mean is what the rest of a run would cost)."
+        "CRR now: the chunks recovered so far over the KB's, with Wilson's 95% interval. Reached: share of the KB "
+        "that some answer was built from (retrieval stage); reproduced: share of those chunks the answers gave "
+        "back (generation stage); CRR ≈ their product. New-chunk rounds: rounds that recovered a chunk not seen "
+        "before. s / round: median / mean wall time of a round, all stages, including whatever else the machine "
+        "was doing (the median is the typical round; the mean is what the rest of a run would cost)."
     )
     for line in same_round_lines(runs):  # a running cell against no protection where it is now
         st.markdown("**Against no protection at the same round** — " + md_escape(line.strip()))
@@ -270,23 +272,19 @@ def long_run_section() -> None:
                 {
                     "KB": r["kb"],
                     "configuration": r["configuration"],
-                    "task ACC": r["acc"],
-                    "95% interval": "" if not r["acc_ci"] else f"{r['acc_ci'][0]:.3f}–{r['acc_ci'][1]:.3f}",
-                    "questions": r["questions"],
-                    "change against none (points)": r["change"],
+                    "task ACC": "—" if r["acc"] is None else f"{r['acc']:.1%}",
+                    "95% interval": "" if not r["acc_ci"] else f"{r['acc_ci'][0]:.1%}–{r['acc_ci'][1]:.1%}",
+                    "questions": f"{r['questions']}" + (f" of {r['of']} (not finished)" if r["of"] else ""),
+                    "change against none": "—" if r["change"] is None else f"{r['change']:+.1f} points",
                 }
                 for r in task
             ],
             hide_index=True,
             width="stretch",
             key="long_task",
-            column_config={
-                "task ACC": st.column_config.NumberColumn(format="%.3f"),
-                "change against none (points)": st.column_config.NumberColumn(format="%+.1f"),
-            },
         )
         st.caption(
             "Each question is a record's patient message with four replies to choose from: the record's own and "
             "those of the three most similar questions (`dialogs:<kb>`). Measured per configuration, whatever "
-            "the attack."
+            "the attack. A configuration not finished shows its questions so far and claims no change."
         )

@@ -18,7 +18,8 @@ from components.params_form import new_form_generation
 from components.presets import preset_config
 from components.state import my_runs_dir, progress_callback
 from components.extraction_settings import ATTACKER_NONE, LITELLM, LOCAL, more_fields, settings_from_config
-from components.text import marked_markdown, md_escape
+from components.charts import narrow_chart
+from components.text import marked_markdown, md_code, md_escape
 from engine.config import ExtractionConfig, list_presets
 from engine.corpora import corpus_from_documents, load_corpus, retriever_window
 from engine.defenses import DEFENSES
@@ -362,10 +363,10 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
         if not v["actions"]:
             st.caption("no defense acted")
         for a in v["actions"]:
-            st.markdown(f"`{md_escape(a['defense'])}` ({md_escape(a['stage'])}): {md_escape(a['action'])}")
+            st.markdown(f"{md_code(a['defense'])} ({md_escape(a['stage'])}): {md_escape(a['action'])}")
             if a["detail"]:
                 st.caption(md_escape(json.dumps(jsonable(a["detail"]), default=str)[:300]))
-    st.markdown("**Generator's answer**" + (f" — blocked by `{md_escape(v['blocked_by'])}`" if v["blocked_by"] else ""))
+    st.markdown("**Generator's answer**" + (f" — blocked by {md_code(v['blocked_by'])}" if v["blocked_by"] else ""))
     st.text(v["answer"] or "(empty)")
     note, capped = budget_note(v)
     if note:
@@ -382,9 +383,11 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
     if not v["leaked"]:
         st.caption("No chunk leaked this round.")
         return
+    new = len(set(v["leaked"]) & set(v.get("recovered") or ()))
     st.markdown(
-        f"**Leaked this round — {len(v['leaked'])} chunk(s)** · copied spans highlighted "
-        "(runs of ≥ 4 words the answer repeats in order)"
+        f"**Leaked this round — {len(v['leaked'])} chunk(s)**, {new} of them recovered for the first time (what CRR "
+        "counts; the others were recovered before, or repeated in part) · copied spans highlighted (runs of ≥ 4 "
+        "words the answer repeats in order)"
     )
     for cid in v["leaked"][:5]:
         kinds = [
@@ -400,7 +403,7 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
         with st.container(border=True):
             rec = v["recall"].get(cid)
             st.markdown(
-                f"`{md_escape(cid)}` · {', '.join(kinds)}" + (f" · ROUGE-L recall {rec:.2f}" if rec is not None else "")
+                f"{md_code(cid)} · {', '.join(kinds)}" + (f" · ROUGE-L recall {rec:.2f}" if rec is not None else "")
             )
             if src is None:
                 st.caption("source text unavailable (the knowledge base could not be reloaded)")
@@ -417,13 +420,11 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
 def render_charts(events: list[Event], ids: list[str], kb_size: int | None, key: str) -> None:
     """The coverage map of the KB's chunks (``ids``, ``kb_size``) and the leakage curves round by round."""
     c1, c2 = st.columns([2, 3])
-    with c1:
-        st.plotly_chart(coverage_map(ids, events, kb_size=kb_size), width="stretch", key=f"coverage_{key}")
-    with c2:
-        if metrics_rows(events):
-            st.plotly_chart(leakage_curves(events), width="stretch", key=f"curves_{key}")
-        else:
-            st.caption("Leakage curves appear after the first round.")
+    narrow_chart(c1, coverage_map(ids, events, kb_size=kb_size), key=f"coverage_{key}")
+    if metrics_rows(events):
+        narrow_chart(c2, leakage_curves(events), key=f"curves_{key}")
+    else:
+        c2.caption("Leakage curves appear after the first round.")
 
 
 def render_internals(events: list[Event], defenses: list[str], key: str) -> None:
@@ -519,6 +520,6 @@ def render_sidebar_status() -> None:
             + (" · complete" if run.done else "")
         )
     elif st.session_state.get("extract_view"):
-        st.caption(f"viewing saved run `{md_escape(Path(st.session_state['extract_view']).name)}`")
+        st.caption(f"viewing saved run {md_code(Path(st.session_state['extract_view']).name)}")
     else:
         st.caption("no extraction prepared")

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import streamlit as st
 
+from components.charts import narrow_chart
 from components.state import my_runs_dir
 from engine.events import Event
 from engine.plots.membership import roc_figure, score_figure
@@ -64,8 +65,8 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
     if lines:
         st.info("  \n".join(md_escape(line) for line in lines))
     f1, f2 = st.columns(2)
-    f1.plotly_chart(roc_figure(summary), width="stretch", key="mia_roc")
-    f2.plotly_chart(score_figure(events), width="stretch", key="mia_scores")
+    narrow_chart(f1, roc_figure(summary), key="mia_roc")
+    narrow_chart(f2, score_figure(events), key="mia_scores")
     rows = record_rows(events)
     if rows:
         st.dataframe(
@@ -142,12 +143,12 @@ def table_section() -> None:
             "probed": f"{r['decisions']}/{r['planned']}" + ("" if r["complete"] else " so far")
             if r["decisions"]
             else f"0/{r['planned']}",
-            "AUROC [95%]": with_ci(r, "auroc", 3) if r["decisions"] else "—",
+            "AUROC": with_ci(r, "auroc", 3) if r["decisions"] else "—",
             "TPR at 1% FPR": with_ci(r, "tpr_at_1fpr") if r["decisions"] else "—",
             "TPR at 5% FPR": with_ci(r, "tpr_at_5fpr") if r["decisions"] else "—",
             "members retrieved": "—" if r.get("members_retrieved") is None else f"{r['members_retrieved']:.0%}",
-            "utility ACC [95%]": with_ci(r, MK.UTILITY_ACC) or "—",
-            **({"task ACC [95%]": with_ci(r, MK.TASK_ACC) or "—"} if has_task else {}),
+            "utility ACC": with_ci(r, MK.UTILITY_ACC) or "—",
+            **({"task ACC": with_ci(r, MK.TASK_ACC) or "—"} if has_task else {}),
         }
         for r in (rows if show_all else started)
     ]
@@ -157,7 +158,8 @@ def table_section() -> None:
         st.info("No cell of this table has started yet.")
     done = sum(r["complete"] for r in rows)
     st.caption(
-        f"{done} of {len(rows)} cells finished. AUROC 0.5 is chance; its interval is a stratified bootstrap. "
+        f"{done} of {len(rows)} cells finished. In brackets: 95% intervals. AUROC 0.5 is chance; its interval is a "
+        "stratified bootstrap. "
         "Utility ACC: the defended assistant's accuracy on the clinic handbook's questions (one measurement per "
         "defense configuration, beside every attack)."
         + (

@@ -12,6 +12,16 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
+def md_code(text: str) -> str:
+    """``text`` as a Markdown inline code span, shown literally (no backslash escapes show through: a code span
+    takes none): one line, fenced by more backticks than any run inside it."""
+    body = " ".join(str(text).splitlines())
+    runs = [len(r) for r in re.findall(r"`+", body)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
 def marked_markdown(segments: list[tuple[str, bool]]) -> str:
     """Escaped Markdown of (text, copied) pieces, copied pieces highlighted; line breaks kept."""
     out = []

@@ -60,6 +60,21 @@ with st.form("audit_setup"):
     st.markdown(f"**Target: {md_escape(kind)}** — {md_escape(TARGETS.describe(kind))}")
     params = target_form(kind, (ss.get("audit_target_params") or {}).get(kind))
     st.markdown("**Battery**")
+    # full width, the names as chips (a description each would overflow a column): what each does is in the help
+    extraction = st.multiselect(
+        "Extraction attacks",
+        EXTRACTION_ATTACKS.names(),
+        default=list(base.extraction_attacks),
+        help="  \n".join(f"**{a}** — {EXTRACTION_ATTACKS.describe(a)}" for a in EXTRACTION_ATTACKS.names()),
+    )
+    plantable = [a for a in POISONING_ATTACKS.names() if not POISONING_ATTACKS.get(a).needs("index")]
+    poisoning = st.multiselect(
+        "Poisoning attacks",
+        plantable,
+        default=[a for a in base.poisoning_attacks if a in plantable],
+        help="Run only where the target has a write surface; every planted document is journaled, removed and "
+        "checked gone.  \n" + "  \n".join(f"**{a}** — {POISONING_ATTACKS.describe(a)}" for a in plantable),
+    )
     b1, b2, b3 = st.columns(3)
     kb = b1.text_input(
         "Reference knowledge base",
@@ -75,22 +90,7 @@ with st.form("audit_setup"):
         placeholder="severity>=high,crr>0.02",
         help="What counts as a failure for CI",
     )
-    extraction = b2.multiselect(
-        "Extraction attacks",
-        EXTRACTION_ATTACKS.names(),
-        default=list(base.extraction_attacks),
-        format_func=lambda a: f"{a} — {EXTRACTION_ATTACKS.describe(a)[:50]}",
-    )
     rounds = b2.number_input("Queries per extraction attack", 1, 1000, base.rounds)
-    plantable = [a for a in POISONING_ATTACKS.names() if not POISONING_ATTACKS.get(a).needs("index")]
-    poisoning = b3.multiselect(
-        "Poisoning attacks",
-        plantable,
-        default=[a for a in base.poisoning_attacks if a in plantable],
-        format_func=lambda a: f"{a} — {POISONING_ATTACKS.describe(a)[:50]}",
-        help="Run only where the target has a write surface; every planted document is "
-        "journaled, removed and checked gone",
-    )
     questions = b3.number_input("Questions per poisoning attack", 1, 1000, base.poison_questions)
     if kind == "pipeline":
         canaries = b3.number_input(

@@ -32,7 +32,7 @@ from components.extraction_settings import LOCAL, more_fields
 from components.params_form import changed_only, field_input, params_form, registry_forms
 from components.state import data_dir, init_state
 from components.stepper import stepper
-from components.text import md_escape
+from components.text import md_code, md_escape
 from components.runtime_notice import local_runtime_notice
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.config import ExtractionConfig
@@ -84,7 +84,7 @@ def prepare(cfg=None, corpus=None) -> None:
 
 # ------------------------------------------------------------------------------ presets & saved runs
 run = ss["extract_run"]
-top = st.columns([3, 1, 4, 1], vertical_alignment="bottom")
+top = st.columns([3, 1.3, 4, 1], vertical_alignment="bottom")
 preset_info = {p["name"]: p.get("description", "") for p in extract_presets()}
 presets = list(preset_info)
 preset = top[0].selectbox(
@@ -346,7 +346,7 @@ def render_saved(folder: str) -> None:
     ids, texts = kb_texts(cfg, folder)
     c = st.columns([6, 1, 1], vertical_alignment="center")
     c[0].markdown(
-        f"**Saved run `{md_escape(Path(folder).name)}`** · {md_escape(cfg.get('attack'))} on "
+        f"**Saved run {md_code(Path(folder).name)}** · {md_escape(cfg.get('attack'))} on "
         f"{md_escape(cfg.get('kb'))} vs {md_escape('+'.join(cfg.get('defenses') or []) or 'no defense')} · "
         f"{done}/{total} rounds · {status}"
     )

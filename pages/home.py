@@ -18,7 +18,7 @@ st.write(
     "each buys at what cost in accuracy. Real embedding models, a real Chroma vector database, real "
     "offline language models, all on your machine."
 )
-if st.button("New here? Start with the teaching mode (three guided levels)", icon="🎓"):
+if st.button("New here? Start with the teaching mode (four guided levels)", icon="🎓"):
     st.switch_page("pages/teaching.py")
 
 presets = poison_presets()
@@ -31,13 +31,24 @@ choice = st.selectbox(
 )
 st.caption(next((p["description"] for p in presets if p["name"] == choice), ""))
 c1, c2 = st.columns(2)
-if c1.button("Run the demo", type="primary", help="Load the preset and open the poisoning lab"):
+if c1.button(
+    "Run the demo", type="primary", help="Load the preset, open the poisoning lab and play the attack (Pause stops it)"
+):
     if apply_preset(choice):
         st.session_state["lab_autoprepare"] = True
         st.switch_page("pages/poisoning_lab.py")
-if c2.button("Load preset only"):
+if c2.button("Load preset only", help="Load the preset's settings; an attack prepared in the lab is closed"):
+    had = st.session_state.get("lab_run")
     if apply_preset(choice):
-        st.success(f"Loaded {choice}: see the Pipeline and Poisoning lab pages.")
+        st.success(
+            f"Loaded {choice}: see the Pipeline and Poisoning lab pages."
+            + (
+                f" The attack you had prepared ({had.rounds_done} of {len(had.queries)} questions played) was "
+                "closed; its events stay on the Saved runs page."
+                if had is not None and hasattr(had, "queries")
+                else ""
+            )
+        )
 
 with st.expander("Guided tour (4 steps)", expanded=True):
     st.markdown(

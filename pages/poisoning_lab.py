@@ -176,8 +176,9 @@ with st.expander("Attack setup", expanded=run is None):
         prepare()
         st.rerun()
 
-if st.session_state.pop("lab_autoprepare", False):
+if st.session_state.pop("lab_autoprepare", False):  # Home's "Run the demo": prepared and playing at once
     prepare()
+    st.session_state["lab_playing"] = st.session_state["lab_run"] is not None
     st.rerun()
 
 if err := st.session_state.pop("lab_error", None):

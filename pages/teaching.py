@@ -1,4 +1,5 @@
-"""Teaching mode: three small guided experiments — poison, extract, defend — each with a goal checked by the engine."""
+"""Teaching mode: four small guided experiments — poison, extract, defend, find the misconfiguration — each with a
+goal checked by the engine."""
 
 from __future__ import annotations
 
@@ -7,9 +8,18 @@ import streamlit as st
 
 from components.job_panel import job_panel
 from components.state import init_state
-from components.text import marked_markdown, md_escape
+from components.text import marked_markdown, md_code, md_escape
 from engine.views.comparison import comparison_table
-from engine.analysis.teaching import DEPLOYMENTS, LEVEL1_ATTACK, LEVEL2_ATTACK, LEVEL3_DEFENSES, LEVELS, RUNNERS
+from engine.analysis.teaching import (
+    DEPLOYMENTS,
+    LEVEL1_ATTACK,
+    LEVEL2_ATTACK,
+    LEVEL3_DEFENSES,
+    LEVELS,
+    RUNNERS,
+    metric_text,
+)
+from engine.metrics.catalog import MK, labels
 from engine.tenancy import FILTER_WORDS, TENANT_FILTERS
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
@@ -118,11 +128,11 @@ def show_result(level: int) -> None:
         st.warning(
             "Not yet. " + md_escape(res.get("reason") or "The goal was not reached: change the settings and try again.")
         )
-    metrics = {k: v for k, v in res.get("metrics", {}).items() if v is not None}
-    if metrics:
-        cols = st.columns(len(metrics))
-        for c, (name, v) in zip(cols, metrics.items()):
-            c.metric(name, f"{v:.2f}" if isinstance(v, float) else str(v))
+    metrics = list((k, v) for k, v in res.get("metrics", {}).items() if v is not None)
+    for start in range(0, len(metrics), 4):  # four a row: labels stay on one line
+        cols = st.columns(4)
+        for c, (name, v) in zip(cols, metrics[start : start + 4]):
+            c.metric(name, metric_text(name, v))
     if res.get("pii"):
         st.markdown("**Leaked personal data** (fake, from the synthetic records)")
         st.dataframe(pd.DataFrame({"item": res["pii"]}), hide_index=True, width="stretch")
@@ -130,7 +140,7 @@ def show_result(level: int) -> None:
         with st.container(border=True):
             rec = leak.get("recall")
             st.markdown(
-                f"Round {leak['round']} leaked `{md_escape(leak['chunk'])}`"
+                f"Round {leak['round']} leaked {md_code(leak['chunk'])}"
                 + (f" · ROUGE-L recall {rec:.2f}" if rec is not None else "")
                 + " · copied spans highlighted"
             )
@@ -142,7 +152,13 @@ def show_result(level: int) -> None:
     if res.get("evidence"):
         st.dataframe(pd.DataFrame(res["evidence"]), hide_index=True, width="stretch")
     if res.get("rows"):
-        st.dataframe(comparison_table(res["rows"]).round(3), hide_index=True, width="stretch")
+        table = comparison_table(res["rows"])
+        keep = [k for k in ("configuration", MK.CRR, MK.PII_LEAKED, MK.UTILITY_ACC) if k in table.columns]
+        st.dataframe(
+            table[keep].rename(columns={"configuration": "defenses", **labels(keep[1:])}).round(3),
+            hide_index=True,
+            width="stretch",
+        )
 
 
 busy = bool(job and job.running)

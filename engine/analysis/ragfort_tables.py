@@ -8,9 +8,9 @@ The paper's numbers (RAGFort, "Key Experimental Results"; HealthCareMagic, Qwen-
 (:func:`engine.analysis.scale_report.read_runs`: finished or not) and its ``comparison.json`` (the KB's own task):
 
 * **Main table** — CRR of no protection, re-ranking, summarization and RAGFort (reindex + cascade) per attack,
-  with the Wilson 95% interval over the KB's chunks and the rounds played. A cell still running shows where it is
-  ("at round 84 of 200, running") and its ratio is taken against no protection *at the same round*; it is never
-  shown as finished.
+  with the Wilson 95% interval over the KB's chunks and the rounds played. A cell not finished (running, or
+  stopped to be resumed) shows where it is ("at round 84 of 200, not finished") and its ratio is taken against no
+  protection *at the same round*; it is never shown as finished.
 * **Ablation** — the relative average CRR (mean over the attacks of CRR ÷ no protection's), as the paper reports
   it, for inter only (reindex), intra only (cascade) and both; only over attacks whose cells are all finished.
 * **Utility** — task ACC (``dialogs:<kb>``) without protection and with RAGFort, and the drop.
@@ -24,7 +24,6 @@ in FILE, so the docs' tables are this output, regenerated, never typed.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 from typing import Any, Sequence
@@ -104,7 +103,7 @@ def _show(c: dict[str, Any] | None) -> str:
     if c["finished"]:
         s += f", {c['rounds']} rounds"
     else:
-        s += f", at round {c['rounds']} of {c['budget']} (running)"
+        s += f", at round {c['rounds']} of {c['budget']} (not finished)"
     return s
 
 
@@ -115,7 +114,9 @@ def _ratio(c: dict[str, Any] | None, conf: str) -> str:
         return "1×"
     s = f"{c['ratio']:.2f}×" + (f" ± {c['ratio_sd']:.2f}" if c["ratio_sd"] is not None else "")
     return s + (
-        "" if c["finished"] else f" at round {c['rounds']} of {c['budget']} (running; no protection at that round)"
+        ""
+        if c["finished"]
+        else f" at round {c['rounds']} of {c['budget']} (not finished; against no protection at that round)"
     )
 
 
@@ -167,12 +168,9 @@ def utility_table(out_dir: str | Path, kb: str) -> list[str]:
             return "not measured yet"
         ci = r["acc_ci"]
         shown = f"{r['acc'] * 100:.1f}%" + (f" ({ci[0] * 100:.1f}–{ci[1] * 100:.1f})" if ci else "")
-        return shown + (f" at {r['questions']} of {r['of']} questions (running)" if r.get("of") else "")
+        return shown + (f" at {r['questions']} of {r['of']} questions (not finished)" if r.get("of") else "")
 
-    before, after = (
-        rows.get("none") or _partial(out_dir, kb, "none"),
-        rows.get(RAGFORT) or _partial(out_dir, kb, RAGFORT),
-    )
+    before, after = (rows.get("none"), rows.get(RAGFORT))
     change = (
         f"{(after['acc'] - before['acc']) * 100:+.1f} points"
         if before
@@ -181,34 +179,23 @@ def utility_table(out_dir: str | Path, kb: str) -> list[str]:
         and after["acc"] is not None
         and not before.get("of")
         and not after.get("of")
+        else "— (not finished)"
+        if before and after
         else ""
     )
-    n = "/".join(str(r["questions"]) for r in (before, after) if r)
+
+    def asked(r: dict[str, Any] | None, when: str) -> str:
+        if r is None:
+            return ""
+        return f"{r['questions']}" + (f" of {r['of']}" if r.get("of") else "") + f" {when}"
+
+    n = ", ".join(x for x in (asked(before, "before"), asked(after, "after")) if x)
     lines.append(f"| ours ({kb.replace('|', '/')}'s own task) | {acc(before)} | {acc(after)} | {change} | {n} |")
     lines.append(
         f"| paper (Qwen-14B / HealthCare) | {PAPER_ACC[0]:.2f}% | {PAPER_ACC[1]:.2f}% | "
         f"{PAPER_ACC[1] - PAPER_ACC[0]:+.2f} points | |"
     )
     return lines
-
-
-def _partial(out_dir: str | Path, kb: str, configuration: str) -> dict[str, Any] | None:
-    """A task evaluation still under way (no result in ``comparison.json`` yet): ACC over the questions its record
-    holds so far, with ``of`` = the questions asked for; None when it has not started."""
-    from ..compare_task import latest_record
-    from ..rag.utility import read_record
-
-    out = Path(out_dir).expanduser()
-    try:
-        limit = int(json.loads((out / "comparison.json").read_text(encoding="utf-8"))["config"].get("task_limit") or 0)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    record = latest_record(out, kb, configuration) if limit else None
-    graded = [it.predicted == it.gold for it in read_record(record).values() if it.gold is not None]
-    if not graded:
-        return None
-    k, n = sum(graded), len(graded)
-    return {"acc": k / n, "acc_ci": list(wilson(k, n)), "questions": n, "of": limit}
 
 
 def flops_table(cells: dict[tuple[str, str], list[dict[str, Any]]]) -> list[str]:

@@ -239,26 +239,62 @@ def same_round_lines(runs: Sequence[dict[str, Any]]) -> list[str]:
 def task_rows(out_dir: str | Path) -> list[dict[str, Any]]:
     """The KBs' own task per configuration (``task`` of ``comparison.json``, a comparison with ``task_limit``):
     KB, configuration, ACC, its Wilson 95% interval, questions graded and the change against no protection on the
-    same KB (points of ACC); empty when none was measured. RAGFort reports this as "ACC before / after"."""
+    same KB (points of ACC); empty when none was measured. RAGFort reports this as "ACC before / after".
+    A configuration whose task is not finished (running, or stopped to resume) comes from its record of graded
+    questions so far, with ``of`` (the questions asked for) set; it claims no change."""
     comp = Path(out_dir).expanduser() / "comparison.json"
     try:
-        task = json.loads(comp.read_text(encoding="utf-8")).get("task") or []
+        saved = json.loads(comp.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
+    task = saved.get("task") or []
     none = {t["kb"]: t["acc"] for t in task if t.get("configuration") == "none" and t.get("acc") is not None}
-    return [
+    rows = [
         {
             "kb": t["kb"],
             "configuration": t["configuration"],
             "acc": t.get("acc"),
             "acc_ci": t.get("acc_ci"),
             "questions": t.get("n_graded"),
+            "of": None,
             "change": (t["acc"] - none[t["kb"]]) * 100
             if t["configuration"] != "none" and t.get("acc") is not None and t["kb"] in none
             else None,
         }
         for t in task
     ]
+    limit = int((saved.get("config") or {}).get("task_limit") or 0)
+    done = {(r["kb"], r["configuration"]) for r in rows}
+    out = Path(out_dir).expanduser()
+    # records are named <kb>--<configuration>--<digest>.jsonl (compare_task.task_record)
+    started = sorted({tuple(p.stem.rsplit("--", 1)[0].split("--", 1)) for p in out.glob("task/*--*--*.jsonl")})
+    for kb, conf in started:
+        if limit and (kb, conf) not in done:
+            partial = _task_so_far(out, kb, conf, limit)
+            if partial is not None:
+                rows.append(partial)
+    return rows
+
+
+def _task_so_far(out: Path, kb: str, configuration: str, limit: int) -> dict[str, Any] | None:
+    """A task evaluation not finished: ACC over the questions its record holds so far; None before the first."""
+    from ..compare_task import latest_record
+    from ..rag.utility import read_record
+
+    record = latest_record(out, kb, configuration)
+    graded = [it.predicted == it.gold for it in read_record(record).values() if it.gold is not None]
+    if not graded:
+        return None
+    k, n = sum(graded), len(graded)
+    return {
+        "kb": kb,
+        "configuration": configuration,
+        "acc": k / n,
+        "acc_ci": list(wilson(k, n)),
+        "questions": n,
+        "of": limit,
+        "change": None,
+    }
 
 
 def task_lines(out_dir: str | Path) -> list[str]:
@@ -275,7 +311,8 @@ def task_lines(out_dir: str | Path) -> list[str]:
         acc, ci = r["acc"], r["acc_ci"]
         shown = "" if acc is None else f"{acc:.3f}" + (f" ({ci[0]:.3f}–{ci[1]:.3f})" if ci else "")
         change = "" if r["change"] is None else f"{r['change']:+.1f} points"
-        lines.append(f"| {r['kb']} | {r['configuration']} | {shown} | {r['questions']} | {change} |")
+        asked = f"{r['questions']}" + (f" of {r['of']} (not finished)" if r["of"] else "")
+        lines.append(f"| {r['kb']} | {r['configuration']} | {shown} | {asked} | {change} |")
     return lines
 
 

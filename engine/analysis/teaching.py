@@ -48,8 +48,10 @@ LEVELS = (
         "Corpus and questions: clinic handbook · retriever MiniLM · attack **universal** · target **pii** · "
         "3 questions · no detectors.",
         "The universal poison is the question itself followed by the attacker's text. Because the question is "
-        "copied verbatim, its embedding sits almost on top of the query's — closer than any honest document, "
-        "which only *answers* the question. That is why one planted document is enough.",
+        "copied verbatim, its embedding sits close to the query's — usually closer than the honest documents, "
+        "which only *answer* the question — so one planted document per question is enough to reach the top "
+        "results. Where it lands below rank 1, the attacker's appended text pulled it away from the query: a "
+        "longer target costs rank (the paper's orthogonal augmentation keeps that cost small).",
     ),
     Level(
         2,
@@ -251,20 +253,39 @@ def check_level3(rows: Sequence[dict[str, Any]], tolerance: float = 0.34) -> dic
     drop = float(base.get(MK.UTILITY_ACC) or 0.0) - float(row.get(MK.UTILITY_ACC) or 0.0)
     less = leak < leak0
     ok_acc = drop <= tolerance + 1e-9
+    shown = (lambda v: f"{v:.3f}") if name == "CRR" else (lambda v: f"{v:.0f}")
     reason = (
-        "" if less else f"the defended system leaked as much as the undefended one ({name} {leak:g} vs {leak0:g}). "
+        ""
+        if less
+        else f"The defended system leaked as much as the undefended one ({name} {shown(leak)} vs {shown(leak0)}). "
     ) + ("" if ok_acc else f"ACC dropped by {drop:.2f}, more than the tolerance {tolerance:.2f}.")
     return {
         "met": less and ok_acc,
         "reason": reason.strip(),
         "metrics": {
-            f"{name} (undefended)": leak0,
-            f"{name} (defended)": leak,
+            "CRR (undefended)": float(base.get(MK.CRR, 0)),
+            "CRR (defended)": float(row.get(MK.CRR, 0)),
+            "PII items (undefended)": int(base.get(MK.PII_LEAKED, 0)),
+            "PII items (defended)": int(row.get(MK.PII_LEAKED, 0)),
             "ACC (undefended)": base.get(MK.UTILITY_ACC),
             "ACC (defended)": row.get(MK.UTILITY_ACC),
-            "ACC drop": drop,
+            # defended − undefended: negative is a utility cost, positive the defended system did better
+            "ACC change": -drop,
         },
+        "decided_by": name,
     }
+
+
+def metric_text(name: str, value: Any) -> str:
+    """A level's figure as the page shows it: CRR to 3 decimals (a few chunks of hundreds), counts whole, a change
+    with its sign, other fractions to 2 decimals."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if name.startswith("CRR"):
+        return f"{value:.3f}"
+    if "change" in name:
+        return f"{value:+.2f}"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def run_level3(

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..metrics.catalog import CATALOG, MK
+from .axes import whole_ticks
 
 _LABELS = {k: m.label for k, m in CATALOG.items()}
 
@@ -30,7 +31,7 @@ def comparison_curves(rows: Sequence[dict[str, Any]], metric: str = MK.CRR) -> g
         xaxis_title="attack round",
         yaxis_title=_LABELS.get(metric, metric),
         margin={"t": 30},
-        xaxis={"tickformat": "d", "dtick": 1 if longest <= 20 else None, "range": [0.5, longest + 0.5]},
+        xaxis={**whole_ticks(longest), "range": [0.5, longest + 0.5]},
         legend_title="configuration",
     )
     return fig
@@ -146,7 +147,9 @@ def crr_with_intervals(runs: Sequence[dict[str, Any]]) -> go.Figure:
             y = [k / n for k in r["recovered"]]
             lo, hi = zip(*(wilson(k, n) for k in r["recovered"]))
             c = colour[r["configuration"]]
-            name = r["configuration"] + ("" if r["finished"] else f" ({attack}: {r['rounds']}/{r['budget']}, running)")
+            name = r["configuration"] + (
+                "" if r["finished"] else f" ({attack}: {r['rounds']}/{r['budget']}, not finished)"
+            )
             fig.add_trace(
                 go.Scatter(
                     x=x + x[::-1],
@@ -177,7 +180,8 @@ def crr_with_intervals(runs: Sequence[dict[str, Any]]) -> go.Figure:
                 col=col,
             )
             shown.add(r["configuration"])
-        fig.update_xaxes(title_text="attack round (query)", tickformat="d", row=1, col=col)
+        longest = max((r["rounds"] for r in runs if (r["kb"], r["attack"]) == (kb, attack)), default=1)
+        fig.update_xaxes(title_text="attack round (query)", **whole_ticks(longest), row=1, col=col)
     fig.update_yaxes(
         title_text="CRR (share of the KB's chunks recovered)", tickformat=".0%", rangemode="tozero", row=1, col=1
     )

@@ -21,6 +21,7 @@ from ..views.extraction import (
     metrics_rows,
 )
 from ..metrics.catalog import MK
+from .axes import whole_ticks
 
 
 # ---------------------------------------------------------------------------------------- figures
@@ -111,7 +112,7 @@ def leakage_curves(events: Sequence[Event]) -> go.Figure:
     top = max([r.get(k, 0) for r in rows for k in (MK.CRR, MK.RETRIEVED_COVERAGE)] + [0.05])
     fig.update_yaxes(range=[0, min(1.0, top * 1.2)], row=1, col=1)
     fig.update_yaxes(rangemode="tozero", row=1, col=2)
-    fig.update_xaxes(title_text="round", tickformat="d")
+    fig.update_xaxes(title_text="round", **whole_ticks(max(x, default=1)))
     fig.update_layout(height=330, margin={"t": 40, "b": 10}, legend={"orientation": "h", "y": -0.25})
     return fig
 
@@ -129,7 +130,11 @@ def worm_drift(history: Sequence[Mapping[str, Any]]) -> go.Figure:
             go.Scatter(x=x, y=[h.get(key) for h in history], mode="lines+markers", name=name, connectgaps=False)
         )
     fig.update_layout(
-        xaxis_title="round", yaxis_title="cosine", xaxis={"tickformat": "d"}, height=300, margin={"t": 30, "b": 10}
+        xaxis_title="round",
+        yaxis_title="cosine",
+        xaxis=whole_ticks(len(x)),
+        height=300,
+        margin={"t": 30, "b": 10},
     )
     return fig
 
@@ -145,7 +150,7 @@ def cascade_bars(events: Sequence[Event]) -> go.Figure:
         barmode="group",
         xaxis_title="round",
         yaxis_title="tokens",
-        xaxis={"tickformat": "d"},
+        xaxis=whole_ticks(max(x, default=1)),
         height=300,
         margin={"t": 30, "b": 10},
     )

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from ..metrics import asr_curve, detector_scores, roc_points
 from ..events import DetectorFitted, Event
+from .axes import whole_ticks
 
 
 def table1_heatmap(table: pd.DataFrame, k: int) -> go.Figure:
@@ -54,11 +55,12 @@ def asr_curves(events: Sequence[Event], ks: Sequence[int] = (1, 2, 5)) -> go.Fig
                 marker={"symbol": symbol, "size": size},
             )
         )
+    n = max(1, len(asr_curve(events, ks[0])))
     fig.update_layout(
         xaxis_title="queries attacked",
         yaxis_title="attack success rate",
         yaxis_range=[0, 1.05],
-        xaxis={"tickformat": "d", "range": [0.5, max(1, len(asr_curve(events, ks[0]))) + 0.5]},
+        xaxis={**whole_ticks(n), "range": [0.5, n + 0.5]},
         margin={"t": 30},
     )
     return fig
@@ -172,14 +174,16 @@ def correlation_scatter(df: pd.DataFrame, x: str, y: str, labels: dict[str, str]
 def asr_compare(runs: dict[str, Sequence[Event]], k: int = 2) -> go.Figure:
     """Running ASR@K of several runs overlaid."""
     fig = go.Figure()
+    longest = 1
     for name, events in runs.items():
         y = asr_curve(list(events), k)
+        longest = max(longest, len(y))
         fig.add_trace(go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines", name=name))
     fig.update_layout(
         xaxis_title="queries attacked",
         yaxis_title=f"ASR@{k}",
         yaxis_range=[0, 1.05],
-        xaxis={"tickformat": "d"},
+        xaxis=whole_ticks(longest),
         margin={"t": 30},
     )
     return fig

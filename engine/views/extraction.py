@@ -146,7 +146,7 @@ def budget_note(view: Mapping[str, Any]) -> tuple[str, bool]:
     got = len(view.get("recovered") or ())
     line = (
         f"In context: {n_ctx} chunk(s), {ctx:,} tokens · answer budget {budget:,} tokens · answer "
-        f"{int(view.get('completion_tokens') or 0):,} tokens · recovered this round: {got} chunk(s)"
+        f"{int(view.get('completion_tokens') or 0):,} tokens · chunks recovered for the first time: {got}"
     )
     if budget < ctx:
         return (

@@ -82,11 +82,22 @@ def test_pipeline_controls_build_and_try_a_query():
     assert len(at.dataframe[0].value) == 5
 
 
-def test_run_the_demo_prepares_the_lab():
+def test_run_the_demo_prepares_the_lab_and_plays_it():
     at = app()
     next(b for b in at.button if b.label == "Run the demo").click().run()
     assert not at.exception and not at.error
-    assert {"Step", "Play", "Reset"} <= {b.label for b in at.button}
+    assert at.session_state["lab_playing"] is True  # the demo runs: no second click on Play
+    assert {"Step", "Pause", "Reset"} <= {b.label for b in at.button}
+
+
+def test_loading_a_preset_over_a_prepared_attack_says_it_was_closed_and_where_it_is():
+    at = prepare_lab(app(), limit=3)
+    at.button(key="btn_step").click().run()
+    at.switch_page("pages/home.py").run()
+    next(b for b in at.button if b.label == "Load preset only").click().run()
+    assert not at.exception and at.session_state["lab_run"] is None
+    said = " ".join(s.value for s in at.success)
+    assert "(1 of 3 questions played) was closed" in said and "Saved runs" in said
 
 
 def test_stepping_matches_the_engine():

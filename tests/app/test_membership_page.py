@@ -107,8 +107,8 @@ def test_a_membership_table_folder_shows_every_cell_with_its_progress(tmp_path):
     # nothing started: every cell listed (the box to list those not started is ticked), no grey "None" anywhere
     assert at.checkbox(key="mia_table_all").value
     assert len(df) == 4 and set(df["probed"]) == {"0/40"}
-    assert set(df["AUROC [95%]"]) == {"—"} and not df.isna().any().any()
-    assert list(df["utility ACC [95%]"]) == ["0.80 [0.38, 0.96]", "—"] * 2
+    assert set(df["AUROC"]) == {"—"} and not df.isna().any().any()
+    assert list(df["utility ACC"]) == ["0.80 [0.38, 0.96]", "—"] * 2
     assert "0 of 4 cells finished" in " ".join(c.value for c in at.caption)
     box.set_value(str(tmp_path / "nowhere")).run()
     assert not at.exception and any("no membership table" in i.value for i in at.info)

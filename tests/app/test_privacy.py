@@ -108,3 +108,21 @@ def test_a_torn_or_damaged_run_file_reopens_without_a_traceback(cache):
         at.run()
         assert not at.exception
         assert any("cannot be shown" in e.value and "line 2 is damaged" in e.value for e in at.error)
+
+
+def test_an_id_in_a_code_span_shows_literally_whatever_it_holds():
+    """Chunk ids, defense names and folder names sit in inline code: no escaping backslash shows (a code span takes
+    no escapes) and no Markdown inside comes alive (CommonMark, as Streamlit's renderer reads it)."""
+    from markdown_it import MarkdownIt
+
+    from components.text import md_code
+
+    md = MarkdownIt()
+    for text, shown in (
+        ("rec-0233#c1", "rec-0233#c1"),
+        ("a`b", "a`b"),
+        ("``x", "``x"),
+        ("*not bold* [link](http://e) <b>x</b>", "*not bold* [link](http://e) &lt;b&gt;x&lt;/b&gt;"),
+        ("two\nlines", "two lines"),
+    ):
+        assert md.render(md_code(text)).strip() == f"<p><code>{shown}</code></p>", text

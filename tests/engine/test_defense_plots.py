@@ -193,4 +193,14 @@ def test_long_run_curves_keep_each_configurations_colour_as_the_folder_grows():
     assert len(set(four.values())) == 5
     fig = crr_with_intervals([run("cascade", [0, 1], finished=False)])
     names = [t.name for t in fig.data if t.mode == "lines"]
-    assert names == ["cascade (rag-thief: 2/4, running)"] and len(fig.data) == 2  # its band and its line
+    assert names == ["cascade (rag-thief: 2/4, not finished)"] and len(fig.data) == 2  # its band and its line
+
+
+def test_count_axes_tick_whole_numbers_only():
+    """Rounds, queries and ranks are counts: a 1-2-5 step keeps every label on a whole number (Plotly's own ticks
+    fall on halves on a short axis, which "d" prints as "1 1 2 2 3"), at most ten of them on a long one."""
+    from engine.plots.axes import whole_ticks
+
+    steps = {n: whole_ticks(n)["dtick"] for n in (0, 3, 10, 11, 20, 21, 50, 200, 201, 1000)}
+    assert steps == {0: 1, 3: 1, 10: 1, 11: 2, 20: 2, 21: 5, 50: 5, 200: 20, 201: 50, 1000: 100}
+    assert all(isinstance(s, int) for s in steps.values()) and whole_ticks(7)["tickformat"] == "d"

@@ -161,7 +161,7 @@ def test_a_comparison_skips_the_task_of_a_kb_without_dialogs():
 
 def test_the_ragfort_utility_row_shows_a_task_still_running_as_running(tmp_path):
     """RAGFort's utility table: a configuration whose task evaluation is under way shows its ACC so far, how many
-    of its questions, and "(running)"; no change against none is claimed from it."""
+    of its questions, and "(not finished)"; no change against none is claimed from it."""
     from engine.analysis.ragfort_tables import utility_table
 
     (tmp_path / "comparison.json").write_text(
@@ -182,5 +182,5 @@ def test_the_ragfort_utility_row_shows_a_task_still_running_as_running(tmp_path)
         "".join(json.dumps(x) + "\n" for x in lines) + '{"gold": "A", "pre'
     )
     row = utility_table(tmp_path, "k")[2]
-    assert "75.0% (30.0–95.0)" in row and "50.0% (" in row and "at 2 of 4 questions (running)" in row
+    assert "75.0% (30.0–95.0)" in row and "50.0% (" in row and "at 2 of 4 questions (not finished)" in row
     assert "points" not in row
