@@ -291,8 +291,10 @@ def render_embedding_map(run) -> None:
         det = st.selectbox("Mark the poison with the verdict of", dets, index=first, key="map_detector")
     st.plotly_chart(embedding_scatter(df, det), width="stretch", key="embmap")
     st.caption(
-        "PCA of the question, its clean top-K, its poison and a sample of clean anchors: the poison sits "
-        "near the question but away from the cloud of clean documents."
+        "PCA of the question, its clean top-K, its poison and a sample of clean anchors. The poison sits near its "
+        "question (it was built from it), often among the clean top-K: two principal components rarely hold the "
+        "direction that sets it apart from clean text, which the Mahalanobis detector measures in all dimensions — "
+        "its verdict marks the poison."
     )
 
 

@@ -8,7 +8,7 @@ import streamlit as st
 from components.state import init_state, my_runs_dir
 from components.text import md_escape
 from engine.analysis import FEATURES, correlate, query_features
-from engine.analysis.correlations import EXTRACTION_FEATURES, extraction_round_features
+from engine.analysis.correlations import EXTRACTION_FEATURES, correlation_rows, extraction_round_features
 from engine.errors import EngineError
 from engine.plots import correlation_scatter
 from engine.report import load_run
@@ -40,9 +40,9 @@ else:
             "Each dot is one attacked question. A p-value below 0.05 means such a correlation would be "
             "unlikely by chance alone; with few questions, treat it as a hint."
         )
-        rows = [{"feature": FEATURES[f], **correlate(df, f, "poison_rank")} for f in names if f != "poison_rank"]
         st.markdown("**Every feature against the poison's rank**")
-        st.dataframe(pd.DataFrame(rows).round(4), hide_index=True, width="stretch")
+        st.dataframe(correlation_rows(df, FEATURES, "poison_rank"), hide_index=True, width="stretch")
+        st.caption("— : undefined (the feature is the same for every question, or fewer than 3 questions).")
         st.download_button(
             "Per-question features (CSV)",
             df.to_csv(index=False),
@@ -81,12 +81,7 @@ else:
                 width="stretch",
                 key="xcorr",
             )
-            rows = [
-                {"feature": EXTRACTION_FEATURES[f], **correlate(xdf, f, "max_recall")}
-                for f in names
-                if f != "max_recall"
-            ]
             st.markdown("**Every feature against the best ROUGE-L recall of a context chunk in the answer**")
-            st.dataframe(pd.DataFrame(rows).round(4), hide_index=True, width="stretch")
+            st.dataframe(correlation_rows(xdf, EXTRACTION_FEATURES, "max_recall"), hide_index=True, width="stretch")
         except Exception as e:  # a damaged run file must not break the page
             st.error(f"Could not analyse these runs: {md_escape(type(e).__name__)}: {md_escape(e)}")

@@ -11,7 +11,7 @@ from engine.plots import asr_compare
 from engine.plots.runs import leakage_compare
 from engine.report import load_run, run_kind, run_report_html, summary_table
 from engine.saved import list_runs
-from engine.metrics.catalog import MK
+from engine.metrics.catalog import MK, label
 
 init_state()
 st.title("Saved runs")
@@ -50,6 +50,7 @@ else:
                         MK.ROUGE_CONTEXTS,
                     ],
                     horizontal=True,
+                    format_func=label,
                 )
                 st.plotly_chart(leakage_compare(loaded, metric), width="stretch", key="cmp_x")
                 st.caption("Leakage of each run round by round: where the curves part, the defenses differ.")

@@ -117,3 +117,29 @@ def extraction_round_features(runs: dict[str, list]) -> pd.DataFrame:
                 row["new_pii"] = len(e.pii)
         rows += [r for r in by_round.values() if "new_recovered" in r]
     return pd.DataFrame(rows, columns=["run_id", "round", *EXTRACTION_FEATURES])
+
+
+def correlation_rows(df: pd.DataFrame, features: dict[str, str], target: str) -> list[dict[str, object]]:
+    """Every feature of ``features`` ({column: label}) against ``target`` as rows a table shows: the label, n,
+    Pearson r and Spearman ρ with their p-values to 3 decimals, "—" where undefined (a constant column, or fewer
+    than 3 rows)."""
+
+    def shown(v: float) -> str:
+        return "—" if v != v else f"{v:.3f}"  # NaN != NaN
+
+    rows = []
+    for f, label in features.items():
+        if f == target:
+            continue
+        c = correlate(df, f, target)
+        rows.append(
+            {
+                "feature": label,
+                "n": c["n"],
+                "Pearson r": shown(c["pearson_r"]),
+                "p (Pearson)": shown(c["pearson_p"]),
+                "Spearman ρ": shown(c["spearman_rho"]),
+                "p (Spearman)": shown(c["spearman_p"]),
+            }
+        )
+    return rows

@@ -77,8 +77,20 @@ def detector_histogram(events: Sequence[Event], detector: str) -> go.Figure:
     fig.add_trace(go.Histogram(x=s[y == 1], name="poisoned", opacity=0.7, nbinsx=40, marker_color="#d62728"))
     if fitted is not None:
         fig.add_vline(x=fitted.threshold, line_dash="dash", annotation_text="threshold (out-of-fold 95th pct)")
-    fig.update_layout(barmode="overlay", xaxis_title=f"{detector} score", yaxis_title="documents")
+    fig.update_layout(
+        barmode="overlay",
+        xaxis_title=f"{detector} score",
+        yaxis_title="documents",
+        **_score_axes(s[y == 0], s[y == 1]),
+    )
     return fig
+
+
+def _score_axes(*samples: np.ndarray) -> dict:
+    """Axes of a score histogram: scores in powers of ten where tiny (an ℓ2 norm's spread about 1 is ~1e-7: no
+    "20n" SI prefixes), documents counted in whole numbers (the tallest of 40 bins bounds the step)."""
+    tallest = max((int(np.histogram(x, bins=40)[0].max()) for x in samples if len(x)), default=1)
+    return {"xaxis": {"exponentformat": "power"}, "yaxis": whole_ticks(tallest)}
 
 
 def roc_figure(events: Sequence[Event], detectors: Sequence[str]) -> go.Figure:
@@ -99,7 +111,13 @@ def score_histogram(clean: np.ndarray, poison: np.ndarray, threshold: float, nam
     fig.add_trace(go.Histogram(x=clean, name="clean (held out)", opacity=0.6, nbinsx=40, marker_color="#1f77b4"))
     fig.add_trace(go.Histogram(x=poison, name="poisoned", opacity=0.7, nbinsx=40, marker_color="#d62728"))
     fig.add_vline(x=threshold, line_dash="dash", annotation_text="threshold")
-    fig.update_layout(barmode="overlay", xaxis_title=f"{name} score", yaxis_title="documents", margin={"t": 30})
+    fig.update_layout(
+        barmode="overlay",
+        xaxis_title=f"{name} score",
+        yaxis_title="documents",
+        margin={"t": 30},
+        **_score_axes(np.asarray(clean), np.asarray(poison)),
+    )
     return fig
 
 

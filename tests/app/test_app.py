@@ -273,8 +273,9 @@ def test_analysis_page_correlates_features_with_poison_rank():
     assert not at.exception and not at.error
     assert {s.label for s in at.selectbox} >= {"x", "y"}
     table = at.dataframe[0].value
-    assert len(table) == 5 and {"pearson_r", "pearson_p", "spearman_rho", "spearman_p", "n"} <= set(table.columns)
-    assert (table["n"] == 12).all()
+    assert len(table) == 5 and {"Pearson r", "p (Pearson)", "Spearman ρ", "p (Spearman)", "n"} <= set(table.columns)
+    assert (table["n"] == 12).all() and not table.isna().any().any()  # undefined reads "—", never a grey None
+    assert all(v == "—" or -1.0 <= float(v) <= 1.0 for v in table["Pearson r"])
 
 
 def test_sweep_runs_in_the_background_and_draws_the_heat_map(tmp_path, monkeypatch):
