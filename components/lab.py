@@ -53,9 +53,14 @@ def render_round(run) -> None:
             df.style.apply(
                 lambda r: ["background-color: rgba(214,39,40,0.25)" if r["document"] != "clean" else "" for _ in r],
                 axis=1,
-            ),
+            ).format({"score": "{:.3f}"}),
             hide_index=True,
             width="stretch",
+            # the column fits its half of the page (hover or widen a cell to read a whole document)
+            column_config={
+                "rank": st.column_config.NumberColumn(width="small"),
+                "text": st.column_config.TextColumn(width="medium"),
+            },
         )
     with right:
         st.markdown("**Detectors**")

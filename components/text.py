@@ -12,6 +12,15 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
+def short(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis when cut."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:—-(")
+    return cut + "…"
+
+
 def md_code(text: str) -> str:
     """``text`` as a Markdown inline code span, shown literally (no backslash escapes show through: a code span
     takes none): one line, fenced by more backticks than any run inside it."""

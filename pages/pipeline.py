@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from components.params_form import field_input
-from components.text import md_escape
+from components.text import md_escape, short
 from components.state import close_run, data_dir, init_state, progress_callback
 from engine.corpora import BENCHMARK_CORPORA, BUNDLED, MAX_UPLOAD_BYTES, SUPPORTED_SUFFIXES
 from engine.embedders import RETRIEVERS, offline_retrievers
@@ -65,8 +65,9 @@ retriever = st.selectbox(
     "Retriever",
     names,
     index=names.index(p["retriever"]) if p["retriever"] in names else 0,
-    format_func=lambda n: f"{n} — {RETRIEVERS.describe(n)[:90]}",
+    format_func=lambda n: f"{n} — {short(RETRIEVERS.describe(n), 90)}",
 )
+st.caption(md_escape(RETRIEVERS.describe(retriever)))
 new = {
     "corpus": corpus,
     "chunk_size": int(chunk_size) if chunking else None,
@@ -119,5 +120,9 @@ if q:
     try:
         rows = make_pipeline().try_query(q, int(top_k))
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        with st.expander("Read the retrieved documents in full"):
+            for r in rows:
+                st.caption(f"rank {r['rank']} · {r['doc_id']} · score {r['score']:.3f}")
+                st.text(r["text"])  # corpus text: shown as plain text, never as Markdown or HTML
     except EngineError as e:
         st.error(md_escape(e))

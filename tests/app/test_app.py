@@ -80,6 +80,10 @@ def test_pipeline_controls_build_and_try_a_query():
     at.text_input[0].set_value("What is a normal HbA1c?").run()
     assert not at.exception and len(at.dataframe) == 1
     assert len(at.dataframe[0].value) == 5
+    # each retrieved document in full, as plain text (the table cuts long ones)
+    full = [t.value for t in at.text]
+    assert list(at.dataframe[0].value["text"]) == full[-5:]
+    assert any(c.value.startswith("all-MiniLM-L6-v2") for c in at.caption)  # the retriever's whole description
 
 
 def test_run_the_demo_prepares_the_lab_and_plays_it():
