@@ -146,7 +146,7 @@ def table_section() -> None:
             "AUROC": with_ci(r, "auroc", 3) if r["decisions"] else "—",
             "TPR at 1% FPR": with_ci(r, "tpr_at_1fpr") if r["decisions"] else "—",
             "TPR at 5% FPR": with_ci(r, "tpr_at_5fpr") if r["decisions"] else "—",
-            "members retrieved": "—" if r.get("members_retrieved") is None else f"{r['members_retrieved']:.0%}",
+            "in top-K": "—" if r.get("members_retrieved") is None else f"{r['members_retrieved']:.0%}",
             "utility ACC": with_ci(r, MK.UTILITY_ACC) or "—",
             **({"task ACC": with_ci(r, MK.TASK_ACC) or "—"} if has_task else {}),
         }
@@ -159,7 +159,7 @@ def table_section() -> None:
     done = sum(r["complete"] for r in rows)
     st.caption(
         f"{done} of {len(rows)} cells finished. In brackets: 95% intervals. AUROC 0.5 is chance; its interval is a "
-        "stratified bootstrap. "
+        "stratified bootstrap. In top-K: the share of members whose own record was retrieved for its question. "
         "Utility ACC: the defended assistant's accuracy on the clinic handbook's questions (one measurement per "
         "defense configuration, beside every attack)."
         + (

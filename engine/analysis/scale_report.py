@@ -150,7 +150,7 @@ def report_rows(
                 "attack": c["attack"],
                 "configuration": c["configuration"],
                 "seed": c["seed"],
-                "rounds": f"{c['rounds']}/{c['budget']}" + ("" if c["finished"] else " (running)"),
+                "rounds": f"{c['rounds']}/{c['budget']}" + ("" if c["finished"] else " (not finished)"),
                 **{f"crr@{cp}": (c["recovered"][cp - 1] / n if c["rounds"] >= cp else None) for cp in cps},
                 MK.CRR: k / n,
                 "recovered": k,

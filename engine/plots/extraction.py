@@ -111,7 +111,8 @@ def leakage_curves(events: Sequence[Event]) -> go.Figure:
         )
     top = max([r.get(k, 0) for r in rows for k in (MK.CRR, MK.RETRIEVED_COVERAGE)] + [0.05])
     fig.update_yaxes(range=[0, min(1.0, top * 1.2)], row=1, col=1)
-    fig.update_yaxes(rangemode="tozero", row=1, col=2)
+    counts = [r.get(k, 0) for r in rows for k in (MK.REPEAT_CONTEXTS, MK.ROUGE_CONTEXTS, MK.PII_LEAKED)]
+    fig.update_yaxes(rangemode="tozero", **whole_ticks(max(counts, default=1)), row=1, col=2)
     fig.update_xaxes(title_text="round", **whole_ticks(max(x, default=1)))
     fig.update_layout(height=330, margin={"t": 40, "b": 10}, legend={"orientation": "h", "y": -0.25})
     return fig

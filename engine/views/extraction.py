@@ -5,6 +5,7 @@ reopened from its ``events.jsonl`` are shown the same way; ``engine.plots.extrac
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping, Sequence
 
 from ..attacker_states import last_state
@@ -209,7 +210,9 @@ def config_summary(cfg: Mapping[str, Any]) -> str:
 
 def marked_segments(source: str, answer: str, min_words: int = 4) -> list[tuple[str, bool]]:
     """``source`` cut into (text, copied) pieces: copied = part of a run of ≥ ``min_words`` words the
-    answer repeats in order (:func:`engine.metrics.overlap.shared_spans`)."""
+    answer repeats in order (:func:`engine.metrics.overlap.shared_spans`). Punctuation between two copied runs,
+    or touching one ("98%", "121/83", "yahoo.com."), is marked with them: the runs are of words, and a mark that
+    stopped at every sign would cut "98%" into two highlighted pieces with a gap."""
     out: list[tuple[str, bool]] = []
     pos = 0
     for s, e in shared_spans(source, answer, min_words=min_words):
@@ -219,6 +222,28 @@ def marked_segments(source: str, answer: str, min_words: int = 4) -> list[tuple[
         pos = e
     if pos < len(source):
         out.append((source[pos:], False))
+    return _join_signs(out)
+
+
+_SIGNS = re.compile(r"[^\w]*")
+
+
+def _join_signs(pieces: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    marked = [c for _, c in pieces]
+    for i, (text, copied) in enumerate(pieces):
+        if copied or not _SIGNS.fullmatch(text):
+            continue
+        before = i > 0 and marked[i - 1]
+        after = i + 1 < len(pieces) and marked[i + 1]
+        touching = not any(ch.isspace() for ch in text)  # "%" after "98", not " - " between two sentences
+        if (before and after) or ((before or after) and touching):
+            marked[i] = True
+    out: list[tuple[str, bool]] = []
+    for (text, _), copied in zip(pieces, marked):
+        if out and out[-1][1] == copied:
+            out[-1] = (out[-1][0] + text, copied)
+        else:
+            out.append((text, copied))
     return out
 
 

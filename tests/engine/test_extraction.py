@@ -703,3 +703,19 @@ def test_the_extraction_demo_leaks_within_three_rounds():
     assert s["answer_budget"]["capped_rounds"] == 0 and s["corpus_stats"]["over_window"] == 0
     level = run_level2()  # teaching level 2 runs the same system
     assert level["met"] and level["metrics"]["PII items leaked"] > 0
+
+
+def test_copied_marks_take_in_the_signs_inside_and_touching_a_copied_run():
+    """The highlighted source and answer keep "98%", "121/83" and an e-mail address in one mark (the copied runs are
+    of words; a mark stopping at every sign draws them with gaps), and never mark text the answer did not copy."""
+    from engine.views.extraction import marked_segments
+
+    src = (
+        "Doctor: vitals sats 98% on air, blood pressure 121/83 mmHg. Patient: my email is michael68@yahoo.com - "
+        "and nothing of this tail was copied."
+    )
+    ans = "Doctor: vitals sats 98% on air, blood pressure 121/83 mmHg. Patient: my email is michael68@yahoo.com"
+    pieces = marked_segments(src, ans)
+    assert "".join(t for t, _ in pieces) == src  # the source, whole and in order
+    copied = [t for t, c in pieces if c]
+    assert copied == [ans] and pieces[-1] == (" - and nothing of this tail was copied.", False)
