@@ -436,7 +436,9 @@ def render_internals(events: list[Event], defenses: list[str], key: str) -> None
     elif "long_term" in state:  # an agent with memory (RAG-Thief)
         st.caption(
             f"{agent} after round {rnd}: {state.get('reflections', 0)} reflections, "
-            f"{state.get('seed_used', 0)} seed anchors used, {state.get('last_new', 0)} new chunk(s) last round"
+            f"{state.get('seed_used', 0)} seed anchors used, {state.get('last_new', 0)} new chunk(s) in the last "
+            f"answer it read. It reads round {rnd}'s answer when it chooses its next query: what that answer "
+            "gave it shows after the next round."
         )
         c = st.columns(3)
         for col, (name, title) in zip(
