@@ -121,11 +121,14 @@ def extraction_round_features(runs: dict[str, list]) -> pd.DataFrame:
 
 def correlation_rows(df: pd.DataFrame, features: dict[str, str], target: str) -> list[dict[str, object]]:
     """Every feature of ``features`` ({column: label}) against ``target`` as rows a table shows: the label, n,
-    Pearson r and Spearman ρ with their p-values to 3 decimals, "—" where undefined (a constant column, or fewer
-    than 3 rows)."""
+    Pearson r and Spearman ρ with their p-values to 3 decimals (below 0.001: "<0.001"), "—" where undefined (a
+    constant column, or fewer than 3 rows)."""
 
     def shown(v: float) -> str:
         return "—" if v != v else f"{v:.3f}"  # NaN != NaN
+
+    def p_value(v: float) -> str:
+        return "<0.001" if v == v and v < 0.001 else shown(v)
 
     rows = []
     for f, label in features.items():
@@ -137,9 +140,9 @@ def correlation_rows(df: pd.DataFrame, features: dict[str, str], target: str) ->
                 "feature": label,
                 "n": c["n"],
                 "Pearson r": shown(c["pearson_r"]),
-                "p (Pearson)": shown(c["pearson_p"]),
+                "p (Pearson)": p_value(c["pearson_p"]),
                 "Spearman ρ": shown(c["spearman_rho"]),
-                "p (Spearman)": shown(c["spearman_p"]),
+                "p (Spearman)": p_value(c["spearman_p"]),
             }
         )
     return rows

@@ -51,3 +51,23 @@ def test_correlations_match_scipy():
         assert abs(c["pearson_r"] - stats.pearsonr(df["query_words"], df["poison_rank"]).statistic) < 1e-12
     const = correlate(pd.DataFrame({"a": [1, 2, 3], "b": [1, 1, 1]}), "a", "b")
     assert const["n"] == 3 and const["pearson_r"] != const["pearson_r"]  # NaN when undefined
+
+
+def test_correlation_rows_read_as_a_table_undefined_as_a_dash_and_tiny_p_values_as_a_bound():
+    import numpy as np
+    import pandas as pd
+
+    from engine.analysis.correlations import correlation_rows
+
+    df = pd.DataFrame({"a": np.arange(50), "b": np.arange(50) * 2 + 1, "c": [1] * 50})
+    rows = correlation_rows(df, {"a": "length", "c": "constant", "b": "target"}, "b")
+    assert [r["feature"] for r in rows] == ["length", "constant"]  # the target is not correlated with itself
+    assert rows[0] == {
+        "feature": "length",
+        "n": 50,
+        "Pearson r": "1.000",
+        "p (Pearson)": "<0.001",
+        "Spearman ρ": "1.000",
+        "p (Spearman)": "<0.001",
+    }
+    assert {rows[1][k] for k in ("Pearson r", "p (Pearson)", "Spearman ρ", "p (Spearman)")} == {"—"}
