@@ -264,7 +264,7 @@ def task_rows(out_dir: str | Path) -> list[dict[str, Any]]:
         for t in task
     ]
     limit = int((saved.get("config") or {}).get("task_limit") or 0)
-    done = {(r["kb"], r["configuration"]) for r in rows}
+    done = {(Path(r["kb"]).stem, r["configuration"]) for r in rows}  # a record is named after the KB's stem
     out = Path(out_dir).expanduser()
     # records are named <kb>--<configuration>--<digest>.jsonl (compare_task.task_record)
     started = sorted({tuple(p.stem.rsplit("--", 1)[0].split("--", 1)) for p in out.glob("task/*--*--*.jsonl")})
