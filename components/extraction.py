@@ -17,6 +17,7 @@ import streamlit as st
 from components.params_form import new_form_generation
 from components.presets import preset_config
 from components.state import my_runs_dir, progress_callback
+from components.stepper import HeldRerun
 from components.extraction_settings import ATTACKER_NONE, LITELLM, LOCAL, more_fields, settings_from_config
 from components.charts import narrow_chart
 from components.text import marked_markdown, md_code, md_escape
@@ -282,9 +283,14 @@ def render_metrics(events: list[Event]) -> None:
 
 def stream_round(run: ExtractionRun) -> None:
     """Play one round live: the attacker's query as soon as it is chosen, then the answer as it is
-    generated (plain text, never HTML). A full rerun afterwards draws the finished round."""
+    generated (plain text, never HTML). A full rerun afterwards draws the finished round.
+
+    A click while the round streams (Step again, Pause, a slider) makes Streamlit stop this script at its next
+    drawing call. The round is not cut for it: the live view stops drawing, the round finishes, and the held
+    rerun is raised after it — so every click is answered and no round is half played."""
     import time
 
+    draw = HeldRerun()
     box = st.container(border=True)
     head, query_box, answer_box = box.empty(), box.empty(), box.empty()
     head.markdown(f"**Round {run.rounds_done + 1} — the attacker is choosing its query…**")
@@ -292,25 +298,28 @@ def stream_round(run: ExtractionRun) -> None:
     shown = [0.0]
 
     def on_query(r: int, text: str) -> None:
-        head.markdown(f"**Round {r} — attacker's query**")
-        query_box.text(text)
-        answer_box.caption("retrieving and reading the context… the answer streams here")
+        draw(lambda: head.markdown(f"**Round {r} — attacker's query**"))
+        draw(lambda: query_box.text(text))
+        draw(lambda: answer_box.caption("retrieving and reading the context… the answer streams here"))
 
     def on_text(piece: str) -> None:
         pieces.append(piece)
         now = time.monotonic()
         if now - shown[0] >= 0.08:  # ~12 updates a second
-            answer_box.text("Answer (streaming): " + "".join(pieces))
+            draw(lambda: answer_box.text("Answer (streaming): " + "".join(pieces)))
             shown[0] = now
 
     def on_wait(ahead: int) -> None:
-        answer_box.caption(
-            f"waiting for the model: another session is using it ({ahead} ahead of this one); "
-            "answers are generated one at a time per model"
+        draw(
+            lambda: answer_box.caption(
+                f"waiting for the model: another session is using it ({ahead} ahead of this one); "
+                "answers are generated one at a time per model"
+            )
         )
 
     with on_model_wait(on_wait):
         run.step(on_query=on_query, on_text=on_text)
+    draw.release()
 
 
 def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None = None, key: str = "live") -> None:

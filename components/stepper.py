@@ -13,6 +13,34 @@ from typing import Any, Callable, Optional
 import streamlit as st
 
 
+class HeldRerun:
+    """Drawing calls made from inside a step (a live view's callbacks) that never cut the step.
+
+    Streamlit stops a script at its next drawing call when the user clicks meanwhile (it raises a stop or rerun
+    there). Called as ``draw(lambda: box.text(...))``, this catches that, draws nothing more, and lets the work
+    go on; :meth:`release`, called once the step is done, raises what it held — the click is answered after
+    the step, never by abandoning it halfway."""
+
+    def __init__(self) -> None:
+        self.held: BaseException | None = None
+
+    def __call__(self, show: Callable[[], object]) -> None:
+        if self.held is not None:
+            return
+        from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException
+
+        try:
+            show()
+        except ScriptControlException as e:
+            self.held = e
+
+    def release(self) -> None:
+        """Raise the stop or rerun held while the step ran, if any."""
+        if self.held is not None:
+            held, self.held = self.held, None
+            raise held
+
+
 def stepper(
     state: str,
     keys: str,

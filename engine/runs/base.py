@@ -82,6 +82,20 @@ class EventRunner:
             self._sink.flush()
         return e
 
+    def _mark(self) -> tuple[int, int | None]:
+        """Where the events stand now, in memory and in ``events.jsonl``: what :meth:`_rewind` goes back to."""
+        return len(self.events), (self._sink.tell() if self._sink is not None else None)
+
+    def _rewind(self, mark: tuple[int, int | None]) -> None:
+        """Drop every event written since ``mark`` (from :meth:`_mark`), in memory and on disk: a round cut
+        short leaves no trace, so the run goes on as if it had not started."""
+        count, pos = mark
+        del self.events[count:]
+        if self._sink is not None and pos is not None:
+            self._sink.seek(pos)
+            self._sink.truncate()
+            self._sink.flush()
+
     def _tick(self, stage: str, done: int, total: int) -> None:
         if self.progress:
             self.progress(stage, done, total)

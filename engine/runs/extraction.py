@@ -15,6 +15,7 @@ recomputed from the recorded answers, which is deterministic).
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from pathlib import Path
@@ -115,6 +116,8 @@ class ExtractionRun(EventRunner):
         self.attacker_meter: Optional[MeteredGenerator] = None
         self._exhausted = False
         self._agent_state: dict[str, Any] | None = None  # the last full state written (the next event's base)
+        self._scored = False  # the round being played has updated the leakage tracker
+        self._torn = False  # a round was cut short after scoring: the run cannot go on in memory
         self.canaries: dict[str, str] = {}  # chunk id -> canary code (config.canaries)
         self._kb_has_canaries = False
         self.tenancy: Optional[TenantScope] = None  # a multi-tenant KB (config.tenants): who asks, how enforced
@@ -337,6 +340,33 @@ class ExtractionRun(EventRunner):
         return self.events[start:]
 
     def _play_round(self, on_query: QueryCallback | None = None, on_text: TextCallback | None = None) -> None:
+        """One round, all or nothing: a round cut short before its answer is scored (an exception, a Ctrl-C, a
+        live view's callback interrupted by the UI) is rewound — its events are dropped in memory and on disk and
+        the agent's state restored, so the next step plays the same round again. A fault of the target
+        (:class:`RunInterrupted`) is not rewound: it ends the run, and a resume continues it. Cut after scoring
+        (no callback runs there), the run is torn and says so on the next step."""
+        if self._torn:
+            raise EngineError(
+                f"round {self._round + 1} of run {self.run_id} was cut short after its answer was scored; "
+                "resume the run from its folder to go on"
+            )
+        mark = self._mark()
+        before = self._agent_state if self._agent_state is not None else jsonable(self.agent.state())
+        self._scored = False
+        try:
+            self._round_body(on_query, on_text)
+        except RunInterrupted:
+            raise
+        except BaseException:
+            if self._scored:
+                self._torn = True
+            else:
+                self._rewind(mark)
+                self.agent.load_state(copy.deepcopy(before))
+                self._exhausted = False
+            raise
+
+    def _round_body(self, on_query: QueryCallback | None, on_text: TextCallback | None) -> None:
         r = self._round + 1
         t0 = time.perf_counter()
         used0 = self.attacker_meter.totals() if self.attacker_meter else {}
@@ -357,6 +387,7 @@ class ExtractionRun(EventRunner):
         answer = self._emit_answer(r, qid, ans)
         self._emit_scoped(r, self.tenancy, ans)
         t1 = time.perf_counter()
+        self._scored = True  # from here the tracker holds this round: it cannot be rewound
         leak = self.tracker.update(answer, [c.doc_id for c in ans.context], [c.doc_id for c in ans.retrieved])
         t_metrics = time.perf_counter() - t1
         self._emit(

@@ -236,3 +236,31 @@ def test_while_local_generation_is_being_built_the_page_says_so(tmp_path, monkey
     at.run()
     notices = [e.value for e in (*at.info, *at.error) if "local generation" in e.value]
     assert not notices and not at.error  # installed: no notice at all
+
+
+def test_a_click_while_a_round_streams_is_answered_after_the_round():
+    """Streamlit stops a script at its next drawing call when the user clicks (Step again, Pause): the live
+    view's drawing holds that stop, draws nothing more, and raises it once the round is done (the engine's
+    side, a round cut short is rewound, is tested in tests/engine/test_extraction.py)."""
+    from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
+
+    from components.stepper import HeldRerun
+
+    draw, drawn = HeldRerun(), []
+
+    def clicked():
+        raise RerunException(None)
+
+    def stopped():
+        raise StopException()
+
+    draw(lambda: drawn.append("query"))
+    draw(clicked)
+    draw(lambda: drawn.append("answer"))  # after the click: the round goes on, the view stops drawing
+    draw(stopped)
+    assert drawn == ["query"]
+    with pytest.raises(RerunException):
+        draw.release()  # the first held: the rerun the click asked for
+    draw.release()  # nothing held any more
+    with pytest.raises(ValueError):
+        draw(lambda: int("x"))  # a real error is never held

@@ -12,7 +12,7 @@ from engine.config import ExtractionConfig
 from engine.corpora import corpus_from_documents, load_corpus
 from engine.errors import ConfigError, EngineError
 from engine.metrics.leakage import LeakageTracker
-from engine.events import jsonable, read_jsonl
+from engine.events import jsonable, read_events as read_events_file, read_jsonl
 from engine.summaries import ComparisonRow, ExtractionSummary
 from engine.runs.extraction import ExtractionRun, RunInterrupted, summarize_extraction
 from engine.types import Document
@@ -439,6 +439,54 @@ def test_a_round_streams_its_query_then_its_answer():
     assert len(seen) > 3 and "".join(p for k, p in seen[1:]) == next(
         e.text for e in run.events if e.kind == "generated"
     )
+
+
+class Clicked(BaseException):
+    """What a UI does to a script mid-round (Streamlit stops it at its next drawing call): not an Exception."""
+
+
+@pytest.mark.parametrize("where", ["query", "text"])
+def test_a_round_cut_short_is_rewound_and_played_again(tmp_path, where):
+    """A live view interrupted mid-round (a second click while the answer streams) leaves no half round: the
+    round's events are gone from memory and from events.jsonl, the agent's state is restored, and the run then
+    plays exactly what an uninterrupted run plays (same queries, same answers, same CRR)."""
+    cfg = ExtractionConfig.from_dict(
+        {**SMALL, "attack": "rag-thief", "attacker_llm": "", "rounds": 3, "top_k": 2, "data_dir": ""}
+    )
+
+    def play(cut: bool):
+        run = ExtractionRun(cfg, out_dir=tmp_path / ("cut" if cut else "whole"), run_id="r")
+        try:
+            run.prepare()
+            run.step()
+            if cut:
+                on_disk = (run.out_dir / "events.jsonl").read_text()
+                before = [e.kind for e in run.events]
+
+                def boom(*_):
+                    raise Clicked
+
+                kwargs = {"on_query": boom} if where == "query" else {"on_text": boom}
+                with pytest.raises(Clicked):
+                    run.step(**kwargs)
+                assert [e.kind for e in run.events] == before and run.rounds_done == 1
+                assert (run.out_dir / "events.jsonl").read_text() == on_disk, "no trace of the cut round on disk"
+            run.step(2)
+            return run
+        finally:
+            run.close()
+
+    whole, cut = play(False), play(True)
+
+    def rounds(run):
+        return [
+            (e.kind, e.round, getattr(e, "text", None)) for e in run.events if e.kind in ("query_issued", "generated")
+        ]
+
+    assert rounds(cut) == rounds(whole) and len(rounds(whole)) == 6
+    assert (cut.summary().crr, cut.summary().recovered) == (whole.summary().crr, whole.summary().recovered)
+    saved, dropped = read_events_file(cut.out_dir / "events.jsonl")
+    assert dropped == 0 and [e.kind for e in saved].count("round_started") == 3
 
 
 def test_rag_thief_skips_anchors_it_already_sent(records):
