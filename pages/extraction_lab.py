@@ -118,7 +118,8 @@ if top[3].button("Reopen", key="btn_extract_reopen", disabled=chosen is None):
 s = ss["extract"]
 with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]):
     attacks = EXTRACTION_ATTACKS.names()
-    attack = st.selectbox(
+    top_attack, top_generator = st.columns(2)
+    attack = top_attack.selectbox(
         "Attack",
         attacks,
         index=attacks.index(s["attack"]) if s["attack"] in attacks else 0,
@@ -126,29 +127,36 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
     )
     if attack != s["attack"]:
         ss["extract"] = s = {**s, "attack": attack, "attack_params": {}}
+    gens = LOCAL_MODELS + [LITELLM] + OTHER_GENERATORS
+    # outside the form, as the attack: the fields below follow the choice (a litellm model's name and server
+    # only for litellm, the local model's parameters only for a local one)
+    generator = top_generator.selectbox(
+        "Generator",
+        gens,
+        index=gens.index(s["generator"]) if s["generator"] in gens else 0,
+        format_func=lambda g: (
+            "litellm provider (hosted / OpenAI-compatible server)"
+            if g == LITELLM
+            else (f"{g} — {GENERATORS.describe(g)[:50]}" if g in OTHER_GENERATORS else f"{g} (offline, local)")
+        ),
+        help="The model that answers the attacker (the target's generator): a bundled offline model, a litellm "
+        "provider (its key in the sidebar) or a generator plugin.",
+    )
+    if generator != s["generator"]:
+        ss["extract"] = s = {**s, "generator": generator}
     with st.form("extract_setup"):
         c1, c2, c3 = st.columns(3)
         kb = c1.selectbox("Knowledge base", KBS, index=KBS.index(s["kb"]) if s["kb"] in KBS else 0, help=KB_HELP)
-        gens = LOCAL_MODELS + [LITELLM] + OTHER_GENERATORS
-        generator = c1.selectbox(
-            "Generator",
-            gens,
-            index=gens.index(s["generator"]) if s["generator"] in gens else 0,
-            format_func=lambda g: (
-                "litellm provider (hosted / OpenAI-compatible server)"
-                if g == LITELLM
-                else (f"{g} — {GENERATORS.describe(g)[:50]}" if g in OTHER_GENERATORS else f"{g} (offline, local)")
-            ),
-        )
-        litellm_model = c1.text_input(
-            "litellm model",
-            s["litellm_model"],
-            help="Only for the litellm generator: a provider string such as "
-            "openai/gpt-4o-mini. The API key goes in the sidebar.",
-        )
-        api_base = c1.text_input(
-            "API base (optional)", s["api_base"], help="Only for litellm: base URL of an OpenAI-compatible server"
-        )
+        litellm_model, api_base = s["litellm_model"], s["api_base"]
+        if generator == LITELLM:
+            litellm_model = c1.text_input(
+                "litellm model",
+                s["litellm_model"],
+                help="A provider string such as openai/gpt-4o-mini. The API key goes in the sidebar.",
+            )
+            api_base = c1.text_input(
+                "API base (optional)", s["api_base"], help="Base URL of an OpenAI-compatible server"
+            )
         budgets = list(next(f["choices"] for f in ExtractionConfig.describe() if f["name"] == "answer_budget"))
         answer_budget = c1.selectbox(
             "Answer budget",
@@ -193,13 +201,15 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
         ]
         with st.expander("Defense parameters (used by the defenses switched on)"):
             defense_params = registry_forms(DEFENSES, DEFENSES.names(), s.get("defense_params"))
-        with st.expander("Local generator parameters"):
-            local_params = changed_only(
-                LOCAL_GENERATOR,
-                params_form(
-                    LOCAL_GENERATOR, s.get("generator_params"), skip=("model", "max_tokens"), key="generator.local"
-                ),
-            )
+        local_params = dict(s.get("generator_params") or {})
+        if generator in LOCAL_MODELS:
+            with st.expander("Local generator parameters"):
+                local_params = changed_only(
+                    LOCAL_GENERATOR,
+                    params_form(
+                        LOCAL_GENERATOR, s.get("generator_params"), skip=("model", "max_tokens"), key="generator.local"
+                    ),
+                )
         with st.expander("More settings (retriever, chunking, scoring, prompt)"):
             more = params_form(
                 ExtractionConfig,
@@ -209,12 +219,12 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
                 mappings_as_json=True,
                 choices={"retriever": OFFLINE_RETRIEVERS},
             )
-        other_params = {}
-        if OTHER_GENERATORS:
-            with st.expander("Other generators' parameters (used when one is chosen as the generator)"):
-                other_params = registry_forms(
-                    GENERATORS, OTHER_GENERATORS, s.get("other_generator_params"), skip=("max_tokens",)
-                )
+        other_params = dict(s.get("other_generator_params") or {})
+        if generator in OTHER_GENERATORS:
+            with st.expander(f"{generator} parameters"):
+                other_params[generator] = registry_forms(
+                    GENERATORS, [generator], s.get("other_generator_params"), skip=("max_tokens",)
+                ).get(generator, {})
         submitted = st.form_submit_button("Prepare attack", type="primary")
     if submitted:
         ss["extract"] = {

@@ -40,7 +40,10 @@ def app() -> AppTest:
 
 def setup(at: AppTest, attack: str = "zeng", **fields) -> AppTest:
     next(s for s in at.selectbox if s.label == "Attack").set_value(attack).run()
-    for label, value in {**LEAN, **fields}.items():
+    values = {**LEAN, **fields}
+    # the generator first: the fields under it follow it (litellm's model and server only for litellm)
+    next(s for s in at.selectbox if s.label == "Generator").set_value(values.pop("Generator")).run()
+    for label, value in values.items():
         widgets = [w for w in (*at.number_input, *at.text_input, *at.selectbox) if w.label == label]
         assert widgets, f"no widget {label!r}"
         widgets[0].set_value(value)
@@ -69,6 +72,18 @@ def test_page_renders_standalone():
     crr = next(w for w in at.number_input if w.label == "CRR threshold τ")
     assert (crr.min, crr.max, crr.value) == (0.0, 1.0, 0.5)
     assert next(w for w in at.selectbox if w.label == "Retriever").value == "minilm"
+
+
+def test_the_generator_fields_follow_the_generator():
+    """A provider's model name and server only for litellm; the local model's parameters only for a local one."""
+    at = AppTest.from_file(str(REPO / "pages/extraction_lab.py"), default_timeout=120)
+    at.run()
+    labels = lambda: {w.label for w in (*at.text_input, *at.expander)}  # noqa: E731
+    assert "Local generator parameters" in labels() and "litellm model" not in labels()
+    next(s for s in at.selectbox if s.label == "Generator").set_value("litellm").run()
+    assert not at.exception
+    assert {"litellm model", "API base (optional)"} <= labels() and "Local generator parameters" not in labels()
+    assert next(w for w in at.text_input if w.label == "litellm model").value == "openai/gpt-4o-mini"
 
 
 def test_live_crr_equals_the_engine(cache):

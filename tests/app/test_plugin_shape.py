@@ -128,8 +128,11 @@ def test_a_plugin_of_each_kind_appears_with_its_parameters_on_every_page(throwaw
     attack.set_value("zz-agent").run()
     assert not at.exception
     found = labels(at)
-    assert {"Zz agent knob", "zz-defense", "Zz defense knob", "Zz generator knob"} <= found
-    assert offers(next(s for s in at.selectbox if s.label == "Generator"), "zz-generator")
+    assert {"Zz agent knob", "zz-defense", "Zz defense knob"} <= found
+    generator = next(s for s in at.selectbox if s.label == "Generator")
+    assert offers(generator, "zz-generator") and "Zz generator knob" not in found  # its form once it is chosen
+    generator.set_value("zz-generator").run()
+    assert not at.exception and "Zz generator knob" in labels(at)
     # defense comparison: the attack and the defense's parameters
     at = page("pages/defense_comparison.py")
     assert offers(next(m for m in at.multiselect if m.label == "Attacks"), "zz-agent")
