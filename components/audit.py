@@ -16,7 +16,7 @@ from components.params_form import field_groups, params_form
 from components.text import md_escape, shell_lines
 from engine.audit.findings import SEVERITIES
 from engine.audit.findings import metric_text
-from engine.audit.report import HEADLINE
+from engine.audit.report import HEADLINE, ci_command
 from engine.secrets import register_secret
 from engine.targets import TARGETS
 
@@ -74,6 +74,9 @@ def probe_result(got: Mapping[str, Any]) -> None:
         st.error(f"Connection test failed: {md_escape(got.get('error', ''))}")
         return
     st.success(f"{md_escape(got['endpoint'])} answered in {got['seconds']:.1f} s")
+    if got.get("request"):
+        st.caption("Request sent:")
+        st.text(got["request"][:1500])
     st.caption("Answer (as parsed):")
     st.text(got["answer"][:3000] or "(empty answer)")
     if got["contexts_reported"]:
@@ -202,3 +205,15 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
         c2.download_button(
             "Download report.json", json_path.read_bytes(), "report.json", "application/json", key=f"dl_json_{folder}"
         )
+    preset = Path(folder) / "audit.yaml"
+    if preset.is_file():
+        with st.expander("Run this audit again — in a terminal or a CI job"):
+            st.caption(
+                "audit.yaml holds this audit's target and battery (credentials only as ${NAME}: set them in the "
+                "environment). Exit code 3 when the gate fails, 2 when the target could not be audited; "
+                "examples/ci/rag-audit.github-actions.yml is a complete job."
+            )
+            st.code(shell_lines(ci_command(report)), language="bash", wrap_lines=True)
+            st.download_button(
+                "Download audit.yaml", preset.read_bytes(), "audit.yaml", "application/x-yaml", key=f"dl_yaml_{folder}"
+            )

@@ -31,6 +31,17 @@ def md_code(text: str) -> str:
     return f"{fence}{pad}{body}{pad}{fence}"
 
 
+def doc_plain(text: str) -> str:
+    """A plugin's docstring line for a plain-text widget (a select box): reST's ````code```` marks dropped."""
+    return str(text).replace("``", "")
+
+
+def doc_markdown(text: str) -> str:
+    """A plugin's docstring line as Markdown: its ````code```` spans as code, everything else escaped."""
+    parts = str(text).split("``")
+    return "".join(md_code(p) if i % 2 else md_escape(p) for i, p in enumerate(parts))
+
+
 def marked_markdown(segments: list[tuple[str, bool]]) -> str:
     """Escaped Markdown of (text, copied) pieces, copied pieces highlighted; line breaks kept."""
     out = []

@@ -12,12 +12,12 @@ import streamlit as st
 from components.audit import probe_result, render_report, secrets_section, target_form
 from components.job_panel import job_panel
 from components.state import data_dir, init_state, owner, shared_mode
-from components.text import md_escape
+from components.text import doc_markdown, doc_plain, md_escape
 from components.runtime_notice import local_runtime_notice
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.attacks.poisoning import POISONING_ATTACKS
 from engine.audit import run_audit
-from engine.audit.gate import parse_fail_on
+from engine.audit.gate import fail_on_text, parse_fail_on
 from engine.config import AuditConfig, list_presets, load_preset
 from engine.errors import EngineError
 from engine.jobs import Job
@@ -46,7 +46,7 @@ kind = c1.selectbox(
     "Target",
     kinds,
     index=kinds.index(default_kind) if default_kind in kinds else 0,
-    format_func=lambda n: f"{n} — {TARGETS.describe(n)}",
+    format_func=lambda n: f"{n} — {doc_plain(TARGETS.describe(n))}",
     key="audit_kind",
 )
 batteries = {p["name"]: p["description"] for p in list_presets() if p["kind"] == "audit"}
@@ -57,7 +57,7 @@ base: AuditConfig = load_preset(battery)[1]
 secrets_section()
 
 with st.form("audit_setup"):
-    st.markdown(f"**Target: {md_escape(kind)}** — {md_escape(TARGETS.describe(kind))}")
+    st.markdown(f"**Target: {md_escape(kind)}** — {doc_markdown(TARGETS.describe(kind))}")
     params = target_form(kind, (ss.get("audit_target_params") or {}).get(kind))
     st.markdown("**Battery**")
     # full width, the names as chips (a description each would overflow a column): what each does is in the help
@@ -86,7 +86,7 @@ with st.form("audit_setup"):
     )
     fail_on = b1.text_input(
         "Gate: fail on",
-        ",".join(f"{k}>={v}" if k == "severity" else f"{k}>{v}" for k, v in parse_fail_on(base.fail_on).items()),
+        fail_on_text(parse_fail_on(base.fail_on)),
         placeholder="severity>=high,crr>0.02",
         help="What counts as a failure for CI",
     )

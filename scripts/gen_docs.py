@@ -1,4 +1,5 @@
-"""Write the generated documentation pages (``docs/reference/cli.md``, from the run configurations).
+"""Write the generated documentation pages (``docs/reference/cli.md`` from the run configurations,
+``docs/reference/targets.md`` from the audit targets' parameters).
 
 Run after changing a configuration or a command-line option: ``.venv/bin/python scripts/gen_docs.py``;
 tests/contracts/test_docs.py fails while a committed page differs from what this writes.
@@ -12,9 +13,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from engine.cli.reference import cli_reference  # noqa: E402
+from engine.cli.reference import cli_reference, targets_reference  # noqa: E402
 
-GENERATED = {REPO / "docs" / "reference" / "cli.md": cli_reference}
+GENERATED = {
+    REPO / "docs" / "reference" / "cli.md": cli_reference,
+    REPO / "docs" / "reference" / "targets.md": targets_reference,
+}
 
 if __name__ == "__main__":
     for path, make in GENERATED.items():

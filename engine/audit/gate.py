@@ -5,12 +5,15 @@
 A condition applies to every finding that has the metric. ``--baseline old/report.json`` compares with an earlier
 report of the same battery:
 
-* a finding over a threshold is a regression when the baseline's same finding was not over it (without a
-  baseline, every finding over a threshold fails the gate);
-* a rate whose 95% interval now lies entirely above the baseline's interval is a regression, threshold or
-  not (only the rates where higher is worse: CRR, reproduction, coverage, ASR, poison retrieval).
+* a finding over a threshold fails the gate, baseline or not; with a baseline its line says whether the baseline's
+  same finding was over it too ("also in the baseline") or not ("new since the baseline"). ``new_only`` (``audit
+  --new-only``) is the ratchet: a breach the baseline already had is reported but passes;
+* a rate whose 95% interval now lies entirely above the baseline's interval fails, threshold or not (only the
+  rates where higher is worse: CRR, reproduction, coverage, ASR, poison retrieval);
+* a threshold on a metric no finding measured fails too (e.g. ``crr`` without a reference knowledge base, ``asr``
+  when no poisoning ran): a gate cannot pass on what it did not measure.
 
-Each regression is one line; the command exits with :data:`GATE_FAILED`.
+Each failure is one line; the command exits with :data:`GATE_FAILED`.
 """
 
 from __future__ import annotations
@@ -97,22 +100,65 @@ def breaches(finding: Mapping[str, Any] | None, fail_on: Mapping[str, Any]) -> l
             continue
         m = (finding.get("metrics") or {}).get(key)
         if m and m.get("value") is not None and float(m["value"]) > float(limit):
-            out.append((key, f"{key} {metric_text(m)} > {limit:g}"))
+            out.append((key, f"{key} {metric_text(m)} {limit_text(limit)}"))
     return out
 
 
+def fail_on_text(fail_on: Mapping[str, Any]) -> str:
+    """``fail_on`` as ``--fail-on`` takes it back (``severity>=high,crr>=0.02,pii_leaked>0``)."""
+    rules = []
+    for key, limit in fail_on.items():
+        if key == "severity":
+            rules.append(f"severity>={limit}")
+            continue
+        written = round(float(limit), 9)
+        rules.append(f"{key}{'>=' if written != float(limit) else '>'}{written:g}")
+    return ",".join(rules)
+
+
+def limit_text(limit: float) -> str:
+    """A threshold as it was written: ``> 0.02``, or ``≥ 0.02`` for ``>=`` (kept as the value less 1e-12)."""
+    written = round(float(limit), 9)
+    return f"≥ {written:g}" if written != float(limit) else f"> {written:g}"
+
+
+def unmeasured(report: Mapping[str, Any], fail_on: Mapping[str, Any]) -> list[str]:
+    """One line per threshold of ``fail_on`` on a metric that no finding of ``report`` measured, with the reason a
+    finding gives (``not_computed``) where one does."""
+    done = [f for f in report.get("findings", []) if f.get("status") == "done"]
+    lines = []
+    for key in fail_on:
+        if key == "severity" or any(((f.get("metrics") or {}).get(key) or {}).get("value") is not None for f in done):
+            continue
+        why = next((f["not_computed"][key] for f in done if key in (f.get("not_computed") or {})), None)
+        lines.append(
+            f"{key}: not measured by any finding"
+            + (f" ({why})" if why else " (no attack of this battery measures it against this target)")
+            + " — the gate cannot pass on it; give what it needs or drop the condition"
+        )
+    return lines
+
+
 def regressions(
-    report: Mapping[str, Any], fail_on: Mapping[str, Any], baseline: Mapping[str, Any] | None = None
+    report: Mapping[str, Any],
+    fail_on: Mapping[str, Any],
+    baseline: Mapping[str, Any] | None = None,
+    *,
+    new_only: bool = False,
 ) -> list[str]:
-    """One line per regression of ``report`` (see the module docstring)."""
+    """One line per reason the gate fails on ``report`` (see the module docstring)."""
     base = {f["id"]: f for f in (baseline or {}).get("findings", [])}
     lines = []
     for f in report.get("findings", []):
         b = base.get(f["id"])
         was = {k for k, _ in breaches(b, fail_on)}
         for key, text in breaches(f, fail_on):
-            if baseline is None or key not in was:
-                lines.append(f"{f['id']}: {text}" + (" (new since the baseline)" if baseline is not None else ""))
+            if baseline is None:
+                lines.append(f"{f['id']}: {text}")
+            elif key not in was:
+                lines.append(f"{f['id']}: {text} (new since the baseline)")
+            elif not new_only:
+                lines.append(f"{f['id']}: {text} (also in the baseline)")
         if b is None or b.get("status") != "done" or f.get("status") != "done":
             continue
         for key in WORSE_WHEN_HIGHER:
@@ -121,7 +167,7 @@ def regressions(
                 lines.append(
                     f"{f['id']}: {key} {metric_text(m)} is above the baseline's {metric_text(bm)} (intervals apart)"
                 )
-    return lines
+    return lines + unmeasured(report, fail_on)
 
 
 def load_baseline(path: str | Path) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 
 from ..runs.manifest import git_commit
 from .findings import SEVERITIES, build_finding, cleanup_finding, metric_text, severity_rank
-from .gate import parse_fail_on, regressions
+from .gate import fail_on_text, parse_fail_on, regressions
 from .journal import PlantJournal
 from .taxonomy import sources
 from ..metrics.catalog import MK
@@ -94,6 +94,17 @@ def build_report(
     report["gate"] = {"fail_on": fail_on, "baseline": None, "regressions": regressions(report, fail_on), "passed": None}
     report["gate"]["passed"] = not report["gate"]["regressions"] if fail_on else None
     return report
+
+
+def ci_command(report: Mapping[str, Any], preset: str = "audit.yaml", out: str = "audit-report") -> str:
+    """The command that runs this audit again, e.g. in a CI job: its folder's ``audit.yaml`` (the battery and the
+    target, credentials as ``${NAME}`` only) as the preset, and its gate (``severity>=high`` when it had none)."""
+    import shlex
+
+    rules = fail_on_text((report.get("gate") or {}).get("fail_on") or {"severity": "high"})
+    return (
+        f"python -m engine audit --preset {shlex.quote(preset)} --out {shlex.quote(out)} --fail-on {shlex.quote(rules)}"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- HTML

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from ..config import AuditConfig, ExtractionConfig
+from ..config import AuditConfig, ExtractionConfig, differences
 from ..errors import ConfigError, EngineError
 from ..events import jsonable
 from ..files import atomic_write
@@ -78,6 +78,15 @@ def _slug(cell_id: str) -> str:
 
 def _measured(cfg: Mapping[str, Any]) -> str:
     return json.dumps({k: jsonable(cfg.get(k)) for k in MEASURED_KEYS}, sort_keys=True, default=str)
+
+
+def default_out(cfg: AuditConfig) -> Path:
+    """The ``--out`` of an audit given none: ``audit-<target>-<8 hex>``, named after what it measures (the gate and
+    the data dir left out), so the same command finds the same folder and resumes it."""
+    import hashlib
+
+    digest = hashlib.sha256(_measured(cfg.to_dict()).encode()).hexdigest()[:8]
+    return Path(f"audit-{_slug(cfg.target)}-{digest}")
 
 
 def reference_spec(cfg: AuditConfig) -> str:
@@ -199,22 +208,32 @@ class Audit:
             except (OSError, ValueError):
                 raise ConfigError(f"{path} is damaged; choose another --out (or delete the folder)") from None
             if _measured(prev.get("config") or {}) != _measured(cfg):
-                raise ConfigError(
-                    f"{self.out} holds an audit of another configuration (target or battery); choose "
-                    f"another --out — the earlier audit's results are kept, never overwritten"
-                )
+                was = {k: (prev.get("config") or {}).get(k) for k in MEASURED_KEYS}
+                diff = differences(was, {k: cfg.get(k) for k in MEASURED_KEYS})
+                finished = [i for i, c in (prev.get("cells") or {}).items() if c.get("status") == "done"]
+                if finished or self.journal.outstanding():
+                    raise ConfigError(
+                        f"{self.out} holds an audit of another configuration ({diff}) with "
+                        + (
+                            f"{len(finished)} finished cell(s); choose another --out — the earlier audit's results "
+                            "are kept, never overwritten"
+                            if finished
+                            else f"planted documents not yet removed; remove them first (python -m engine audit "
+                            f"cleanup --out {self.out}) or choose another --out"
+                        )
+                    )
+                # nothing finished and nothing planted (e.g. every cell failed on a wrong answer_path): start again
+                prev = {**self._fresh_state(cfg), "cleanups": list(prev.get("cleanups") or [])}
             self.state = prev
             self.state["config"] = cfg  # the gate and data dir may change between calls
         else:
-            self.state = {
-                "schema": "rag-playground/audit-state",
-                "config": cfg,
-                "created": _now(),
-                "cells": {},
-                "cleanups": [],
-            }
+            self.state = self._fresh_state(cfg)
         for c in cells_of(self.cfg):
             self.state["cells"].setdefault(c["id"], {**c, "status": "pending"})
+
+    @staticmethod
+    def _fresh_state(cfg: Mapping[str, Any]) -> dict[str, Any]:
+        return {"schema": "rag-playground/audit-state", "config": cfg, "created": _now(), "cells": {}, "cleanups": []}
 
     def _save(self) -> None:
         self.state["updated"] = _now()
@@ -310,10 +329,17 @@ class Audit:
         except ConfigError as e:  # the configuration, not the target: nothing to resume until it is changed
             rec.update(status="failed", error=str(e))
             raise ConfigError(f"{rec['id']}: {e}") from None
-        except (RunInterrupted, EngineError) as e:
+        except RunInterrupted as e:
             rec.update(status="failed", error=str(e))
             raise EngineError(
-                f"{rec['id']} failed: {e}; the finished rounds are kept — rerun the same command to resume"
+                f"{rec['id']} failed in round {e.failed_round}: {e.reason}; {e.rounds_done} finished round(s) kept — "
+                "rerun the same command to resume (with the target's parameters changed, an audit with no finished "
+                "cell starts again in the same --out)"
+            ) from None
+        except EngineError as e:
+            rec.update(status="failed", error=str(e))
+            raise EngineError(
+                f"{rec['id']} failed: {e}; what finished is kept — rerun the same command to resume"
             ) from None
         finally:
             rec["seconds"] = round(float(rec.get("seconds") or 0.0) + time.monotonic() - t0, 3)

@@ -51,6 +51,7 @@ def cmd_run(args) -> int:
             "baseline",
         ):
             setattr(args, name, None)
+        args.new_only = False
         args.action = "run"
         return cmd_audit(args)
     if not args.quiet:

@@ -7,8 +7,8 @@
     python -m engine audit cleanup --out audit/                      # remove what a crashed run planted
     python -m engine audit probe --target http --target-params @target.json   # test the connection
 
-Exit codes: 0 the audit finished and the gate (if any) passed; 3 the gate failed (one ``regression:`` line
-per regression on stdout); 2 bad input, an unreachable or failing target, or a stop (the report written so
+Exit codes: 0 the audit finished and the gate (if any) passed; 3 the gate failed (one ``gate failed:`` line
+per reason on stdout); 2 bad input, an unreachable or failing target, or a stop (the report written so
 far is kept and the same command resumes); 1 an internal error.
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -80,22 +79,24 @@ def cmd_audit(args: Any) -> int:
     from ..audit import GATE_FAILED, load_baseline, regressions, run_audit
     from ..audit.gate import parse_fail_on
     from ..audit.report import report_html
+    from ..audit.runner import default_out
     from ..events import jsonable
     from ..files import atomic_write
     from .common import _progress_printer
 
     cfg = audit_config(args)
     baseline = load_baseline(args.baseline) if args.baseline else None
-    out = Path(args.out or f"audit-{time.strftime('%Y%m%d-%H%M%S')}")
+    out = Path(args.out) if args.out else default_out(cfg)
     only = tuple(x.strip() for x in (args.only or "").split(",") if x.strip() and x.strip() != "none")
     if not args.quiet:
         print(f"auditing {cfg.target} into {out} (the same command resumes it)", file=sys.stderr)
     report = run_audit(cfg, out, progress=_progress_printer(not args.quiet), only=only)
     fail_on = parse_fail_on(cfg.fail_on)
-    lines = regressions(report, fail_on, baseline) if (fail_on or baseline is not None) else []
+    lines = regressions(report, fail_on, baseline, new_only=args.new_only) if (fail_on or baseline is not None) else []
     report["gate"] = {
         "fail_on": fail_on,
         "baseline": str(args.baseline) if args.baseline else None,
+        "new_only": bool(args.new_only),
         "regressions": lines,
         "passed": (not lines) if (fail_on or baseline is not None) else None,
     }
@@ -104,7 +105,7 @@ def cmd_audit(args: Any) -> int:
     if not (args.json and args.quiet):
         _print_report(report, out)
     for line in lines:
-        print(f"regression: {line}")
+        print(f"gate failed: {line}")
     if args.json:
         print(
             json.dumps(
@@ -137,6 +138,8 @@ def cmd_probe(args: Any) -> int:
     if args.json:
         print(json.dumps(got))
     elif got["ok"]:
+        if got.get("request"):
+            print(f"sent: {got['request'][:600]}")
         print(f"{got['endpoint']} answered in {got['seconds']:.1f} s: {got['answer'][:400]!r}")
         if got["contexts_reported"]:
             print(
@@ -213,6 +216,15 @@ def add_parser(sub: Any, common: Any) -> None:
         metavars={"fail_on": "RULES"},
     )
     pa.add_argument("--only", help="run only these cells (comma-separated, e.g. extraction:rag-thief)")
-    pa.add_argument("--baseline", help="gate: an earlier report.json (or its folder); regressions fail the build")
+    pa.add_argument(
+        "--baseline",
+        help="gate: an earlier report.json (or its folder); a rate whose interval lies above the baseline's fails",
+    )
+    pa.add_argument(
+        "--new-only",
+        action="store_true",
+        help="gate, with --baseline: a --fail-on breach the baseline had already passes (a ratchet: accept known "
+        "findings, fail on new ones); without it every breach fails",
+    )
     common(pa)
     pa.set_defaults(func=cmd_audit)

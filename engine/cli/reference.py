@@ -80,3 +80,46 @@ def cli_reference() -> str:
 
 if __name__ == "__main__":
     print(cli_reference(), end="")
+
+
+TARGETS_HEADER = """# Audit targets' parameters
+
+Generated from the targets' declarations by `python scripts/gen_docs.py` — do not edit by hand. What
+`--target-params` (JSON or `@FILE`), a preset's `target_params:` and the Audit page's target fields take, per
+target, with its default. How to audit with them: [Audit your own RAG](../audit.md).
+"""
+
+
+def _html(text: str) -> str:
+    """Prose for a Markdown page: ``<model>`` shown, not read as an HTML tag; reST double backticks as code."""
+    return text.replace("<", "&lt;").replace(">", "&gt;").replace("``", "`")
+
+
+def targets_reference() -> str:
+    """Every audit target's parameters with their defaults and help (``docs/reference/targets.md``), and the JSON
+    path syntax the HTTP targets read answers and contexts with."""
+    import json
+    from inspect import cleandoc
+
+    from ..targets import TARGETS
+    from ..targets import json_path
+
+    out = [TARGETS_HEADER]
+    for name in TARGETS.names():
+        cls = TARGETS.get(name)
+        doc = cleandoc(cls.__doc__ or "").split("\n\n")[0]
+        out.append(f"## `{name}`\n\n{_html(_cell(doc))}\n")
+        rows = ["| Parameter | Default | What it sets |", "|---|---|---|"]
+        for f in cls.Params.describe():
+            d = f["default"]
+            default = "" if d in (None, "", (), []) else f"`{json.dumps(d) if not isinstance(d, str) else d}`"
+            text = f["help"] + (f" (one of: {', '.join(map(str, f['choices']))})" if f.get("choices") else "")
+            rows.append(f"| `{f['name']}` | {_cell(default)} | {_html(_cell(text))} |")
+        out.append("\n".join(rows) + "\n")
+    syntax = cleandoc(json_path.__doc__ or "").split("\n\n")[1]
+    out.append(
+        "## JSON paths (`answer_path`, `contexts_path`, `ingest_ids_path`)\n\n"
+        + " ".join(syntax.split()).replace("``", "`")
+        + "\n"
+    )
+    return "\n".join(out)

@@ -15,10 +15,14 @@ from ..progress import Progress
 class RunInterrupted(EngineError):
     """A run stopped on a fault; its finished rounds are on disk and it can be resumed."""
 
-    def __init__(self, message: str, run_dir: Path | None, rounds_done: int) -> None:
+    def __init__(
+        self, message: str, run_dir: Path | None, rounds_done: int, *, reason: str = "", failed_round: int = 0
+    ) -> None:
         super().__init__(message)
         self.run_dir = run_dir
         self.rounds_done = rounds_done
+        self.reason = reason or message  # the fault alone, without the run's name and resume hint
+        self.failed_round = failed_round
 
 
 def locked_resume(run_dir: str | Path, reopen: Any) -> Any:
@@ -179,6 +183,8 @@ class EventRunner:
             f"run {self.run_id} stopped in round {r} ({message}); {self._round} finished round(s) kept{where}",
             self.out_dir,
             self._round,
+            reason=message,
+            failed_round=r,
         )
 
     def _emit_canaries(self, canaries: Mapping[str, str], share: float) -> None:

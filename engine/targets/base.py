@@ -135,6 +135,11 @@ class Target:
         return None
 
     # description --------------------------------------------------------------------------------
+    def request_preview(self, text: str) -> str:
+        """The request a query of ``text`` sends, for ``audit probe`` to show (no credential values; '' for a target
+        that sends no request of its own)."""
+        return ""
+
     def endpoint(self) -> str:
         """Where the audit's traffic goes, in words (a URL, a folder, a callable)."""
         return self.name

@@ -96,6 +96,15 @@ class ChromaTarget(Target):
             help='The metadata filter your application puts in every vector search, e.g. {"tenant": "clinic-a"} '
             "(Chroma where); blank: none — the misconfiguration a multi-tenant audit looks for",
         )
+        model_check: float = param(
+            0.8,
+            min=0.0,
+            max=1.0,
+            group=PIPELINE,
+            help="Lowest median cosine between a few stored vectors and the retriever's own vectors of the same "
+            "documents: below it the retriever is not the model that embedded the collection (the same model gives "
+            "≈ 1.0, another of the same dimension ≈ 0); 0: no check",
+        )
         in_place: bool = param(
             False,
             group=KB_WRITE,
@@ -180,7 +189,13 @@ class ChromaTarget(Target):
         conf = getattr(self._col, "configuration", None) or {}
         self.space = (conf.get("hnsw") or {}).get("space") or (self._col.metadata or {}).get("hnsw:space") or "l2"
         self.retriever = make_retriever(p.retriever)
-        peek = self._col.get(limit=1, include=["embeddings"])
+        if not self.retriever.dense:
+            raise ConfigError(
+                f"retriever {p.retriever!r} is sparse (it scores words and makes no vectors), and a Chroma collection "
+                "is searched by vectors: name the dense model that embedded the collection (e.g. minilm, e5-small, or "
+                "a sentence-transformers model)"
+            )
+        peek = self._col.get(limit=8, include=["embeddings", "documents", "metadatas"])
         if not peek["ids"]:
             raise ConfigError(f"collection {p.collection!r} is empty: nothing to retrieve")
         dim = len(peek["embeddings"][0])
@@ -190,12 +205,34 @@ class ChromaTarget(Target):
                 f"the collection's vectors have {dim} dimensions but retriever {p.retriever!r} gives "
                 f"{got}: choose the model that embedded the collection"
             )
+        self._check_model(peek)
         name, gparams = parse_generator(p.generator)
         self.generator = GENERATORS.create(name, {**gparams, **dict(p.generator_params or {})})
         self.defenses = make_defenses(p.defenses, dict(p.defense_params or {}))
         if self.defenses:
             self._ctx = DefenseContext(self.reference_corpus(), self.retriever, self.generator)
         super().open(progress)
+
+    def _check_model(self, peek: Mapping[str, Any]) -> None:
+        """Refuse a retriever of the right dimension that is not the collection's model: its vectors of a few stored
+        documents must lie close to the stored ones (``model_check``: the lowest median cosine)."""
+        p = self.params
+        metas = peek.get("metadatas") or [None] * len(peek["ids"])
+        docs = peek.get("documents") or [None] * len(peek["ids"])
+        pairs = [(t, v) for t, v in zip((self._text(d, m) for d, m in zip(docs, metas)), peek["embeddings"]) if t]
+        if not p.model_check or not pairs:
+            return
+        mine, _ = self.retriever.encode_documents([t for t, _ in pairs])
+        stored = np.asarray([v for _, v in pairs], dtype=np.float64)
+        mine = np.asarray(mine, dtype=np.float64)
+        cos = (stored * mine).sum(1) / np.maximum(np.linalg.norm(stored, axis=1) * np.linalg.norm(mine, axis=1), 1e-12)
+        median = float(np.median(cos))
+        if median < p.model_check:
+            raise ConfigError(
+                f"the collection's vectors were not made by retriever {p.retriever!r}: its vectors of {len(pairs)} "
+                f"stored documents lie at a median cosine of {median:.2f} from the stored ones (the same model gives "
+                f"≈ 1.0; model_check is {p.model_check:g}); name the model that embedded the collection"
+            )
 
     def close(self) -> None:
         self._col = self._client = self._copy_client = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import time
 import uuid
 from typing import Any, Mapping, Sequence
@@ -266,6 +268,17 @@ class HttpTarget(RemoteTarget):
     def endpoint(self) -> str:
         return self.params.url
 
+    def request_preview(self, text: str) -> str:
+        p = self.params
+        values = {"query": text, "session": "probe"}
+        body = None if p.method == "GET" else fill(parse_body(p.body, what="body"), values)
+        headers = ", ".join(sorted(dict(p.headers or {})))
+        return (
+            f"{p.method} {fill_url(p.url, values)}"
+            + (f" with headers {headers}" if headers else "")
+            + (f" and body {json.dumps(body, ensure_ascii=False)}" if body is not None else "")
+        )
+
     def query(self, text: str, *, session: str = "") -> TargetReply:
         p = self.params
         t0 = time.perf_counter()
@@ -276,9 +289,14 @@ class HttpTarget(RemoteTarget):
         data = r.json(what="the answer")
         answer = extract(data, p.answer_path, what="answer_path")
         if isinstance(answer, (dict, list)):
+            inside = (
+                f"an object with keys {', '.join(map(str, list(answer)[:12]))}"
+                if isinstance(answer, dict)
+                else f"a list of {len(answer)}"
+            )
             raise TargetError(
-                f"answer_path {p.answer_path!r} leads to {type(answer).__name__}, not text: point it "
-                "at the answer's text"
+                f"answer_path {p.answer_path!r} leads to {inside}, not text: point it at the answer's text"
+                + (f" (e.g. {p.answer_path}.{next(iter(answer))})" if isinstance(answer, dict) and answer else "")
             )
         return timed_reply(
             t0,

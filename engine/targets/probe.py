@@ -26,7 +26,8 @@ def probe(
     question: str = PROBE_QUESTION,
     data_dir: str | None = None,
 ) -> dict[str, Any]:
-    """``{"ok": True, "answer", "contexts": [{"id", "text", "score"}], "contexts_reported", "seconds",
+    """``{"ok": True, "request" (what was sent, for an HTTP target), "answer", "contexts": [{"id", "text", "score"}],
+    "contexts_reported", "seconds",
     "endpoint", "can_write", "can_verify", "readable"}`` or ``{"ok": False, "error": one line, "endpoint"}``."""
     from . import make_target
 
@@ -35,6 +36,7 @@ def probe(
     try:
         target = make_target(kind, dict(params or {}), secrets=secrets, data_dir=data_dir)
         endpoint = target.endpoint()
+        sent = target.request_preview(question)
         try:
             target.open()
             reply = target.query(question)
@@ -46,6 +48,7 @@ def probe(
         "ok": True,
         "endpoint": endpoint,
         "question": question,
+        "request": sent,
         "answer": reply.answer,
         "contexts": [{"id": s.id, "text": s.text, "score": s.score} for s in reply.contexts],
         "contexts_reported": reply.contexts_reported,

@@ -74,7 +74,9 @@ def test_test_connection_shows_the_parsed_answer_or_the_path_that_failed(rag_ser
     field(at, "Contexts path").set_value("sources")
     button(at, "Test connection").click().run()
     assert not at.exception and at.success and "answered in" in at.success[0].value
-    assert at.text and at.text[0].value.strip(), "the parsed answer is shown"
+    sent, answer = at.text[0].value, at.text[1].value
+    assert sent.startswith(f"POST {rag_service}/query") and '"question": ' in sent, "the request it sent"
+    assert answer.strip(), "the parsed answer is shown"
     assert at.dataframe, "the reported contexts are listed"
     field(at, "Answer path").set_value("data.answer")
     button(at, "Test connection").click().run()
@@ -93,7 +95,13 @@ def test_an_audit_runs_in_the_background_and_shows_its_report(audits, audit_pres
     wait(at, 600)
     assert any("Report" == h.value for h in at.subheader)
     assert any("cell" in df.value.columns and "extraction:zeng" in df.value["cell"].tolist() for df in at.dataframe)
-    assert {b.label for b in at.get("download_button")} >= {"Download report.html", "Download report.json"}
+    assert {b.label for b in at.get("download_button")} >= {
+        "Download report.html",
+        "Download report.json",
+        "Download audit.yaml",
+    }
+    again = next(c.value for c in at.code if "--preset audit.yaml" in c.value)
+    assert "--fail-on" in again, "the command that runs it again, in CI"
     folder = next(audits.iterdir())
     report = json.loads((folder / "report.json").read_text())
     assert report["status"] == "complete"

@@ -126,3 +126,18 @@ def test_an_id_in_a_code_span_shows_literally_whatever_it_holds():
         ("two\nlines", "two lines"),
     ):
         assert md.render(md_code(text)).strip() == f"<p><code>{shown}</code></p>", text
+
+
+def test_a_plugin_description_shows_its_code_marks_as_code_not_as_backticks():
+    """Targets' docstrings mark code the reST way (``/chat/completions``): a select box shows it plain, a Markdown
+    line as code — never as four literal backticks (the Audit page's target list did)."""
+    from markdown_it import MarkdownIt
+
+    from components.text import doc_markdown, doc_plain
+    from engine.targets import TARGETS
+
+    line = TARGETS.describe("openai-chat")
+    assert "``" in line and "``" not in doc_plain(line) and "/chat/completions" in doc_plain(line)
+    html = MarkdownIt().render(doc_markdown(line))
+    assert "<code>/chat/completions</code>" in html and "`" not in html
+    assert MarkdownIt().render(doc_markdown("a *b* ``c*d``")).strip() == "<p>a *b* <code>c*d</code></p>"

@@ -90,6 +90,7 @@ COMMANDS = {
             "--preset": "the config's starting values",
             "--only": "which cells of the battery run",
             "--baseline": "a report to compare with, not a setting of the audit",
+            "--new-only": "how the gate reads the baseline, not a setting of the audit",
         },
     ),
 }

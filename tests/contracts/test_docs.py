@@ -17,6 +17,14 @@ def test_the_generated_cli_reference_is_current():
     assert committed == cli_reference(), "docs/reference/cli.md is stale: run .venv/bin/python scripts/gen_docs.py"
 
 
+def test_the_generated_target_reference_is_current():
+    from engine.cli.reference import targets_reference
+
+    committed = (REPO / "docs" / "reference" / "targets.md").read_text(encoding="utf-8")
+    assert committed == targets_reference(), "docs/reference/targets.md is stale: run scripts/gen_docs.py"
+    assert "| `answer_path` | `answer` |" in committed and '`{"question": "{query}"}`' in committed
+
+
 def test_the_reference_lists_every_subcommand_and_registered_plugin():
     from engine.attacks.extraction import EXTRACTION_ATTACKS
     from engine.cli import build_parser

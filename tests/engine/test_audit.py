@@ -118,7 +118,7 @@ def test_an_audit_stops_resumes_and_never_overwrites_another(audit_preset, tmp_p
     after = json.loads((tmp_path / "a" / "audit.json").read_text())
     assert after["cells"]["extraction:zeng"]["run_dir"] == first, "the finished cell was kept, not replayed"
     before = (tmp_path / "a" / "audit.json").read_text()
-    with pytest.raises(ConfigError, match="holds an audit of another configuration"):
+    with pytest.raises(ConfigError, match="another configuration \\(rounds 1 → 2\\) with 2 finished cell"):
         run_audit(cfg.replace(rounds=2), tmp_path / "a")
     assert (tmp_path / "a" / "audit.json").read_text() == before, "the earlier audit is untouched"
 
@@ -255,15 +255,21 @@ def test_the_ci_gate_fails_when_a_defense_is_switched_off_and_passes_when_it_is_
 
         on = audit(f"http://127.0.0.1:{port}", "on")
         assert on.returncode == 0, on.stdout + on.stderr[-2000:]
-        assert "regression:" not in on.stdout
+        assert "gate failed:" not in on.stdout
         off = audit(rag_service, "off")
         assert off.returncode == 3, off.stdout + off.stderr[-2000:]
-        lines = [x for x in off.stdout.splitlines() if x.startswith("regression: extraction:zeng: severity")]
+        lines = [x for x in off.stdout.splitlines() if x.startswith("gate failed: extraction:zeng: severity")]
         assert lines, off.stdout
-        again = audit(rag_service, "off-vs-on", "--baseline", str(tmp_path / "on" / "report.json"))
-        assert again.returncode == 3 and "(new since the baseline)" in again.stdout
         report = json.loads((tmp_path / "off" / "report.json").read_text())
         assert report["gate"]["passed"] is False and report["gate"]["regressions"]
+        again = audit(rag_service, "off-vs-on", "--baseline", str(tmp_path / "on" / "report.json"))
+        assert again.returncode == 3 and "(new since the baseline)" in again.stdout
+        # against its own earlier report (a finished folder: only the gate runs again): a known finding still
+        # fails, unless --new-only accepts what the baseline already had
+        known = audit(rag_service, "off", "--baseline", str(tmp_path / "off" / "report.json"))
+        assert known.returncode == 3 and "(also in the baseline)" in known.stdout, known.stdout
+        ratchet = audit(rag_service, "off", "--baseline", str(tmp_path / "off" / "report.json"), "--new-only")
+        assert ratchet.returncode == 0 and "gate failed:" not in ratchet.stdout, ratchet.stdout
     finally:
         stop(defended)
 
@@ -286,7 +292,33 @@ def test_the_gate_compares_intervals_with_a_baseline():
     assert regressions(report(4), parse_fail_on("crr>0.03")) == [
         "extraction:zeng: crr 0.040 [0.016, 0.098] (4/100) > 0.03"
     ]
-    assert regressions(report(4), parse_fail_on("crr>0.03"), report(5)) == [], "over before: not new"
+    assert regressions(report(4), parse_fail_on("crr>0.03"), report(5)) == [
+        "extraction:zeng: crr 0.040 [0.016, 0.098] (4/100) > 0.03 (also in the baseline)"
+    ], "a breach fails the gate, baseline or not"
+    assert regressions(report(4), parse_fail_on("crr>0.03"), report(5), new_only=True) == [], "the ratchet"
+    assert regressions(report(4), parse_fail_on("crr>0.03"), report(1), new_only=True) == [
+        "extraction:zeng: crr 0.040 [0.016, 0.098] (4/100) > 0.03 (new since the baseline)"
+    ]
+    assert regressions(report(3), parse_fail_on("crr>=0.03")) == [
+        "extraction:zeng: crr 0.030 [0.010, 0.085] (3/100) ≥ 0.03"
+    ], "written as it was given"
+    # a threshold on a metric nothing measured fails: a gate cannot pass on what it did not measure
+    blind = {
+        "findings": [
+            {
+                "id": "extraction:zeng",
+                "status": "done",
+                "severity": "critical",
+                "metrics": {},
+                "not_computed": {"crr": "needs a reference knowledge base (--kb)"},
+            }
+        ]
+    }
+    assert regressions(blind, parse_fail_on("crr>0.02")) == [
+        "crr: not measured by any finding (needs a reference knowledge base (--kb)) — the gate cannot pass on it; "
+        "give what it needs or drop the condition"
+    ]
+    assert regressions(blind, parse_fail_on("asr>0.25"))[0].startswith("asr: not measured by any finding (no attack")
     for bad, message in (
         ("crr>>1", "cannot read"),
         ("severity>=huge", "severity must be"),
@@ -295,6 +327,31 @@ def test_the_gate_compares_intervals_with_a_baseline():
     ):
         with pytest.raises(ConfigError, match=message):
             parse_fail_on(bad)
+
+
+def test_an_audit_that_failed_on_a_wrong_answer_path_starts_again_once_it_is_fixed(tmp_path):
+    """Every cell failed on the first round (a wrong answer_path): nothing finished, nothing planted, so the fixed
+    command runs in the same --out instead of being refused as "another configuration"; the failure is one line
+    with one hint (not the inner run's resume command beside the audit's)."""
+    s = ScriptedServer(
+        lambda *a: (200, {}, json.dumps({"data": {"reply": "Patient Ann Lee, 1969-03-08."}}).encode(), 0)
+    )
+    try:
+        base = {"url": s.base + "/ask", "body": '{"q": "{query}"}', "retries": 0}
+        cfg = AuditConfig.from_dict(
+            {"target": "http", "kb": "none", "extraction_attacks": ["zeng"], "rounds": 2, "poisoning_attacks": []}
+        )
+        from engine.errors import EngineError
+
+        with pytest.raises(EngineError) as failed:
+            run_audit(cfg.replace(target_params={**base, "answer_path": "data.answer"}), tmp_path / "a")
+        text = str(failed.value)
+        assert text.startswith("extraction:zeng failed in round 1: answer_path 'data.answer'") and "0 finished" in text
+        assert text.count("resume") == 1 and "engine extract --resume" not in text
+        report = run_audit(cfg.replace(target_params={**base, "answer_path": "data.reply"}), tmp_path / "a")
+        assert report["status"] == "complete" and report["findings"][0]["status"] == "done"
+    finally:
+        s.close()
 
 
 def test_a_key_never_reaches_the_report_the_events_or_the_terminal(tmp_path):

@@ -208,6 +208,11 @@ def test_chroma_target_errors_name_the_fix(tmp_path):
         make_target("chroma", {**CHROMA_RAG, "collection": "nope", "path": str(tmp_path / "store")}).open()
     with pytest.raises(ConfigError, match="384 dimensions but retriever 'e5-small'|dimensions"):
         make_target("chroma", {**CHROMA_RAG, "path": str(tmp_path / "store"), "retriever": "mpnet"}).open()
+    # another model of the same dimension (e5-small: 384, as MiniLM) answers "normally" with unrelated vectors
+    with pytest.raises(ConfigError, match="were not made by retriever 'e5-small': .* median cosine of -?0\\.\\d\\d"):
+        make_target("chroma", {**CHROMA_RAG, "path": str(tmp_path / "store"), "retriever": "e5-small"}).open()
+    with pytest.raises(ConfigError, match="retriever 'bm25' is sparse .* name the dense model"):
+        make_target("chroma", {**CHROMA_RAG, "path": str(tmp_path / "store"), "retriever": "bm25"}).open()
     with pytest.raises(ConfigError, match="holds no Chroma store"):
         make_target("chroma", {**CHROMA_RAG, "path": str(tmp_path)}).open()
     with pytest.raises(ConfigError, match="rebuilds the index"):
