@@ -22,6 +22,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -365,6 +366,11 @@ def chunk_documents(
         for i, part in enumerate(parts):
             out.append(Document(f"{d.id}#c{i}", part, {**d.metadata, "parent_id": d.id, "chunk": i}))
     return out
+
+
+def parent_of(doc_id: str) -> str:
+    """The record a chunk id was cut from (``rec-0001#c1`` → ``rec-0001``); an unchunked id is its own record."""
+    return re.sub(r"#c\d+$", "", doc_id)
 
 
 def _chunk_long_documents(

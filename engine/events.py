@@ -265,13 +265,18 @@ class AttackerState(Event):
 @dataclass(frozen=True)
 class MembershipSplit(Event):
     """A membership experiment's split: the records probed as members (in the knowledge base) and as non-members
-    (held out of it, or from the held-out corpus), in corpus order, and the size of the knowledge base built."""
+    (held out of it, or from the held-out corpus), in corpus order, and the size of the knowledge base built (in
+    chunks)."""
 
     kind: ClassVar[str] = "membership_split"
     members: tuple[str, ...] = ()
     non_members: tuple[str, ...] = ()
     kb_size: int = 0
     held_out_from: str = ""  # the corpus the non-members came from ('' = held out of the kb by the seed)
+    # what was split: "record" (a record cut into chunks is a member or a non-member whole; every run since
+    # December 2026) or "chunk" (the index's documents, as earlier runs did: a non-member could keep a sibling
+    # chunk in the index)
+    unit: str = "chunk"
 
 
 @dataclass(frozen=True)

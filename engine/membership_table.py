@@ -12,13 +12,14 @@ or more each) are run a chunk at a time; :func:`table_rows` reads whatever has f
 from __future__ import annotations
 
 import json
+import shutil
 import re
 from pathlib import Path
 from typing import Any
 
 from .config import MembershipTableConfig, differences
 from .errors import ConfigError
-from .events import RunEnded, read_events
+from .events import MembershipSplit, RunEnded, read_events
 from .files import atomic_write
 from .metrics.catalog import MK
 from .metrics.intervals import fmt_interval, wilson
@@ -60,6 +61,22 @@ def _run_dir(folder: Path) -> Path | None:
 def _complete(run_dir: Path) -> bool:
     events, _ = read_events(run_dir / "events.jsonl")
     return any(isinstance(e, RunEnded) and e.status == "completed" for e in events)
+
+
+def _split_by_chunk(run_dir: Path) -> bool:
+    """Whether the run split its members and non-members by chunk (runs before December 2026: a non-member could
+    keep a sibling chunk in the index), not by record."""
+    events, _ = read_events(run_dir / "events.jsonl")
+    split = next((e for e in events if isinstance(e, MembershipSplit)), None)
+    return split is not None and split.unit != "record"
+
+
+def _set_aside(folder: Path) -> None:
+    """Move a cell split by chunk to ``<cell>.split-by-chunk`` (kept, never read into the table): it runs again."""
+    aside = folder.with_name(folder.name + ".split-by-chunk")
+    if aside.exists():
+        shutil.rmtree(aside)
+    folder.rename(aside)
 
 
 def _open(out: Path, cfg: MembershipTableConfig) -> None:
@@ -110,6 +127,9 @@ def run_table(
                     return table_rows(out)
         folder = cell_dir(out, kb, attack, conf)
         prev = _run_dir(folder) if folder.is_dir() else None
+        if prev is not None and _split_by_chunk(prev):
+            _set_aside(folder)
+            prev = None
         if prev is not None and _complete(prev):
             continue
         run = (

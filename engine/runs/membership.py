@@ -25,7 +25,15 @@ import numpy as np
 from ..attacks.membership import MembershipAttack, MembershipContext, make_membership_attack
 from ..canaries import canary_hits, plant_canaries
 from ..config import MembershipConfig
-from ..corpora import Corpus, check_corpus_spec, corpus_from_documents, load_corpus, retriever_window, stats_for
+from ..corpora import (
+    Corpus,
+    check_corpus_spec,
+    corpus_from_documents,
+    load_corpus,
+    parent_of,
+    retriever_window,
+    stats_for,
+)
 from ..defenses import make_defenses
 from ..embedders import make_retriever
 from ..errors import ConfigError, EngineError
@@ -64,34 +72,71 @@ from .extraction import events_file
 from .manifest import build_manifest
 
 
+def whole_records(corpus: Corpus, texts: Mapping[str, str] | None = None) -> list[Document]:
+    """The records of a (chunked) corpus, in corpus order: a record cut into chunks is one document again — its id
+    the record's, its text the record's as its owner holds it (``texts``: record id → text, e.g. the corpus
+    loaded without chunking; else its chunks joined by a space), and ``chunk_ids`` in its metadata naming the
+    chunks that stand for it in the index. An unchunked document is its own record."""
+    groups: dict[str, list[Document]] = {}
+    for d in corpus.documents:
+        groups.setdefault(str(d.metadata.get("parent_id", d.id)), []).append(d)
+    out = []
+    for rid, chunks in groups.items():
+        if len(chunks) == 1 and chunks[0].id == rid:
+            d = chunks[0]
+            out.append(Document(rid, d.text, {**d.metadata, "chunk_ids": (rid,)}))
+            continue
+        meta = {k: v for k, v in chunks[0].metadata.items() if k not in ("parent_id", "chunk")}
+        text = (texts or {}).get(rid) or " ".join(c.text for c in chunks)
+        out.append(Document(rid, text, {**meta, "chunk_ids": tuple(c.id for c in chunks)}))
+    return out
+
+
+def held_out_record(d: Document) -> Document:
+    """A held-out record whose id a knowledge-base record also has, renamed ``held-out:<id>``."""
+    rid = f"held-out:{d.id}"
+    return Document(rid, d.text, {**d.metadata, "chunk_ids": (rid,)})
+
+
 def split_records(
-    kb: Corpus, held_out: Corpus | None, members: int, non_members: int, seed: int
+    kb: Corpus,
+    held_out: Corpus | None,
+    members: int,
+    non_members: int,
+    seed: int,
+    *,
+    texts: Mapping[str, str] | None = None,
 ) -> tuple[list[Document], list[Document], list[Document]]:
-    """(members, non-members, the knowledge base's documents), chosen by ``seed``. Without a held-out corpus the
-    non-members are drawn from ``kb`` and left out of the knowledge base; with one they are drawn from it and the
-    knowledge base is all of ``kb``."""
+    """(members, non-members, the knowledge base's documents), chosen by ``seed``, by **record**: a record cut
+    into chunks is a member with all its chunks or a non-member with none of them (a split by chunk would leave a
+    "non-member" whose sibling chunk is still indexed — a non-member in name only). Members and non-members are
+    whole records (:func:`whole_records`; ``texts`` gives ``kb``'s records' own text), the knowledge base's
+    documents are chunks. Without a held-out corpus the non-members are drawn from ``kb``'s records and all their
+    chunks left out of the knowledge base; with one they are drawn from its records and the knowledge base is all
+    of ``kb``."""
     rng = np.random.default_rng(seed)
     docs = list(kb.documents)
-    order = [docs[i] for i in rng.permutation(len(docs))]
+    records = whole_records(kb, texts)
+    order = [records[i] for i in rng.permutation(len(records))]
     if held_out is None:
-        if members + non_members > len(docs):
+        if members + non_members > len(records):
             raise ConfigError(
                 f"members ({members}) + non_members ({non_members}) is more than the knowledge base's "
-                f"{len(docs)} records; ask for fewer, or give the non-members' own corpus (non_member_kb)"
+                f"{len(records)} records; ask for fewer, or give the non-members' own corpus (non_member_kb)"
             )
         out, mem = order[:non_members], order[non_members : non_members + members]
-        gone = {d.id for d in out}
+        gone = {cid for d in out for cid in d.metadata["chunk_ids"]}
         kept = [d for d in docs if d.id not in gone]
     else:
-        if members > len(docs):
-            raise ConfigError(f"members ({members}) is more than the knowledge base's {len(docs)} records")
-        pool = list(held_out.documents)
+        if members > len(records):
+            raise ConfigError(f"members ({members}) is more than the knowledge base's {len(records)} records")
+        pool = whole_records(held_out)
         if non_members > len(pool):
             raise ConfigError(f"non_members ({non_members}) is more than the held-out corpus's {len(pool)} records")
         mem = order[:members]
         out = [pool[i] for i in rng.permutation(len(pool))[:non_members]]
-        ids = {d.id for d in docs}
-        out = [Document(f"held-out:{d.id}" if d.id in ids else d.id, d.text, d.metadata) for d in out]
+        ids = {d.id for d in records} | {d.id for d in docs}
+        out = [d if d.id not in ids else held_out_record(d) for d in out]
         kept = docs
     return mem, out, kept
 
@@ -156,10 +201,13 @@ class MembershipRun(EventRunner):
         window = retriever_window(retriever)
         chunking = {"chunk_size": c.chunk_size, "chunk_overlap": c.chunk_overlap, "window": window}
         kb = load_corpus(c.kb, data_dir=data_dir, **chunking)
-        held = load_corpus(c.non_member_kb, data_dir=data_dir, **chunking) if c.non_member_kb else None
-        mem, out, kept = split_records(kb, held, c.members, c.non_members, c.seed)
+        # the records as their owners hold them (what is probed); the held-out ones are never indexed
+        whole = load_corpus(c.kb, data_dir=data_dir, chunk_size=None) if len(kb) > len(whole_records(kb)) else kb
+        held = load_corpus(c.non_member_kb, data_dir=data_dir, chunk_size=None) if c.non_member_kb else None
+        texts = {d.id: d.text for d in whole.documents}
+        mem, out, kept = split_records(kb, held, c.members, c.non_members, c.seed, texts=texts)
         if c.top_k > len(kept):
-            raise ConfigError(f"top-k ({c.top_k}) is larger than the knowledge base ({len(kept)} records)")
+            raise ConfigError(f"top-k ({c.top_k}) is larger than the knowledge base ({len(kept)} chunks)")
         self.split = (mem, out)
         self.corpus = kb if held is not None else corpus_from_documents(kb.name, kept, chunk_size=None)
         if c.canaries:  # planted in the knowledge base only: the probed records stay as their owner holds them
@@ -214,6 +262,7 @@ class MembershipRun(EventRunner):
             non_members=tuple(d.id for d in out),
             kb_size=len(self.corpus),
             held_out_from=c.non_member_kb,
+            unit="record",
         )
         self._emit_canaries(self.canaries, c.canaries)
         self._emit_tenants(self.tenancy)
@@ -279,7 +328,7 @@ class MembershipRun(EventRunner):
             score=round(score, 6),
             queries=len(probes),
             blocked=blocked,
-            retrieved=doc.id in seen,
+            retrieved=bool(seen & set(doc.metadata.get("chunk_ids", (doc.id,)))),
             canaries=tuple(sorted({h for a in answers for h in canary_hits(a, self.canaries)}))
             if self.canaries
             else (),
@@ -319,7 +368,10 @@ class MembershipRun(EventRunner):
         run._build()
         split = next((e for e in kept if isinstance(e, MembershipSplit)), None)
         if split is None or tuple(d.id for d in run.split[0]) != tuple(split.members):
-            raise ConfigError(f"{run_dir}: the knowledge base changed since the run started (its split differs)")
+            raise ConfigError(
+                f"{run_dir}: its split of members and non-members differs from today's (the knowledge base changed, "
+                "or the run was split by chunk: since December 2026 whole records are split); start it again"
+            )
         run.system.build(progress=run._tick)
         for e in kept:
             if isinstance(e, MembershipScored):
@@ -373,7 +425,9 @@ def summarize_membership(events: list[Event], config: MembershipConfig | None = 
     planted = next((e for e in events if isinstance(e, CanariesPlanted)), None)
     canaried = set(planted.doc_ids) if planted else set()
     leaked = {c for e in scored for c in e.canaries}
-    proven = [e for e in scored if e.member and e.record_id in canaried]
+    # canaries are planted in chunks; a member record carries one when any of its chunks does
+    canaried_records = {parent_of(c) for c in canaried}
+    proven = [e for e in scored if e.member and e.record_id in canaried_records]
     return MembershipSummary(
         **m,
         tenancy=tenant_membership(events, scored, non, int(cfg.get("seed", 0) or 0)),
@@ -381,7 +435,7 @@ def summarize_membership(events: list[Event], config: MembershipConfig | None = 
         canaries_leaked=len(leaked),
         canaries_ci=wilson(len(leaked), len(canaried)) if canaried else None,
         canary_members=len(proven),
-        canary_members_found=sum(e.record_id in e.canaries for e in proven),
+        canary_members_found=sum(any(parent_of(c) == e.record_id for c in e.canaries) for e in proven),
         mean_score_members=float(np.mean(mem)) if mem else None,
         mean_score_non_members=float(np.mean(non)) if non else None,
         queries=queries,

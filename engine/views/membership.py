@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from ..events import Event, Generated, MembershipScored, QueryIssued, TenantsAssigned
 from ..metrics.catalog import MK
 from ..metrics.intervals import fmt_interval
+from ..corpora import parent_of
 from ..tenancy import FILTER_WORDS, owners_of
 
 
@@ -30,7 +31,9 @@ def record_rows(events: Sequence[Event], texts: dict[str, str] | None = None, wi
 
     canaried = any(e.kind == "canaries_planted" for e in events)
     assigned = next((e for e in events if isinstance(e, TenantsAssigned)), None)
+    # chunk id -> tenant, and record id -> tenant (a record's chunks share their owner)
     owners = owners_of(assigned.tenants) if assigned is not None else {}
+    owners.update({parent_of(d): t for d, t in list(owners.items())})
     rows = []
     for e in events:
         if isinstance(e, MembershipScored):
@@ -44,7 +47,9 @@ def record_rows(events: Sequence[Event], texts: dict[str, str] | None = None, wi
                 "refused": e.blocked,
             }
             if canaried:  # the canaries its answers carried: its own (proof of membership) or another record's
-                row["canaries in the answer"] = ", ".join(("own" if c == e.record_id else c) for c in e.canaries)
+                row["canaries in the answer"] = ", ".join(
+                    ("own" if parent_of(c) == e.record_id else c) for c in e.canaries
+                )
             if texts is not None:
                 row["record text"] = cut(texts.get(e.record_id, ""))
             row["answer"] = cut(answers.get(e.round, ""))

@@ -111,6 +111,27 @@ def test_the_split_keeps_members_in_and_non_members_out_by_the_seed():
         split_records(kb, None, len(kb), 1, seed=0)
 
 
+def test_a_record_cut_into_chunks_is_a_member_or_a_non_member_whole(minilm):
+    """Split by record, not by chunk: a non-member has none of its chunks in the index (a split by chunk left
+    half of HealthCareMagic's non-members with a sibling chunk indexed), a member all of them, and the probed
+    text is the record as its owner holds it."""
+    from engine.corpora import retriever_window
+
+    kb = load_corpus("clinic_records", window=retriever_window(minilm), chunk_overlap=0)
+    plain = {d.id: d.text for d in load_corpus("clinic_records", chunk_size=None).documents}
+    assert len(kb) > len(plain), "some clinic records are longer than MiniLM reads: they are cut into chunks"
+    mem, out, kept = split_records(kb, None, 150, 150, seed=3, texts=plain)
+    indexed = {d.id for d in kept}
+    assert len(mem) == len(out) == 150 and len({d.id for d in mem + out}) == 300
+    assert all(d.id in plain and d.text == plain[d.id] for d in mem + out), "whole records, their own text"
+    assert any(len(d.metadata["chunk_ids"]) > 1 for d in out), "the seed puts some chunked records out"
+    assert not any(c in indexed for d in out for c in d.metadata["chunk_ids"]), "no chunk of a non-member indexed"
+    assert all(c in indexed for d in mem for c in d.metadata["chunk_ids"])
+    assert indexed == {d.id for d in kb.documents} - {c for d in out for c in d.metadata["chunk_ids"]}
+    with pytest.raises(ConfigError, match="more than the knowledge base's 320 records"):
+        split_records(kb, None, 200, 121, seed=0)
+
+
 def test_membership_config_is_checked_before_anything_loads():
     with pytest.raises(ConfigError, match="unknown membership attack 'nope'"):
         MembershipConfig.from_dict({"attack": "nope"})

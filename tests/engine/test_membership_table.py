@@ -66,6 +66,16 @@ def test_a_table_stops_in_a_cell_continues_and_reads_back(tmp_path, qwen):
     assert [r["run_dir"] for r in reordered] == [r["run_dir"] for r in rows]
     with pytest.raises(ConfigError, match="another configuration .*base"):
         run_table(MembershipTableConfig.from_dict({**TINY, "base": {**TINY["base"], "seed": 5}}), tmp_path)
+    # a cell an earlier version split by chunk (a non-member could keep a sibling chunk indexed) is set aside and
+    # runs again; the others are kept
+    events = tmp_path / rows[0]["run_dir"] / "events.jsonl"
+    lines = events.read_text().splitlines()
+    events.write_text("\n".join(x.replace('"unit": "record"', '"unit": "chunk"') for x in lines) + "\n")
+    redone = run_table(cfg, tmp_path, generator=qwen)
+    assert redone[0]["run_dir"] != rows[0]["run_dir"] and redone[0]["complete"]
+    assert redone[1]["run_dir"] == rows[1]["run_dir"]
+    aside = tmp_path / "cells" / "clinic_records--direct--none.split-by-chunk"
+    assert (aside / events.parent.name / "events.jsonl").is_file(), "kept aside, never read into the table"
 
 
 def test_baselines_first_runs_every_attacks_undefended_cell_before_any_defense():
