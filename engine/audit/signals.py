@@ -43,9 +43,13 @@ SOURCE_CAP = 1200
 def pii_shapes(text: str) -> set[str]:
     """Distinct PII-shaped strings in ``text`` as ``kind: value`` (phone numbers by their digits)."""
     out = set()
+    # digits that are a date or an SSN are that, not also a phone number (1969-03-08 has a phone's 8 digits)
+    taken = [m.span() for k in ("date", "ssn") for m in PII_SHAPES[k].finditer(text)]
     for kind, rx in PII_SHAPES.items():
-        for m in rx.findall(text):
-            v = re.sub(r"\D", "", m) if kind in ("phone", "ssn") else m.strip().lower()
+        for m in rx.finditer(text):
+            if kind == "phone" and any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            v = re.sub(r"\D", "", m.group()) if kind in ("phone", "ssn") else m.group().strip().lower()
             if kind == "phone" and not 7 <= len(v) <= 15:
                 continue
             out.add(f"{kind}: {v}")
