@@ -25,4 +25,4 @@ page = st.navigation(
     ]
 )
 page.run()
-render_sidebar()  # after the page, so it shows the state the page just produced
+render_sidebar(page.title)  # after the page, so it shows the state the page just produced

@@ -508,20 +508,21 @@ def _store_key() -> None:
     st.session_state["llm_api_key"] = st.session_state.get("llm_api_key_box", "")
 
 
-def render_sidebar_status() -> None:
-    """Sidebar block: the API key box and the extraction run at a glance."""
+def render_sidebar_status(key_box: bool = True) -> None:
+    """Sidebar block: the extraction run at a glance, with the API key box above it when ``key_box``."""
     st.markdown("**Extraction**")
-    # the key lives in session_state["llm_api_key"] (not a widget key, so it survives runs in which the
-    # sidebar is not drawn); the box is re-seeded from it on every run
-    st.session_state["llm_api_key_box"] = st.session_state.get("llm_api_key", "")
-    st.text_input(
-        "LLM API key (litellm)",
-        type="password",
-        key="llm_api_key_box",
-        on_change=_store_key,
-        help="Used only by a litellm generator in the Extraction lab. Kept in this browser session's "
-        "memory only: never written to a config, event, export, log or file name.",
-    )
+    if key_box:
+        # the key lives in session_state["llm_api_key"] (not a widget key, so it survives runs in which the
+        # sidebar is not drawn); the box is re-seeded from it on every run
+        st.session_state["llm_api_key_box"] = st.session_state.get("llm_api_key", "")
+        st.text_input(
+            "LLM API key (litellm)",
+            type="password",
+            key="llm_api_key_box",
+            on_change=_store_key,
+            help="Used only by a litellm generator in the Extraction lab. Kept in this browser session's "
+            "memory only: never written to a config, event, export, log or file name.",
+        )
     run = st.session_state.get("extract_run")
     if run is not None:
         m = run.metrics()

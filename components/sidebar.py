@@ -8,9 +8,17 @@ from components.extraction import render_sidebar_status
 from engine.metrics import asr
 
 
-def render_sidebar() -> None:
-    """The sidebar: the current pipeline in one line, the poisoning run at a glance, then the extraction block
-    (the API key box and the extraction run)."""
+# the pages that work on the session's pipeline and lab runs: the sidebar shows them there, and nowhere else (on
+# the Audit page a second key box beside the page's own Keys was one for the wrong thing)
+LAB_PAGES = ("Home", "Teaching mode", "Pipeline", "Poisoning lab", "Extraction lab")
+
+
+def render_sidebar(page: str = "Home") -> None:
+    """The sidebar of a lab page (``page``: its title, one of :data:`LAB_PAGES`): the current pipeline in one line,
+    the poisoning run at a glance, then the extraction block (the run, and on the Extraction lab the API key box
+    its litellm generator reads). Other pages keep their own settings on the page: no sidebar block."""
+    if page not in LAB_PAGES:
+        return
     p = st.session_state.get("pipeline", {})
     with st.sidebar:
         st.markdown("**Pipeline**")
@@ -30,4 +38,4 @@ def render_sidebar() -> None:
                 if done
                 else f"{run.config.attack} / {run.config.target} · ready, 0/{len(run.queries)} queries"
             )
-        render_sidebar_status()
+        render_sidebar_status(key_box=page == "Extraction lab")
