@@ -198,6 +198,29 @@ def utility_table(out_dir: str | Path, kb: str) -> list[str]:
     return lines
 
 
+def utility_by_path(out_dir: str | Path, kb: str) -> list[str]:
+    """Task ACC of every configuration measured (the ablation's single paths, the paper's baselines), with its
+    change against no protection once both are finished: which path costs the utility."""
+    rows = {r["configuration"]: r for r in task_rows(out_dir) if r["kb"] == kb}
+    base = rows.get("none")
+    names = dict(MAIN + ABLATION)
+    order = [c for c, _ in ABLATION] + [c for c, _ in MAIN if c != "none"]
+    order += sorted(c for c in rows if c not in order and c != "none")
+    lines = ["| configuration | ACC (95%) | change against no protection | questions |", "|---|---|---|---|"]
+    for conf in order:
+        r = rows.get(conf)
+        if r is None:
+            lines.append(f"| {names.get(conf, conf)} | not measured yet | | |")
+            continue
+        ci = r["acc_ci"]
+        acc = f"{r['acc'] * 100:.1f}%" + (f" ({ci[0] * 100:.1f}–{ci[1] * 100:.1f})" if ci else "")
+        done = base is not None and not base.get("of") and not r.get("of") and base["acc"] is not None
+        change = f"{(r['acc'] - base['acc']) * 100:+.1f} points" if done else "— (not finished)"
+        asked = f"{r['questions']}" + (f" of {r['of']} (not finished)" if r.get("of") else "")
+        lines.append(f"| {names.get(conf, conf)} | {acc} | {change} | {asked} |")
+    return lines
+
+
 def flops_table(cells: dict[tuple[str, str], list[dict[str, Any]]]) -> list[str]:
     """The cascade's FLOPs against the verifier alone, per finished cascade run, with the paper's."""
     lines = [
@@ -245,6 +268,10 @@ def ragfort_markdown(
             "**Utility** (ACC on the attacked knowledge base's own task)",
             "",
             *utility_table(out_dir, kb),
+            "",
+            "By path (the same task; the paper reports RAGFort's only)",
+            "",
+            *utility_by_path(out_dir, kb),
             "",
             "**FLOPs** (2 × parameters × tokens evaluated, an answer on average; the paper's model is ~9× larger)",
             "",

@@ -162,7 +162,7 @@ def test_a_comparison_skips_the_task_of_a_kb_without_dialogs():
 def test_the_ragfort_utility_row_shows_a_task_still_running_as_running(tmp_path):
     """RAGFort's utility table: a configuration whose task evaluation is under way shows its ACC so far, how many
     of its questions, and "(not finished)"; no change against none is claimed from it."""
-    from engine.analysis.ragfort_tables import utility_table
+    from engine.analysis.ragfort_tables import utility_by_path, utility_table
 
     (tmp_path / "comparison.json").write_text(
         json.dumps(
@@ -184,3 +184,7 @@ def test_the_ragfort_utility_row_shows_a_task_still_running_as_running(tmp_path)
     row = utility_table(tmp_path, "k")[2]
     assert "75.0% (30.0–95.0)" in row and "50.0% (" in row and "at 2 of 4 questions (not finished)" in row
     assert "points" not in row
+    by_path = utility_by_path(tmp_path, "k")  # every path's own row: the unfinished one claims no change either
+    ragfort = next(x for x in by_path if x.startswith("| Both (RAGFort) |"))
+    assert "50.0% (" in ragfort and "— (not finished)" in ragfort and "2 of 4 (not finished)" in ragfort
+    assert "| Inter only (reindex) | not measured yet | | |" in by_path
