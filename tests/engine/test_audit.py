@@ -527,3 +527,15 @@ def test_a_date_is_a_date_not_also_a_phone_number():
         "ssn: 123456789",
         "phone: 5558675309",
     }
+
+
+def test_an_audit_without_out_is_named_after_what_it_measures():
+    """No --out: the folder is audit-<target>-<hash of what the audit measures>, so the same command finds the same
+    folder and resumes (it used to be a new time-stamped folder on every call); the gate is not part of the name."""
+    from engine.audit.runner import default_out
+
+    cfg = AuditConfig.from_dict({"target": "http", "target_params": {"url": "http://127.0.0.1:8765/query"}})
+    name = default_out(cfg)
+    assert name == default_out(AuditConfig.from_dict(cfg.to_dict())) and name.name.startswith("audit-http-")
+    assert default_out(cfg.replace(fail_on={"severity": "high"})) == name, "the gate may change between calls"
+    assert default_out(cfg.replace(rounds=cfg.rounds + 1)) != name
