@@ -28,7 +28,8 @@ from .progress import CellProgress, StopToken, stopped
 STATE = "table.json"
 # measured per configuration (the task: per KB and configuration), beside the cells, or the order the cells run in:
 # may change in a table's folder (no cell's result depends on them)
-UTILITY = ("utility_corpus", "utility_queries", "utility_limit", "task_limit", "order")
+UTILITY = ("utility_corpus", "utility_queries", "utility_limit", "task_limit", "order")  # not part of a cell
+UTILITY_SETTINGS = ("utility_corpus", "utility_queries", "utility_limit")  # what a utility measurement depends on
 
 
 def cells_of(cfg: MembershipTableConfig) -> list[tuple[str, str, str]]:
@@ -159,9 +160,11 @@ def _utility(cfg: MembershipTableConfig, out: Path, configuration: str) -> None:
     from .rag.utility import defended_utility
 
     path = _utility_file(out, configuration)
-    how = {k: getattr(cfg, k) for k in UTILITY}
-    if path.is_file() and json.loads(path.read_text(encoding="utf-8")).get("settings") == how:
-        return
+    how = {k: getattr(cfg, k) for k in UTILITY_SETTINGS}
+    if path.is_file():
+        kept = json.loads(path.read_text(encoding="utf-8")).get("settings") or {}
+        if {k: kept.get(k) for k in UTILITY_SETTINGS} == how:  # a new order or task limit changes no utility
+            return
     c = cfg.cell_config(cfg.kbs[0], cfg.attacks[0], configuration)
     u = defended_utility(c, cfg.utility_corpus, cfg.utility_queries, cfg.utility_limit)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -61,6 +61,9 @@ def test_a_table_stops_in_a_cell_continues_and_reads_back(tmp_path, qwen):
     for r in with_utility:
         assert r["utility_n"] == 2 and 0.0 <= r["utility_acc"] <= 1.0 and len(r["utility_acc_ci"]) == 2
     assert "(2) |" in markdown_table(with_utility)
+    kept = {p.name: p.read_text() for p in (tmp_path / "utility").iterdir()}
+    run_table(MembershipTableConfig.from_dict({**TINY, "utility_limit": 2, "order": "baselines-first"}), tmp_path)
+    assert {p.name: p.read_text() for p in (tmp_path / "utility").iterdir()} == kept, "another order: kept"
     # the order the cells run in is not part of a cell's result: the same folder takes another
     reordered = run_table(MembershipTableConfig.from_dict({**TINY, "order": "baselines-first"}), tmp_path)
     assert [r["run_dir"] for r in reordered] == [r["run_dir"] for r in rows]
