@@ -152,3 +152,20 @@ def close_run() -> None:
         run.close()
     st.session_state["lab_run"] = None
     st.session_state["lab_playing"] = False
+
+
+def follow(key: str, value: Any, options: list[Any]) -> None:
+    """Seed the keyed select box ``key`` (created right after, without ``index``) with ``value`` — the setting it
+    edits — whenever that setting changed elsewhere (a preset loaded, a run reopened); otherwise leave the user's
+    pick alone. A select box whose ``index`` follows its own setting gets a new identity on the next run and drops
+    every second pick; a key with this seeding keeps one identity."""
+    ss = st.session_state
+    mark = f"{key}__from"
+    if ss.get(mark) != value or ss.get(key) not in options:
+        ss[key] = value if value in options else options[0]
+        ss[mark] = value
+
+
+def picked(key: str) -> None:
+    """Record that the setting now equals the select box's pick (call after storing the pick in the setting)."""
+    st.session_state[f"{key}__from"] = st.session_state.get(key)

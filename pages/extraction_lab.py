@@ -30,7 +30,7 @@ from components.extraction import (
 )
 from components.extraction_settings import LOCAL, more_fields
 from components.params_form import changed_only, field_input, params_form, registry_forms
-from components.state import data_dir, init_state
+from components.state import data_dir, follow, init_state, picked
 from components.stepper import stepper
 from components.text import md_code, md_escape
 from components.runtime_notice import local_runtime_notice
@@ -119,21 +119,24 @@ s = ss["extract"]
 with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]):
     attacks = EXTRACTION_ATTACKS.names()
     top_attack, top_generator = st.columns(2)
+    follow("extract_attack_pick", s["attack"], attacks)
     attack = top_attack.selectbox(
         "Attack",
         attacks,
-        index=attacks.index(s["attack"]) if s["attack"] in attacks else 0,
+        key="extract_attack_pick",
         format_func=lambda n: f"{n} — {EXTRACTION_ATTACKS.describe(n)[:80]}",
     )
     if attack != s["attack"]:
         ss["extract"] = s = {**s, "attack": attack, "attack_params": {}}
+        picked("extract_attack_pick")
     gens = LOCAL_MODELS + [LITELLM] + OTHER_GENERATORS
     # outside the form, as the attack: the fields below follow the choice (a litellm model's name and server
     # only for litellm, the local model's parameters only for a local one)
+    follow("extract_generator_pick", s["generator"], gens)
     generator = top_generator.selectbox(
         "Generator",
         gens,
-        index=gens.index(s["generator"]) if s["generator"] in gens else 0,
+        key="extract_generator_pick",
         format_func=lambda g: (
             "litellm provider (hosted / OpenAI-compatible server)"
             if g == LITELLM
@@ -144,6 +147,7 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
     )
     if generator != s["generator"]:
         ss["extract"] = s = {**s, "generator": generator}
+        picked("extract_generator_pick")
     with st.form("extract_setup"):
         c1, c2, c3 = st.columns(3)
         kb = c1.selectbox("Knowledge base", KBS, index=KBS.index(s["kb"]) if s["kb"] in KBS else 0, help=KB_HELP)

@@ -7,7 +7,7 @@ import streamlit as st
 
 from components.params_form import field_input
 from components.text import md_escape, short
-from components.state import close_run, data_dir, init_state, progress_callback
+from components.state import close_run, data_dir, follow, init_state, picked, progress_callback
 from engine.corpora import BENCHMARK_CORPORA, BUNDLED, MAX_UPLOAD_BYTES, SUPPORTED_SUFFIXES
 from engine.embedders import RETRIEVERS, offline_retrievers
 from engine.errors import EngineError
@@ -23,12 +23,14 @@ p = dict(st.session_state["pipeline"])
 
 sources = ["Bundled", "Benchmark data", "Upload"]
 current = "Upload" if p["corpus"] == "upload" else ("Benchmark data" if p["corpus"] in BENCHMARK_CORPORA else "Bundled")
-source = st.radio("Corpus source", sources, index=sources.index(current), horizontal=True)
+follow("pipeline_source_pick", current, sources)
+source = st.radio("Corpus source", sources, key="pipeline_source_pick", horizontal=True)
 if source == "Bundled":
     corpus = st.selectbox("Corpus", list(BUNDLED), index=0)
 elif source == "Benchmark data":
     names = list(BENCHMARK_CORPORA)
-    corpus = st.selectbox("Corpus", names, index=names.index(p["corpus"]) if p["corpus"] in names else 0)
+    follow("pipeline_benchmark_pick", p["corpus"], names)
+    corpus = st.selectbox("Corpus", names, key="pipeline_benchmark_pick")
     if not data_dir():
         st.warning(
             "Benchmark corpora need the data dir: start the app with RAG_PLAYGROUND_DATA_DIR set "
@@ -61,10 +63,11 @@ chunk_overlap = c3.number_input("Overlap (tokens)", 0, 1024, int(p["chunk_overla
 top_k = field_input(PipelineConfig, "top_k", int(p["top_k"]), label="Top-K", container=c4)
 offline = offline_retrievers()
 names = offline + [n for n in RETRIEVERS.names() if n not in offline]
+follow("pipeline_retriever_pick", p["retriever"], names)  # keyed: its own setting never moves its identity
 retriever = st.selectbox(
     "Retriever",
     names,
-    index=names.index(p["retriever"]) if p["retriever"] in names else 0,
+    key="pipeline_retriever_pick",
     format_func=lambda n: f"{n} — {short(RETRIEVERS.describe(n), 90)}",
 )
 st.caption(md_escape(RETRIEVERS.describe(retriever)))
@@ -78,6 +81,8 @@ new = {
 if new != st.session_state["pipeline"]:
     st.session_state["pipeline"] = new
     close_run()  # a prepared attack belongs to the old pipeline
+for pick in ("pipeline_retriever_pick", "pipeline_source_pick", "pipeline_benchmark_pick"):
+    picked(pick)  # the settings now hold what the widgets show
 
 
 def make_pipeline() -> Pipeline:

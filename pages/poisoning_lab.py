@@ -7,7 +7,7 @@ import streamlit as st
 from components.lab import render_detectors, render_embedding_map, render_exports, render_live_metrics, render_round
 from components.params_form import changed_only, field_input, params_form, registry_forms
 from components.poisoning_settings import build_poison_config, more_fields
-from components.state import close_run, data_dir, init_state, my_runs_dir, progress_callback
+from components.state import close_run, data_dir, follow, init_state, my_runs_dir, picked, progress_callback
 from components.stepper import stepper
 from components.text import md_escape
 from engine.analysis.why import why_it_works
@@ -67,14 +67,16 @@ def prepare() -> None:
 
 with st.expander("Attack setup", expanded=run is None):
     attacks = POISONING_ATTACKS.names()
+    follow("lab_attack_pick", lab["attack"], attacks)
     attack = st.selectbox(
         "Attack",
         attacks,
-        index=attacks.index(lab["attack"]) if lab["attack"] in attacks else 0,
+        key="lab_attack_pick",
         format_func=lambda n: f"{n} — {POISONING_ATTACKS.describe(n)[:90]}",
     )
     if attack != lab["attack"]:
         st.session_state["lab"] = lab = {**lab, "attack": attack, "attack_params": {}}
+        picked("lab_attack_pick")
     with st.form("attack_setup"):
         c1, c2, c3 = st.columns(3)
         qsets = available_query_sets()

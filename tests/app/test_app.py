@@ -540,3 +540,19 @@ def test_html_report_escapes_corpus_text():
     page = run_report_html(run.events)
     assert "<script>alert('x')</script>" not in page and "&lt;script&gt;" in page
     assert page.count("<h2>") >= 5 and "ASR@2" in page
+
+
+def test_a_select_box_that_edits_its_own_setting_keeps_every_pick():
+    """The labs' attack select boxes and the pipeline's retriever and corpus source follow a session setting that
+    they also edit; unkeyed, a select box whose index followed its own setting got a new identity on the next run and
+    the browser dropped every second pick. Keyed and seeded (components.state.follow), each pick holds."""
+    at = AppTest.from_file(str(REPO / "pages/poisoning_lab.py"), default_timeout=120)
+    at.run()
+    for pick in ("jamming", "universal", "trigger"):
+        next(s for s in at.selectbox if s.label == "Attack").set_value(pick).run()
+        assert at.session_state["lab"]["attack"] == pick and not at.exception
+    at = AppTest.from_file(str(REPO / "pages/pipeline.py"), default_timeout=120)
+    at.run()
+    for pick in ("bm25", "minilm", "bm25"):
+        next(s for s in at.selectbox if s.label == "Retriever").set_value(pick).run()
+        assert at.session_state["pipeline"]["retriever"] == pick and not at.exception

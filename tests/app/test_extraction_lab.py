@@ -84,6 +84,16 @@ def test_the_generator_fields_follow_the_generator():
     assert not at.exception
     assert {"litellm model", "API base (optional)"} <= labels() and "Local generator parameters" not in labels()
     assert next(w for w in at.text_input if w.label == "litellm model").value == "openai/gpt-4o-mini"
+    # picked back and forth, each pick holds (a select box whose index followed its own setting dropped every
+    # second pick in the browser); a loaded preset sets both select boxes
+    for pick in ("smollm2-135m", "litellm", "qwen2.5-0.5b"):
+        next(s for s in at.selectbox if s.label == "Generator").set_value(pick).run()
+        assert at.session_state["extract"]["generator"] == pick
+    next(s for s in at.selectbox if s.label == "Attack").set_value("zeng").run()
+    next(s for s in at.selectbox if s.label == "Generator").set_value("litellm").run()
+    next(b for b in at.button if b.label == "Load preset").click().run()
+    chosen = {s.label: s.value for s in at.selectbox if s.label in ("Attack", "Generator")}
+    assert chosen == {"Attack": "rag-thief", "Generator": "qwen2.5-0.5b"}, chosen
 
 
 def test_live_crr_equals_the_engine(cache):
