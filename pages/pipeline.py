@@ -55,11 +55,14 @@ else:
         st.info(f"Using {len(st.session_state['uploaded_docs'])} previously uploaded documents.")
 
 c1, c2, c3, c4 = st.columns(4)
-chunking = c1.toggle("Chunk documents", value=p["chunk_size"] is not None)
+follow("pipeline_chunking_pick", p["chunk_size"] is not None, [True, False])
+chunking = c1.toggle("Chunk documents", key="pipeline_chunking_pick")
+follow("pipeline_chunk_size_pick", int(p["chunk_size"] or 512), list(range(16, 4097)))
 chunk_size = c2.number_input(
-    "Chunk size (tokens)", 16, 4096, int(p["chunk_size"] or 512), step=16, disabled=not chunking
+    "Chunk size (tokens)", 16, 4096, step=16, disabled=not chunking, key="pipeline_chunk_size_pick"
 )
-chunk_overlap = c3.number_input("Overlap (tokens)", 0, 1024, int(p["chunk_overlap"]), step=8, disabled=not chunking)
+follow("pipeline_overlap_pick", int(p["chunk_overlap"]), list(range(0, 1025)))
+chunk_overlap = c3.number_input("Overlap (tokens)", 0, 1024, step=8, disabled=not chunking, key="pipeline_overlap_pick")
 top_k = field_input(PipelineConfig, "top_k", int(p["top_k"]), label="Top-K", container=c4)
 offline = offline_retrievers()
 names = offline + [n for n in RETRIEVERS.names() if n not in offline]
@@ -81,7 +84,14 @@ new = {
 if new != st.session_state["pipeline"]:
     st.session_state["pipeline"] = new
     close_run()  # a prepared attack belongs to the old pipeline
-for pick in ("pipeline_retriever_pick", "pipeline_source_pick", "pipeline_benchmark_pick"):
+for pick in (
+    "pipeline_retriever_pick",
+    "pipeline_source_pick",
+    "pipeline_benchmark_pick",
+    "pipeline_chunking_pick",
+    "pipeline_chunk_size_pick",
+    "pipeline_overlap_pick",
+):
     picked(pick)  # the settings now hold what the widgets show
 
 

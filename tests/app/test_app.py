@@ -556,3 +556,6 @@ def test_a_select_box_that_edits_its_own_setting_keeps_every_pick():
     for pick in ("bm25", "minilm", "bm25"):
         next(s for s in at.selectbox if s.label == "Retriever").set_value(pick).run()
         assert at.session_state["pipeline"]["retriever"] == pick and not at.exception
+    for size in (256, 384, 128):
+        next(w for w in at.number_input if w.label == "Chunk size (tokens)").set_value(size).run()
+        assert at.session_state["pipeline"]["chunk_size"] == size and not at.exception
