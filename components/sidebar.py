@@ -27,7 +27,7 @@ def render_sidebar(page: str = "Home") -> None:
             f"retriever `{p.get('retriever')}` · top-{p.get('top_k')}"
         )
         run = st.session_state.get("lab_run")
-        st.markdown("**Run**")
+        st.markdown("**Poisoning run**")
         if run is None:
             st.caption("no attack prepared")
         else:
