@@ -43,7 +43,7 @@ def test_a_deep_link_first_opens_the_page_inside_the_apps_navigation():
             pg.screenshot(path=str(ARTIFACTS / "deep_link_sweeps.png"))
             assert "Teaching mode" in labels and "Defense comparison" in labels, labels
             assert "defense comparison" not in labels and "\napp\n" not in f"\n{labels}\n", labels
-            pg.get_by_text("Start sweep").wait_for()
+            pg.get_by_role("button", name="Start sweep").wait_for()
             assert pg.get_by_text("LLM API key (litellm)").count() == 0, "the lab's key box only on the lab"
             assert pg.locator("[data-testid='stException']").count() == 0
         finally:
