@@ -196,7 +196,8 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
             if f.get("reproduce"):
                 st.code(shell_lines(f["reproduce"]), language="bash", wrap_lines=True)
     html_path, json_path = Path(folder) / "report.html", Path(folder) / "report.json"
-    c1, c2 = st.columns(2)
+    junit_path = Path(folder) / "report.junit.xml"
+    c1, c2, c3 = st.columns(3)
     if html_path.is_file():
         c1.download_button(
             "Download report.html", html_path.read_bytes(), "report.html", "text/html", key=f"dl_html_{folder}"
@@ -205,13 +206,22 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
         c2.download_button(
             "Download report.json", json_path.read_bytes(), "report.json", "application/json", key=f"dl_json_{folder}"
         )
+    if junit_path.is_file():
+        c3.download_button(
+            "Download report.junit.xml",
+            junit_path.read_bytes(),
+            "report.junit.xml",
+            "application/xml",
+            key=f"dl_junit_{folder}",
+            help="The findings as JUnit test cases for a CI's test view: failing where the gate fails",
+        )
     preset = Path(folder) / "audit.yaml"
     if preset.is_file():
         with st.expander("Run this audit again — in a terminal or a CI job"):
             st.caption(
                 "audit.yaml holds this audit's target and battery (credentials only as ${NAME}: set them in the "
                 "environment). Exit code 3 when the gate fails, 2 when the target could not be audited; "
-                "examples/ci/rag-audit.github-actions.yml is a complete job."
+                "examples/ci/ holds complete GitHub Actions and GitLab CI jobs (they publish report.junit.xml)."
             )
             st.code(shell_lines(ci_command(report)), language="bash", wrap_lines=True)
             st.download_button(

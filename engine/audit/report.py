@@ -17,14 +17,17 @@
   cleanups of earlier runs' plants; ``gate`` — ``{fail_on, baseline, regressions, passed}`` (the last gate
   evaluated); ``taxonomy_sources``; ``generated``, ``engine_commit``.
 
-The HTML holds the same, with the figures inline (Plotly's script embedded once) and every piece of text
-that came from the target or the knowledge base escaped — it is attacker-controlled.
+The HTML holds the same, with the headline rates drawn as an inline SVG (no script: the page is small enough
+for a CI artifact and opens offline), and every piece of text that came from the target or the knowledge base
+escaped — it is attacker-controlled. ``report.junit.xml`` gives the findings and the gate as JUnit XML for a CI's
+test-report view (:mod:`engine.audit.junit`).
 """
 
 from __future__ import annotations
 
 import html
 import json
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..runs.manifest import git_commit
@@ -96,6 +99,17 @@ def build_report(
     return report
 
 
+def write_outputs(out: Path, report: Mapping[str, Any]) -> None:
+    """Write ``report.json``, ``report.html`` and ``report.junit.xml`` into ``out`` (each atomically)."""
+    from ..events import jsonable
+    from ..files import atomic_write
+    from .junit import junit_xml
+
+    atomic_write(out / "report.json", json.dumps(jsonable(report), indent=2, ensure_ascii=False, default=str))
+    atomic_write(out / "report.html", report_html(report))
+    atomic_write(out / "report.junit.xml", junit_xml(report))
+
+
 def ci_command(report: Mapping[str, Any], preset: str = "audit.yaml", out: str = "audit-report") -> str:
     """The command that runs this audit again, e.g. in a CI job: its folder's ``audit.yaml`` (the battery and the
     target, credentials as ``${NAME}`` only) as the preset, and its gate (``severity>=high`` when it had none)."""
@@ -146,9 +160,7 @@ def _tag_links(f: Mapping[str, Any]) -> str:
     return f"<p class='tags'><b>OWASP LLM Top 10 2025:</b> {owasp or '—'}<br><b>MITRE ATLAS:</b> {atlas or '—'}</p>"
 
 
-def _figure(report: Mapping[str, Any]) -> str:
-    import plotly.graph_objects as go
-
+def _figure_rows(report: Mapping[str, Any]) -> list[tuple[str, float, list, str]]:
     rows = []
     for f in report["findings"]:
         keys = (
@@ -159,31 +171,52 @@ def _figure(report: Mapping[str, Any]) -> str:
         for k in keys:
             m = (f.get("metrics") or {}).get(k)
             if f["status"] == "done" and m and m.get("value") is not None and m.get("ci"):
-                rows.append((f"{f['id']} · {k}", m["value"], m["ci"], f["severity"]))
+                rows.append((f"{f['id']} · {k}", float(m["value"]), list(m["ci"]), f["severity"]))
+    return rows
+
+
+def _figure(report: Mapping[str, Any]) -> str:
+    """The headline rates with their 95% intervals as an inline SVG bar chart: no script, so the page stays small
+    (a CI artifact) and opens offline, and no text from the target is ever handed to a script."""
+    rows = _figure_rows(report)
     if not rows:
         return ""
-    fig = go.Figure(
-        go.Bar(
-            x=[r[1] for r in rows],
-            y=[r[0] for r in rows],
-            orientation="h",
-            marker_color=[COLOURS[r[3]] for r in rows],
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": [r[2][1] - r[1] for r in rows],
-                "arrayminus": [r[1] - r[2][0] for r in rows],
-            },
-            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+    label_w, plot_w, row_h, top, bottom = 300, 620, 26, 8, 40
+    height = top + row_h * len(rows) + bottom
+
+    def x(v: float) -> float:
+        return label_w + plot_w * min(max(v, 0.0), 1.0)
+
+    parts = [
+        f"<svg class='chart' role='img' aria-label='headline rates with 95% intervals' width='{label_w + plot_w + 60}'"
+        f" height='{height}' viewBox='0 0 {label_w + plot_w + 60} {height}' font-size='12' font-family='system-ui'>"
+    ]
+    for t in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(
+            f"<line x1='{x(t):.1f}' x2='{x(t):.1f}' y1='{top}' y2='{height - bottom}' stroke='#e5e7eb'/>"
+            f"<text x='{x(t):.1f}' y='{height - bottom + 16}' text-anchor='middle' fill='#374151'>{t:g}</text>"
         )
+    parts.append(
+        f"<text x='{label_w + plot_w / 2:.1f}' y='{height - 6}' text-anchor='middle' fill='#374151'>"
+        "rate (95% Wilson interval)</text>"
     )
-    fig.update_layout(
-        height=120 + 28 * len(rows),
-        margin={"l": 10, "r": 10, "t": 10, "b": 40},
-        xaxis={"title": "rate (95% Wilson interval)", "range": [0, 1]},
-        yaxis={"autorange": "reversed"},
-    )
-    return fig.to_html(full_html=False, include_plotlyjs="inline", config={"displaylogo": False})
+    for i, (label, value, ci, sev) in enumerate(rows):
+        y = top + i * row_h
+        mid = y + row_h / 2
+        lo, hi = float(ci[0]), float(ci[1])
+        parts.append(
+            f"<g><title>{_e(label)}: {value:.3f} [{lo:.3f}, {hi:.3f}]</title>"
+            f"<text x='{label_w - 8}' y='{mid + 4:.1f}' text-anchor='end'>{_e(label)}</text>"
+            f"<rect x='{label_w}' y='{y + 5}' width='{x(value) - label_w:.1f}' height='{row_h - 10}' "
+            f"fill='{COLOURS.get(sev, '#6b7280')}' fill-opacity='0.6'/>"
+            f"<g stroke='#111' stroke-width='1.5'>"
+            f"<line x1='{x(lo):.1f}' x2='{x(hi):.1f}' y1='{mid:.1f}' y2='{mid:.1f}'/>"
+            f"<line x1='{x(lo):.1f}' x2='{x(lo):.1f}' y1='{mid - 5:.1f}' y2='{mid + 5:.1f}'/>"
+            f"<line x1='{x(hi):.1f}' x2='{x(hi):.1f}' y1='{mid - 5:.1f}' y2='{mid + 5:.1f}'/></g>"
+            f"<text x='{label_w + plot_w + 12}' y='{mid + 4:.1f}' fill='#111'>{value:.3f}</text></g>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
 
 
 def _finding_html(f: Mapping[str, Any]) -> str:

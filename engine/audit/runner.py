@@ -8,7 +8,7 @@ An audit folder holds:
   --only CELL`` reproduces one finding);
 * ``cells/<cell>-<id>/`` — each cell's run (``events.jsonl``, ``manifest.json``, ``summary.json``);
 * ``plants.jsonl`` — the plant journal (:mod:`engine.audit.journal`);
-* ``report.json`` and ``report.html`` — rewritten after every cell.
+* ``report.json``, ``report.html`` and ``report.junit.xml`` — rewritten after every cell.
 
 The folder is held by one writer at a time (:func:`engine.folder_lock.exclusive_folder`). Running the same
 audit into the same folder again resumes it: finished cells are kept, a cell cut short continues after its
@@ -428,12 +428,11 @@ class Audit:
 
     # ------------------------------------------------------------------ report
     def write_report(self) -> dict[str, Any]:
-        """Write ``report.json`` and ``report.html`` from the current state; returns the report."""
-        from .report import build_report, report_html
+        """Write the report files (json, html, JUnit XML) from the current state; returns the report."""
+        from .report import build_report, write_outputs
 
         report = build_report(self.state, journal=self.journal, command=self.command)
-        atomic_write(self.out / "report.json", json.dumps(jsonable(report), indent=2, ensure_ascii=False, default=str))
-        atomic_write(self.out / "report.html", report_html(report))
+        write_outputs(self.out, report)
         return report
 
 

@@ -67,7 +67,7 @@ def _print_report(report: dict, out: Path) -> None:
                 break
         sev = f["severity"] if f["status"] == "done" else f["status"]
         print(f"  {sev:9s} {f['id']:24s} {head}  — {f['severity_rationale']}")
-    print(f"report: {out / 'report.html'} (and report.json)")
+    print(f"report: {out / 'report.html'} (and report.json, report.junit.xml)")
 
 
 def cmd_audit(args: Any) -> int:
@@ -78,10 +78,8 @@ def cmd_audit(args: Any) -> int:
         return cmd_probe(args)
     from ..audit import GATE_FAILED, load_baseline, regressions, run_audit
     from ..audit.gate import parse_fail_on
-    from ..audit.report import report_html
+    from ..audit.report import write_outputs
     from ..audit.runner import default_out
-    from ..events import jsonable
-    from ..files import atomic_write
     from .common import _progress_printer
 
     cfg = audit_config(args)
@@ -100,8 +98,7 @@ def cmd_audit(args: Any) -> int:
         "regressions": lines,
         "passed": (not lines) if (fail_on or baseline is not None) else None,
     }
-    atomic_write(out / "report.json", json.dumps(jsonable(report), indent=2, ensure_ascii=False, default=str))
-    atomic_write(out / "report.html", report_html(report))
+    write_outputs(out, report)
     if not (args.json and args.quiet):
         _print_report(report, out)
     for line in lines:

@@ -98,6 +98,7 @@ def test_an_audit_runs_in_the_background_and_shows_its_report(audits, audit_pres
     assert {b.label for b in at.get("download_button")} >= {
         "Download report.html",
         "Download report.json",
+        "Download report.junit.xml",
         "Download audit.yaml",
     }
     again = next(c.value for c in at.code if "--preset audit.yaml" in c.value)

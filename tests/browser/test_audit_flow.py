@@ -122,7 +122,7 @@ def flow(pg, server: str, service: str, cache: Path, browser) -> None:
     doc = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
     doc.goto(html.as_uri())
     expect(doc.get_by_role("heading", name="RAG audit report")).to_be_visible()
-    expect(doc.locator(".plotly").first).to_be_visible()
+    expect(doc.locator("svg.chart").first).to_be_visible()
     doc.screenshot(path=str(ARTIFACTS / "audit_05_report_html.png"))
     assert doc.locator("section.finding").count() >= 3
     rep = json.loads(html.with_name("report.json").read_text())

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import xml.etree.ElementTree as ET
+
 import pytest
 
 from engine.audit import AuditStopped, PlantJournal, run_audit
@@ -70,7 +72,11 @@ def test_the_report_holds_every_finding_with_its_severity_tags_evidence_and_clea
     assert cleanup["severity"] == "info" and report["cleanup"]["planted"] == 4
     assert report["cleanup"]["verified"] == 4 and report["cleanup"]["outstanding"] == 0
     html = (out / "report.html").read_text()
-    assert "plotly" in html.lower() and '<script src="http' not in html, "self-contained: no script fetched"
+    assert "<svg class='chart'" in html and "<script" not in html, "self-contained, no script"
+    assert len(html) < 300_000, "small enough for a CI artifact"
+    suite = ET.fromstring((out / "report.junit.xml").read_text()).find("testsuite")
+    assert [c.get("name") for c in suite.iter("testcase")] == ids
+    assert suite.get("failures") == "0", "no gate, no failure, whatever the severities"
     assert json.loads((out / "report.json").read_text())["findings"][0]["id"] == "extraction:zeng"
     assert (out / "audit.yaml").is_file() and (out / "plants.jsonl").is_file()
 
@@ -262,6 +268,12 @@ def test_the_ci_gate_fails_when_a_defense_is_switched_off_and_passes_when_it_is_
         assert lines, off.stdout
         report = json.loads((tmp_path / "off" / "report.json").read_text())
         assert report["gate"]["passed"] is False and report["gate"]["regressions"]
+        # the JUnit XML a CI reads agrees with the exit code: the breaching finding fails, and only it
+        junit = ET.parse(tmp_path / "off" / "report.junit.xml").getroot()
+        failed = [c.get("name") for c in junit.iter("testcase") if c.find("failure") is not None]
+        assert failed == ["extraction:zeng"] and junit.get("failures") == "1", ET.tostring(junit)
+        passed = ET.parse(tmp_path / "on" / "report.junit.xml").getroot()
+        assert passed.get("failures") == "0" and passed.get("tests") == "1"
         again = audit(rag_service, "off-vs-on", "--baseline", str(tmp_path / "on" / "report.json"))
         assert again.returncode == 3 and "(new since the baseline)" in again.stdout
         # against its own earlier report (a finished folder: only the gate runs again): a known finding still
@@ -327,6 +339,50 @@ def test_the_gate_compares_intervals_with_a_baseline():
     ):
         with pytest.raises(ConfigError, match=message):
             parse_fail_on(bad)
+
+
+def test_the_junit_report_fails_where_the_gate_fails_and_survives_what_a_target_sends():
+    from engine.audit.findings import rate
+    from engine.audit.junit import junit_xml
+
+    findings = [
+        {
+            "id": "extraction:zeng",
+            "family": "extraction",
+            "status": "done",
+            "severity": "high",
+            "severity_rationale": "copied <verbatim> \x00\x1b[31m & more",
+            "metrics": {"crr": rate(4, 100, "crr")},
+            "owasp": [{"id": "LLM02:2025", "name": "Sensitive Information Disclosure"}],
+        },
+        {"id": "extraction:zeng-2", "family": "extraction", "status": "done", "severity": "low", "metrics": {}},
+        {
+            "id": "poisoning:universal",
+            "family": "poisoning",
+            "status": "failed",
+            "severity_rationale": "not tested: 500",
+        },
+        {"id": "poisoning:jamming", "family": "poisoning", "status": "pending", "severity_rationale": "not run yet"},
+    ]
+    report = {
+        "status": "incomplete",
+        "target": {"kind": "http", "endpoint": "http://x/q"},
+        "cells": [{"id": "extraction:zeng", "seconds": 12.5}],
+        "findings": findings,
+    }
+    report["gate"] = {"fail_on": parse_fail_on("crr>0.03,asr>0.2")}
+    report["gate"]["regressions"] = regressions(report, report["gate"]["fail_on"])
+    root = ET.fromstring(junit_xml(report))  # parses: the control characters did not reach the file
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert list(cases) == [f["id"] for f in findings] + ["measured: asr"]
+    assert cases["extraction:zeng"].find("failure").get("message").startswith("crr 0.040 [0.016, 0.098] (4/100) > 0.03")
+    assert cases["extraction:zeng"].get("time") == "12.500"
+    assert cases["extraction:zeng-2"].find("failure") is None, "a finding whose id starts like another's"
+    assert cases["poisoning:universal"].find("error") is not None
+    assert cases["poisoning:jamming"].find("skipped") is not None
+    assert cases["measured: asr"].find("failure").get("message").startswith("asr: not measured")
+    assert "copied <verbatim>" in cases["extraction:zeng"].find("system-out").text
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == ("5", "2", "1", "1")
 
 
 def test_an_audit_that_failed_on_a_wrong_answer_path_starts_again_once_it_is_fixed(tmp_path):
