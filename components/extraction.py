@@ -40,10 +40,13 @@ from engine.views.extraction import (
     attacker_state,
     budget_note,
     cascade_rows,
+    LEAK_KINDS,
     cost_line,
+    leak_kinds,
     marked_segments,
     metrics_rows,
     round_view,
+    rouge_of,
     rounds_played,
     run_config,
     tenancy_line,
@@ -346,7 +349,7 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
             "chunk": [d for d, _ in v["retrieved"]],
             "score": [s for _, s in v["retrieved"]],
             "in context": [d in v["context_ids"] for d, _ in v["retrieved"]],
-            "leaked": ["⚠ leaked" if d in leaked else "" for d, _ in v["retrieved"]],
+            "leaked": ["⚠ " + ", ".join(leak_kinds(v, d)) if d in leaked else "" for d, _ in v["retrieved"]],
         }
         ten = v["tenancy"]
         if ten:  # a multi-tenant run: whose chunk each is, and what a filter after the top-K cut
@@ -390,30 +393,22 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
             )
         )
     if not v["leaked"]:
-        st.caption("No chunk leaked this round.")
+        st.caption("This answer reproduces no retrieved chunk.")
         return
     new = len(set(v["leaked"]) & set(v.get("recovered") or ()))
     st.markdown(
-        f"**Leaked this round — {len(v['leaked'])} chunk(s)**, {new} of them recovered for the first time (what CRR "
-        "counts; the others were recovered before, or repeated in part) · copied spans highlighted (runs of ≥ 4 "
-        "words the answer repeats in order)"
+        f"**Chunks this answer reproduces — {len(v['leaked'])}**, {new} of them recovered for the first time (what "
+        "CRR counts) · copied spans highlighted (runs of ≥ 4 words the answer repeats in order)",
+        help="\n\n".join(LEAK_KINDS.values()),
     )
     for cid in v["leaked"][:5]:
-        kinds = [
-            k
-            for k, ids in (
-                ("recovered", v["recovered"]),
-                ("repeat", v[MK.REPEAT_CONTEXTS]),
-                ("ROUGE", v[MK.ROUGE_CONTEXTS]),
-            )
-            if cid in ids
-        ]
         src = texts.get(cid)
         with st.container(border=True):
-            rec = v["recall"].get(cid)
-            st.markdown(
-                f"{md_code(cid)} · {', '.join(kinds)}" + (f" · ROUGE-L recall {rec:.2f}" if rec is not None else "")
-            )
+            rouge = ""
+            if src is not None:
+                rr, rp = rouge_of(src, v["answer"])
+                rouge = f" · ROUGE-L recall {rr:.2f}, precision {rp:.2f}"
+            st.markdown(f"{md_code(cid)} · {', '.join(leak_kinds(v, cid))}" + rouge)
             if src is None:
                 st.caption("source text unavailable (the knowledge base could not be reloaded)")
                 continue
@@ -530,6 +525,7 @@ def render_sidebar_status(key_box: bool = True) -> None:
             f"{run.config.attack} vs {'+'.join(run.config.defenses) or 'no defense'} · "
             f"{run.rounds_done}/{run.config.rounds} rounds · CRR {m.get(MK.CRR, 0.0):.3f}"
             + (" · complete" if run.done else "")
+            + f"  \nknowledge base {md_code(Path(str(run.config.kb)).name)} · generator {md_code(run.config.generator)}"
         )
     elif st.session_state.get("extract_view"):
         st.caption(f"viewing saved run {md_code(Path(st.session_state['extract_view']).name)}")

@@ -11,13 +11,21 @@ from engine.metrics import asr
 # the pages that work on the session's pipeline and lab runs: the sidebar shows them there, and nowhere else (on
 # the Audit page a second key box beside the page's own Keys was one for the wrong thing)
 LAB_PAGES = ("Home", "Teaching mode", "Pipeline", "Poisoning lab", "Extraction lab")
+# the pages of the session's pipeline (the Pipeline page builds it, the poisoning lab attacks it); the Extraction
+# lab runs on a knowledge base of its own form, so the pipeline block there described a corpus it did not use
+PIPELINE_PAGES = ("Home", "Teaching mode", "Pipeline", "Poisoning lab")
 
 
 def render_sidebar(page: str = "Home") -> None:
-    """The sidebar of a lab page (``page``: its title, one of :data:`LAB_PAGES`): the current pipeline in one line,
-    the poisoning run at a glance, then the extraction block (the run, and on the Extraction lab the API key box
-    its litellm generator reads). Other pages keep their own settings on the page: no sidebar block."""
+    """The sidebar of a lab page (``page``: its title, one of :data:`LAB_PAGES`): on the pipeline's pages the
+    current pipeline in one line and the poisoning run at a glance, then the extraction block (the run, and on the
+    Extraction lab the API key box its litellm generator reads). Other pages keep their own settings on the page:
+    no sidebar block."""
     if page not in LAB_PAGES:
+        return
+    if page not in PIPELINE_PAGES:
+        with st.sidebar:
+            render_sidebar_status(key_box=page == "Extraction lab")
         return
     p = st.session_state.get("pipeline", {})
     with st.sidebar:
@@ -38,4 +46,4 @@ def render_sidebar(page: str = "Home") -> None:
                 if done
                 else f"{run.config.attack} / {run.config.target} · ready, 0/{len(run.queries)} queries"
             )
-        render_sidebar_status(key_box=page == "Extraction lab")
+        render_sidebar_status(key_box=False)

@@ -12,7 +12,7 @@ import streamlit as st
 from components.audit import probe_result, render_report, secrets_section, target_form
 from components.job_panel import job_panel
 from components.state import data_dir, init_state, owner, shared_mode
-from components.text import doc_markdown, doc_plain, md_escape
+from components.text import doc_markdown, doc_plain, md_escape, short
 from components.runtime_notice import local_runtime_notice
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.attacks.poisoning import POISONING_ATTACKS
@@ -46,13 +46,14 @@ kind = c1.selectbox(
     "Target",
     kinds,
     index=kinds.index(default_kind) if default_kind in kinds else 0,
-    format_func=lambda n: f"{n} — {doc_plain(TARGETS.describe(n))}",
+    format_func=lambda n: f"{n} — {short(doc_plain(TARGETS.describe(n)), 60)}",  # in full in the form below
     key="audit_kind",
 )
 batteries = {p["name"]: p["description"] for p in list_presets() if p["kind"] == "audit"}
 battery = c2.selectbox(
-    "Battery", list(batteries), key="audit_battery", format_func=lambda n: f"{n} — {batteries[n].strip()[:90]}"
+    "Battery", list(batteries), key="audit_battery", format_func=lambda n: f"{n} — {short(batteries[n].strip(), 60)}"
 )
+c2.caption(md_escape(batteries.get(battery, "").strip()))
 base: AuditConfig = load_preset(battery)[1]
 secrets_section()
 
@@ -122,7 +123,7 @@ with st.form("audit_setup"):
             "knowledge base with them and this list); canary lines in the reference knowledge base are found "
             "without it",
         )
-    t1, t2 = st.columns(2)
+    t1, t2, _ = st.columns([1, 1, 3])  # side by side, under the fields they act on
     test = t1.form_submit_button("Test connection", disabled=running)
     start = t2.form_submit_button("Run audit", type="primary", disabled=running)
 

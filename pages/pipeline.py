@@ -26,7 +26,8 @@ current = "Upload" if p["corpus"] == "upload" else ("Benchmark data" if p["corpu
 follow("pipeline_source_pick", current, sources)
 source = st.radio("Corpus source", sources, key="pipeline_source_pick", horizontal=True)
 if source == "Bundled":
-    corpus = st.selectbox("Corpus", list(BUNDLED), index=0)
+    follow("pipeline_bundled_pick", p["corpus"], list(BUNDLED))  # a preset's bundled corpus, not always the first
+    corpus = st.selectbox("Corpus", list(BUNDLED), key="pipeline_bundled_pick")
 elif source == "Benchmark data":
     names = list(BENCHMARK_CORPORA)
     follow("pipeline_benchmark_pick", p["corpus"], names)
@@ -63,7 +64,7 @@ chunk_size = c2.number_input(
 )
 follow("pipeline_overlap_pick", int(p["chunk_overlap"]), list(range(0, 1025)))
 chunk_overlap = c3.number_input("Overlap (tokens)", 0, 1024, step=8, disabled=not chunking, key="pipeline_overlap_pick")
-top_k = field_input(PipelineConfig, "top_k", int(p["top_k"]), label="Top-K", container=c4)
+top_k = field_input(PipelineConfig, "top_k", int(p["top_k"]), label="Top-K", container=c4, key="pipeline")
 offline = offline_retrievers()
 names = offline + [n for n in RETRIEVERS.names() if n not in offline]
 follow("pipeline_retriever_pick", p["retriever"], names)  # keyed: its own setting never moves its identity
@@ -88,6 +89,7 @@ for pick in (
     "pipeline_retriever_pick",
     "pipeline_source_pick",
     "pipeline_benchmark_pick",
+    "pipeline_bundled_pick",
     "pipeline_chunking_pick",
     "pipeline_chunk_size_pick",
     "pipeline_overlap_pick",

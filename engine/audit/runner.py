@@ -348,6 +348,9 @@ class Audit:
         while not run.done:
             if stopped(self.stop):
                 raise AuditStopped(f"stopped in {rec['id']} after round {run.rounds_done}")
+            # before the round too: the label read the run's last preparation stage ("indexing …") until the first
+            # round, often the longest, was over
+            self._tick(rec["id"], run.rounds_done, total)
             run.step()
             self._tick(rec["id"], run.rounds_done, total)
 

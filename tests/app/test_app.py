@@ -559,3 +559,14 @@ def test_a_select_box_that_edits_its_own_setting_keeps_every_pick():
     for size in (256, 384, 128):
         next(w for w in at.number_input if w.label == "Chunk size (tokens)").set_value(size).run()
         assert at.session_state["pipeline"]["chunk_size"] == size and not at.exception
+    for k in (5, 2, 7):
+        next(w for w in at.number_input if w.label == "Top-K").set_value(k).run()
+        assert at.session_state["pipeline"]["top_k"] == k and not at.exception
+    for corpus in ("clinic_records", "clinic_handbook", "clinic_records"):
+        next(s for s in at.selectbox if s.label == "Corpus").set_value(corpus).run()
+        assert at.session_state["pipeline"]["corpus"] == corpus and not at.exception
+    # a bundled corpus other than the first, set from outside (a preset): the page shows it and keeps it
+    at.session_state["pipeline"] = {**at.session_state["pipeline"], "corpus": "clinic_records_heldout"}
+    at.run()
+    assert next(s for s in at.selectbox if s.label == "Corpus").value == "clinic_records_heldout"
+    assert at.session_state["pipeline"]["corpus"] == "clinic_records_heldout"

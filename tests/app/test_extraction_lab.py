@@ -289,3 +289,33 @@ def test_a_click_while_a_round_streams_is_answered_after_the_round():
     draw.release()  # nothing held any more
     with pytest.raises(ValueError):
         draw(lambda: int("x"))  # a real error is never held
+
+
+def _sidebar_of(page: str):
+    def script(page: str):
+        import streamlit as st
+
+        from components.sidebar import render_sidebar
+
+        st.session_state.setdefault(
+            "pipeline", {"corpus": "clinic_handbook", "chunk_size": 512, "chunk_overlap": 64, "retriever": "minilm"}
+        )
+        render_sidebar(page)
+
+    at = AppTest.from_function(script, kwargs={"page": page})
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_sidebar_shows_the_pipeline_only_where_a_page_uses_it():
+    lab = _sidebar_of("Extraction lab")
+    blocks = [m.value for m in lab.sidebar.markdown]
+    assert "**Extraction**" in blocks and "**Pipeline**" not in blocks, "the lab has a knowledge base of its own"
+    assert [w for w in lab.sidebar.text_input if w.key == "llm_api_key_box"], "its generator's key box"
+    pipe = _sidebar_of("Pipeline")
+    blocks = [m.value for m in pipe.sidebar.markdown]
+    assert {"**Pipeline**", "**Poisoning run**", "**Extraction**"} <= set(blocks)
+    assert "clinic_handbook" in " ".join(c.value for c in pipe.sidebar.caption)
+    assert not [w for w in pipe.sidebar.text_input if w.key == "llm_api_key_box"]
+    assert not _sidebar_of("Audit your RAG").sidebar.markdown, "no lab block on the other pages"

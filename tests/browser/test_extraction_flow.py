@@ -167,13 +167,13 @@ def flow(pg) -> None:
     snap(pg, "extraction_04_after_3_rounds.png")
     # a round that leaked shows the chunk beside its source (the slider goes back through the rounds)
     for r in (3, 2, 1):
-        if main.get_by_text("Leaked this round", exact=False).count():
+        if main.get_by_text("Chunks this answer reproduces", exact=False).count():
             break
         slider = main.get_by_role("slider").last
         slider.focus()
         slider.press("ArrowLeft")
         idle(pg)
-    expect(main.get_by_text("Leaked this round", exact=False).first).to_be_visible()
+    expect(main.get_by_text("Chunks this answer reproduces", exact=False).first).to_be_visible()
     expect(main.get_by_text("Source chunk").first).to_be_visible()
     snap(pg, "extraction_05_leaked_chunk.png")
 

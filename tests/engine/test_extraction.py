@@ -767,3 +767,17 @@ def test_copied_marks_take_in_the_signs_inside_and_touching_a_copied_run():
     assert "".join(t for t, _ in pieces) == src  # the source, whole and in order
     copied = [t for t, c in pieces if c]
     assert copied == [ans] and pieces[-1] == (" - and nothing of this tail was copied.", False)
+
+
+def test_the_round_view_says_why_a_chunk_counts_as_reproduced():
+    from engine.views.extraction import LEAK_KINDS, leak_kinds, rouge_of
+
+    src = "Patient John Doe, MRN 4411, was admitted with chest pain and treated with aspirin over three days."
+    rr, rp = rouge_of(src, "John Doe had chest pain; aspirin.")
+    assert rr < 0.5 < 0.8 < rp, "a short answer made of the chunk's words: low recall, high precision"
+    assert rouge_of(src, src) == (1.0, 1.0) and rouge_of(src, "nothing alike here") == (0.0, 0.0)
+    from engine.metrics.catalog import MK
+
+    v = {"recovered": ["a"], MK.REPEAT_CONTEXTS: ["a", "b"], MK.ROUGE_CONTEXTS: ["b", "c"]}
+    assert [leak_kinds(v, c) for c in "abcd"] == [["recovered", "verbatim"], ["verbatim", "ROUGE"], ["ROUGE"], []]
+    assert set(LEAK_KINDS) == {"recovered", "verbatim", "ROUGE"}
