@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from components.params_form import params_form
-from components.text import marked_markdown, md_escape
+from components.text import marked_markdown, md_escape, short
 from engine.views.poisoning_run import detector_report, embedding_map, rounds_table
 from engine.detectors import DETECTORS
 from engine.metrics import asr, asr_defended, asr_generation, detection, triggered_rounds
@@ -98,7 +98,11 @@ def render_round(run) -> None:
     if view is not None:
         with st.container(border=True):
             verdict = (
-                f"☣ **repeats the attacker's information**: {md_escape(', '.join(view['matched']))}"
+                "⚪ refused already without the blocker: set aside, not counted"
+                if view["clean_refused"]
+                else f"refuses, yet keeps {view['clean_recall']:.0%} of the answer without the blocker: not counted"
+                if view["matched"] and not view["carried"] and view["clean_recall"] is not None
+                else f"☣ **repeats the attacker's information**: {md_escape(', '.join(view['matched']))}"
                 if view["matched"]
                 else (
                     "☣ **the judge says it states the planted information**"
@@ -111,6 +115,8 @@ def render_round(run) -> None:
                 f"{'was' if view['poison_in_context'] else 'was not'} in its context) · {verdict}"
             )
             st.markdown(marked_markdown(view["segments"]) or "_(empty answer)_")
+            if view["clean_answer"] is not None:
+                st.caption("Without the blocker: " + md_escape(short(view["clean_answer"], 400)))
             if view["judge"]:
                 st.caption(f"LLM judge: {view['judge']}")
 

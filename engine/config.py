@@ -84,6 +84,13 @@ class PoisonConfig(Params):
     judge_params: Optional[Mapping[str, Any]] = param(
         None, help="Judge generator parameters (model, ...)", label="Judge parameters (JSON)"
     )
+    clean_baseline: bool = param(
+        True,
+        help="Jamming: answer each question without its blocker first; a question refused already is set aside "
+        "and a refusal counts only where the answer loses the clean answer's content (Shafran et al. 2025 §3). "
+        "Off: one answer per question, refusals the model makes anyway counted as the blocker's",
+        label="Jamming: compare with the answer without the blocker",
+    )
     defenses: tuple[str, ...] = param(
         (),
         help="Defenses between retrieval and the answer (query and retrieval "

@@ -112,6 +112,7 @@ POISON_GENERATION_KEYS = (
     "n_generated",
     "generation_successes",
     "poison_in_context",
+    "clean_refused",
     "asr_judge",
     "generator",
     "generation_seconds",

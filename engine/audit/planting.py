@@ -8,7 +8,8 @@ its sources, whether the poison was among them. Each round:
 1. (jamming only) the question is asked once *without* the poison: an answer that refuses already is not
    counted as the blocker's success, and neither is one that carries the refusal yet still answers (a service
    that quotes its context repeats the blocker's "I don't know" beside the real answer): the blocker succeeds when
-   the answer refuses and keeps less than :data:`DENIAL_RECALL` of the clean answer's content words;
+   the answer refuses and keeps less than ``DENIAL_RECALL`` of the clean answer's content words
+   (:func:`engine.metrics.poisoning.denial_verdict`, the rule the poisoning lab uses too);
 2. the poison (the attack's document for this question, under an id of the audit's own) is written to the
    plant journal, then planted (:meth:`Target.ingest`);
 3. the question is asked;
@@ -46,7 +47,7 @@ from ..events import (
 )
 from ..files import atomic_write
 from ..metrics.intervals import wilson
-from ..metrics.poisoning import answer_matches
+from ..metrics.poisoning import answer_matches, denial_verdict
 from ..params import Params, param
 from ..progress import Progress
 from ..queries import load_queries
@@ -93,20 +94,6 @@ class PlantingConfig(Params):
         if POISONING_ATTACKS.get(self.attack).takes_target():
             ap.setdefault("target", self.poison_target)
         return ap
-
-
-DENIAL_RECALL = 0.5  # a jammed answer keeps less than this share of the clean answer's content words
-
-
-def clean_recall(clean: str, answer: str) -> float:
-    """The share of the clean answer's content words (four letters or more) that ``answer`` still holds: near 1 when
-    the service answered anyway, near 0 for a refusal (1.0 when the clean answer has no content word)."""
-    from ..metrics.overlap import word_tokens
-
-    words = {w for w in word_tokens(clean) if len(w) >= 4}
-    if not words:
-        return 1.0
-    return len(words & set(word_tokens(answer))) / len(words)
 
 
 def _norm(text: str) -> str:
@@ -303,10 +290,8 @@ class TargetPoisoningRun(EventRunner):
         info = {"contexts_reported": reply.contexts_reported, "trigger": q.metadata.get("trigger")}
         carried = bool(matched)
         if clean_answer is not None:
-            clean_refused = bool(answer_matches(clean_answer, poison.goal))
-            kept = clean_recall(clean_answer, reply.answer)
-            info.update(clean_answer=clean_answer, clean_refused=clean_refused, clean_recall=round(kept, 3))
-            carried = carried and not clean_refused and kept < DENIAL_RECALL
+            carried, clean = denial_verdict(reply.answer, clean_answer, poison.goal)
+            info.update(clean)
         self._emit(
             Generated,
             round=r,

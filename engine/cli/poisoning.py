@@ -30,6 +30,11 @@ def _print_summary(s: dict) -> None:
             f"{s['poison_in_context']}): ASR (generation) {s[MK.ASR_GENERATION]:.3f} "
             f"{fmt_interval(s.get('asr_generation_ci'))}{judge}  "
             f"[{s['generation_seconds']:.0f} s of generation]"
+            + (
+                f"\n  {s['clean_refused']} question(s) refused already without the blocker: set aside"
+                if s.get("clean_refused")
+                else ""
+            )
         )
     if s.get("trigger"):
         t = s["trigger"]

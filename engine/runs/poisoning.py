@@ -26,6 +26,7 @@ from ..errors import ConfigError
 from ..generators import GENERATORS
 from ..generators.base import TextCallback
 from ..defenses import Chunk, DefenseAction, DefenseContext, make_defenses
+from ..metrics.poisoning import denial_verdict
 from ..metrics import (
     answer_matches,
     asr,
@@ -71,6 +72,7 @@ from .base import EventRunner
 from .manifest import build_manifest
 
 ASR_KS = (1, 2, 5)
+CLEAN_GROUP = "\x00clean"  # a group no poison belongs to: a search in it sees the clean corpus alone
 
 
 class PoisoningRun(EventRunner):
@@ -334,12 +336,15 @@ class PoisoningRun(EventRunner):
             )
         if self._generator is None:
             return
+        goal = tuple(dict.fromkeys(g for p in poisons for g in p.goal))
+        denial = c.clean_baseline and any(p.target_kind == "refusal" for p in poisons)
+        clean = self._clean_answer(i, q) if denial else None  # before: the streamed answer is the attacked one
         if blocker is not None:
             refusal = str(actions[-1].detail.get("refusal", ""))
             if on_text is not None and refusal:
                 on_text(refusal)
-            self._emit(Generated, round=i, text=refusal, blocked_by=blocker.name)
             text = refusal
+            info: dict[str, Any] = {}
         else:
             extra, acts = prompt_additions(self._defenses)
             messages = render(get_template(c.template), q.text, [ch.text for ch in context], extra_system=extra)
@@ -348,6 +353,15 @@ class PoisoningRun(EventRunner):
             )
             self._record(i, acts + acts2)
             text = scrub_known(gen.text)  # a key the engine was given never reaches the events, even echoed
+            info = jsonable(dict(gen.info))
+        matched = answer_matches(text, goal)
+        carried = bool(matched)
+        if clean is not None:
+            carried, verdict_info = denial_verdict(text, clean, goal)
+            info.update(verdict_info)
+        if blocker is not None:
+            self._emit(Generated, round=i, text=text, blocked_by=blocker.name, info=info)
+        else:
             self._emit(
                 Generated,
                 round=i,
@@ -357,12 +371,10 @@ class PoisoningRun(EventRunner):
                 prompt_tokens=gen.prompt_tokens,
                 completion_tokens=gen.completion_tokens,
                 seconds=round(gen.seconds, 3),
-                info=jsonable(dict(gen.info)),
+                info=info,
             )
-        goal = tuple(dict.fromkeys(g for p in poisons for g in p.goal))
-        matched = answer_matches(text, goal)
         verdict = self._judge_answer(q, text, poisons, goal) if self._judge is not None else ""
-        carried = bool(matched) if goal else verdict == "yes"
+        carried = carried if goal else verdict == "yes"
         poison_ids = {p.doc.id for p in poisons}
         self._emit(
             AnswerScored,
@@ -375,6 +387,28 @@ class PoisoningRun(EventRunner):
             judge=verdict,
         )
         self._tick("answering", i + 1, len(self.queries))
+
+    def _clean_answer(self, i: int, q: Query) -> str:
+        """The answer to ``q`` without any poison: the clean top-K (no injected document visible), the same defenses
+        and generator; nothing is recorded but the text (in the attacked answer's ``Generated.info``)."""
+        c = self.config
+        res = self.store.search(
+            [q.text],
+            c.top_k,
+            query_vecs=self._qvecs[[i]] if self._qvecs is not None else None,
+            groups=[CLEAN_GROUP],
+        )[0]
+        retrieved = [Chunk(h.doc_id, self.store.text_of(h.doc_id), float(h.score), h.rank) for h in res.hits]
+        actions, blocker = screen_query(q.text, self._defenses, self._dctx)
+        if blocker is not None:
+            return str(actions[-1].detail.get("refusal", ""))
+        context, _ = defend_context(q.text, retrieved, self._defenses, self._dctx)
+        extra, _ = prompt_additions(self._defenses)
+        messages = render(get_template(c.template), q.text, [ch.text for ch in context], extra_system=extra)
+        gen, _ = defended_generation(
+            q.text, messages, retrieved, context, self._defenses, self._dctx, self._generator, c.max_tokens, None
+        )
+        return scrub_known(gen.text)
 
     def _judge_answer(self, q: Query, answer: str, poisons: list[Poison], goal: tuple[str, ...]) -> str:
         """The judge's yes/no: does the answer state the attacker's information?"""
@@ -612,6 +646,7 @@ def summarize(events: list[Event]) -> PoisoningSummary:
             n_generated=g.counts["queries"],
             generation_successes=g.counts["successes"],
             poison_in_context=g.counts["poison_in_context"],
+            clean_refused=g.counts["clean_refused"],
             asr_judge=(sum(e.judge == "yes" for e in judged) / len(judged)) if judged else None,
             generator=gens[0].model if gens else None,
             generation_seconds=round(sum(e.seconds for e in gens), 3),

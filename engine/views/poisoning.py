@@ -46,6 +46,10 @@ def answer_view(events: Sequence[Event], round_: int) -> dict[str, Any] | None:
         "poison_in_context": bool(sc and sc.poison_in_context),
         "model": gen.model,
         "seconds": gen.seconds,
+        # jamming: the same question answered without its blocker (engine.metrics.poisoning.denial_verdict)
+        "clean_answer": (gen.info or {}).get("clean_answer"),
+        "clean_refused": bool((gen.info or {}).get("clean_refused")),
+        "clean_recall": (gen.info or {}).get("clean_recall"),
     }
 
 
