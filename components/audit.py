@@ -87,9 +87,11 @@ def probe_result(got: Mapping[str, Any]) -> None:
             width="stretch",
         )
     else:
+        hint = got.get("contexts_hint") or ""
         st.caption(
-            "No contexts reported — set the contexts path if the service returns its sources (the "
-            "leakage metrics then see what reached the answer)."
+            "No contexts reported"
+            + (f" — {md_escape(hint)}, if it has them" if hint else "")
+            + " (the leakage metrics then see what reached the answer)."
         )
     st.caption(
         f"Poisoning (write surface): {'yes' if got['can_write'] else 'no'} · removal verifiable: "

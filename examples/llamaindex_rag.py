@@ -12,10 +12,12 @@ Audit it::
         "ingest": "examples.llamaindex_rag:ingest", "remove": "examples.llamaindex_rag:remove",
         "exists": "examples.llamaindex_rag:exists"}'
 
-The python target calls ``build_query_engine()`` once (``factory``) and then ``engine.query(question)``; the
+The python target calls ``build_query_engine()`` (``factory``) and then ``engine.query(question)``; the
 LlamaIndex ``Response`` it returns carries ``source_nodes``, which the audit reads as the retrieved contexts.
 ``ingest`` / ``remove`` / ``exists`` give the audit the write surface poisoning needs (nodes inserted into and
-deleted from the same index).
+deleted from the same index). After each write the target calls the factory again, and this module builds the
+engine again: an engine from ``as_query_engine()`` searches only the nodes its index held when it was built —
+the pitfall to check in your own code (an engine built once at start-up never retrieves a document added later).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ TOP_K = 2
 _lock = threading.Lock()
 _index: VectorStoreIndex | None = None
 _engine: Any = None
+_settings = {"top_k": TOP_K}
 
 
 class OfflineMiniLM(BaseEmbedding):
@@ -104,23 +107,35 @@ def build_query_engine(kb: str = KB, top_k: int = TOP_K) -> Any:
             corpus = load_corpus(kb, chunk_size=512, chunk_overlap=0, window=retriever_window(make_retriever("minilm")))
             nodes = [TextNode(id_=d.id, text=d.text) for d in corpus.documents]
             _index = VectorStoreIndex(nodes, embed_model=OfflineMiniLM())
-            _engine = _index.as_query_engine(llm=OfflineQwen(), similarity_top_k=top_k)
+            _settings["top_k"] = top_k
+            _engine = _new_engine()
     return _engine
+
+
+def _new_engine() -> Any:
+    # as_query_engine() searches the nodes the index holds *now* (its VectorIndexRetriever keeps their ids): after
+    # an insert or a delete the engine is built again, or a planted node would never be retrieved
+    assert _index is not None
+    return _index.as_query_engine(llm=OfflineQwen(), similarity_top_k=_settings["top_k"])
 
 
 def ingest(docs: Sequence[dict]) -> list[str]:
     """Insert the audit's documents as nodes of the index; returns their node ids."""
     build_query_engine()
+    global _engine
     with _lock:
         _index.insert_nodes([TextNode(id_=d["id"], text=d["text"]) for d in docs])
+        _engine = _new_engine()
     return [d["id"] for d in docs]
 
 
 def remove(ids: Sequence[str]) -> None:
     """Delete the nodes from the index and its docstore."""
     build_query_engine()
+    global _engine
     with _lock:
         _index.delete_nodes(list(ids), delete_from_docstore=True)
+        _engine = _new_engine()
 
 
 def exists(ids: Sequence[str]) -> list[bool]:

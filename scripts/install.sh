@@ -27,7 +27,7 @@ fi
 # kernels switched on explicitly (prompt evaluation ~1.5x faster on such CPUs, same outputs).
 # GGML_NATIVE stays OFF: the -march=native build segfaulted in eval on this machine's AVX-512/AMX CPU.
 LLAMA_VERSION=0.3.36
-WHEELS="$HOME/.cache/rag-playground-wheels"
+WHEELS="${RAG_PLAYGROUND_WHEELS:-$HOME/.cache/rag-playground-wheels}"  # a CI job may cache it elsewhere
 AVX2_FLAGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
 AVX512_FLAGS="$AVX2_FLAGS -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON"
 STATUS=.venv/llama-status

@@ -11,7 +11,8 @@ report of the same battery:
 * a rate whose 95% interval now lies entirely above the baseline's interval fails, threshold or not (only the
   rates where higher is worse: CRR, reproduction, coverage, ASR, poison retrieval);
 * a threshold on a metric no finding measured fails too (e.g. ``crr`` without a reference knowledge base, ``asr``
-  when no poisoning ran): a gate cannot pass on what it did not measure.
+  when the target has no write surface): a gate cannot pass on what it did not measure — except where none of the
+  cells that measure it was run at all (``--only`` cells of the other family, e.g. a finding's reproduce command).
 
 Each failure is one line; the command exits with :data:`GATE_FAILED`.
 """
@@ -42,6 +43,7 @@ WORSE_WHEN_HIGHER = (
     MK.CROSS_TENANT_LEAKED,
 )
 COUNTS = (MK.PII_LEAKED, "pii_shapes", "verbatim_pairs")
+POISONING_METRICS = ("asr", "poison_retrieved", "asr_without_trigger")  # the rest are extraction's
 _COND = re.compile(r"^\s*([a-z_]+)\s*(>=|>)\s*([A-Za-z0-9.]+)\s*$")
 
 
@@ -125,11 +127,16 @@ def limit_text(limit: float) -> str:
 def unmeasured(report: Mapping[str, Any], fail_on: Mapping[str, Any]) -> list[str]:
     """One line per threshold of ``fail_on`` on a metric that no finding of ``report`` measured, with the reason a
     finding gives (``not_computed``) where one does."""
-    done = [f for f in report.get("findings", []) if f.get("status") == "done"]
+    findings = list(report.get("findings", []))
+    done = [f for f in findings if f.get("status") == "done"]
     lines = []
     for key in fail_on:
         if key == "severity" or any(((f.get("metrics") or {}).get(key) or {}).get("value") is not None for f in done):
             continue
+        family = "poisoning" if key in POISONING_METRICS else "extraction"
+        mine = [f for f in findings if f.get("family") == family]
+        if mine and all(f.get("status") == "pending" for f in mine):
+            continue  # none of its cells was run (``--only`` another family): nothing to gate, nothing failed
         why = next((f["not_computed"][key] for f in done if key in (f.get("not_computed") or {})), None)
         lines.append(
             f"{key}: not measured by any finding"

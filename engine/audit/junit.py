@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from typing import Any, Mapping
 
 from .findings import metric_text
+from .gate import fail_on_text
 
 # characters XML 1.0 does not allow; ElementTree escapes &, < and > but would write these as they are (an error
 # message or a rationale quoting a target's bytes can carry them) and a CI's parser would reject the file
@@ -61,7 +62,7 @@ def junit_xml(report: Mapping[str, Any]) -> str:
     props = ET.SubElement(suite, "properties")
     for name, value in (
         ("status", report.get("status")),
-        ("fail_on", ",".join(f"{k}={v}" for k, v in ((report.get("gate") or {}).get("fail_on") or {}).items())),
+        ("fail_on", fail_on_text((report.get("gate") or {}).get("fail_on") or {})),
         ("baseline", (report.get("gate") or {}).get("baseline") or ""),
         ("engine_commit", report.get("engine_commit") or ""),
     ):

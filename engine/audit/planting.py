@@ -323,6 +323,8 @@ class TargetPoisoningRun(EventRunner):
             f"{self.cell} stopped in round {r} ({message}); {self._round} finished round(s) kept",
             self.out_dir,
             self._round,
+            reason=message,
+            failed_round=r,
         )
 
     def run(self) -> list[Event]:

@@ -277,6 +277,8 @@ CSS = (
     ".pair{display:grid;grid-template-columns:1fr 1fr;gap:12px}.finding{border-top:1px solid #ddd;margin-top:1.4em}"
     ".q{background:#eef2ff}.measured{color:#374151;font-size:13px}.tags{font-size:13px}.gate-fail{color:#b91c1c}"
     ".gate-pass{color:#15803d}.cmd{background:#111;color:#eee}"
+    # printed or saved as PDF for a review: every answer and the configuration in full, no scroll boxes
+    "@media print{pre{max-height:none;overflow:visible}.pair{grid-template-columns:1fr}.finding{break-inside:auto}}"
 )
 
 

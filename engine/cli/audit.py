@@ -77,7 +77,7 @@ def cmd_audit(args: Any) -> int:
     if args.action == "probe":
         return cmd_probe(args)
     from ..audit import GATE_FAILED, load_baseline, regressions, run_audit
-    from ..audit.gate import parse_fail_on
+    from ..audit.gate import fail_on_text, parse_fail_on
     from ..audit.report import write_outputs
     from ..audit.runner import default_out
     from .common import _progress_printer
@@ -103,6 +103,11 @@ def cmd_audit(args: Any) -> int:
         _print_report(report, out)
     for line in lines:
         print(f"gate failed: {line}")
+    if report["gate"]["passed"]:
+        print(
+            f"gate passed: {fail_on_text(fail_on) or 'no threshold'}"
+            + (f"; not worse than the baseline {args.baseline}" if args.baseline else "")
+        )
     if args.json:
         print(
             json.dumps(
@@ -144,7 +149,8 @@ def cmd_probe(args: Any) -> int:
                 + "; ".join(f"{c['id'] or '(no id)'}: {c['text'][:60]!r}" for c in got["contexts"][:5])
             )
         else:
-            print("  no contexts reported (set contexts_path if the service returns its sources)")
+            hint = got.get("contexts_hint")
+            print("  no contexts reported" + (f" ({hint}, if it has them)" if hint else ""))
         print(
             f"  write surface (poisoning): {'yes' if got['can_write'] else 'no'}; removal verifiable: "
             f"{'yes' if got['can_verify'] else 'no'}; store readable as the reference: "

@@ -91,8 +91,9 @@ target, with its default. How to audit with them: [Audit your own RAG](../audit.
 
 
 def _html(text: str) -> str:
-    """Prose for a Markdown page: ``<model>`` shown, not read as an HTML tag; reST double backticks as code."""
-    return text.replace("<", "&lt;").replace(">", "&gt;").replace("``", "`")
+    """Prose for a Markdown page: ``<model>`` shown, not read as an HTML tag (only ``<`` opens one: ``->`` stays
+    readable in the raw file); reST double backticks as code."""
+    return text.replace("<", "&lt;").replace("``", "`")
 
 
 def targets_reference() -> str:

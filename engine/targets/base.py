@@ -135,6 +135,9 @@ class Target:
         return None
 
     # description --------------------------------------------------------------------------------
+    # how to make the target report its contexts, for ``audit probe`` when it reported none ('' : nothing to set)
+    contexts_hint = "set contexts_path to where the response holds its sources"
+
     def request_preview(self, text: str) -> str:
         """The request a query of ``text`` sends, for ``audit probe`` to show (no credential values; '' for a target
         that sends no request of its own)."""

@@ -110,6 +110,8 @@ class HttpClient:
         self.rate, self.max_requests, self.max_bytes = float(rate), int(max_requests), int(max_bytes)
         self.secrets = tuple(s for s in secrets if s)
         self.sleep = sleep
+        # what a 401 / 403 tells the user to check (a target whose key is not in its headers says where it is)
+        self.credentials_hint = "check the headers' ${…} keys"
         self.sent = 0  # requests sent (retries and redirects included)
         self.waited = 0.0  # seconds spent waiting on the rate cap and retries
         self._reached: set[str] = set()  # origins that have answered at least once
@@ -233,8 +235,8 @@ class HttpClient:
                     raise TargetError(
                         self._clean(
                             f"{what}: {url} refused the credentials ({r.status} "
-                            f"{'Unauthorized' if r.status == 401 else 'Forbidden'}): check the headers' "
-                            f"${{…}} keys; the service said: {preview(r.text)}"
+                            f"{'Unauthorized' if r.status == 401 else 'Forbidden'}): {self.credentials_hint}; "
+                            f"the service said: {preview(r.text)}"
                         )
                     )
                 if r.status not in RETRY_STATUSES:

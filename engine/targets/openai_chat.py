@@ -83,16 +83,26 @@ class OpenAIChatTarget(RemoteTarget):
             key = self._key()
             if key:
                 self.client.headers["Authorization"] = f"Bearer {key}"
+            name = self.params.api_key_env
+            self.client.credentials_hint = (
+                f"check the key in ${name} (sent as Authorization: Bearer)"
+                if name
+                else "no key was sent: name the variable that holds it in api_key_env"
+            )
         else:
             super().open(progress)
 
-    def query(self, text: str, *, session: str = "") -> TargetReply:
+    def request_preview(self, text: str) -> str:
         p = self.params
-        t0 = time.perf_counter()
+        key = f"with header Authorization (Bearer ${p.api_key_env}) and " if p.api_key_env else "with "
+        return f"POST {self._url()} {key}body {json.dumps(self._body(text), ensure_ascii=False)}"
+
+    def _body(self, text: str) -> dict[str, Any]:
+        p = self.params
         messages = ([{"role": "system", "content": p.system_prompt}] if p.system_prompt else []) + [
             {"role": "user", "content": text}
         ]
-        body = {
+        return {
             **dict(p.extra_body or {}),
             "model": p.model,
             "messages": messages,
@@ -100,6 +110,11 @@ class OpenAIChatTarget(RemoteTarget):
             "temperature": p.temperature,
             "stream": False,
         }
+
+    def query(self, text: str, *, session: str = "") -> TargetReply:
+        p = self.params
+        t0 = time.perf_counter()
+        body = self._body(text)
         r = self._http().request("POST", self._url(), body=body, what="the chat request")
         data = r.json(what="the chat answer")
         try:

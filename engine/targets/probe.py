@@ -52,6 +52,7 @@ def probe(
         "answer": reply.answer,
         "contexts": [{"id": s.id, "text": s.text, "score": s.score} for s in reply.contexts],
         "contexts_reported": reply.contexts_reported,
+        "contexts_hint": target.contexts_hint,
         "seconds": round(time.perf_counter() - t0, 3),
         "can_write": target.can_write,
         "can_verify": target.can_verify,

@@ -3,7 +3,8 @@
 ``callable`` is ``module:attribute`` (the attribute may be dotted: ``app.rag:engine.query``). What it names
 is used as follows: an object with ``query`` (a LlamaIndex query engine) is asked through ``query``, one with
 ``chat`` through ``chat``, anything else is called with the query text. With ``factory`` on, the attribute is
-called once with no arguments and what it returns is used (a function that builds the engine).
+called with no arguments and what it returns is used (a function that builds the engine) — once, and again after
+every ``ingest`` and ``remove`` (an engine built before a write may not search what it wrote).
 
 What the call returns may be: a string (the answer); a pair ``(answer, contexts)``; a dict with the answer
 under ``answer`` / ``response`` / ``output`` / ``text`` and contexts under ``contexts`` / ``sources`` /
@@ -29,6 +30,8 @@ from ..secrets import scrub
 from ..types import Document
 from .base import ID_KEYS, TEXT_KEYS, Target, TargetReply, as_sources, timed_reply
 from .http_client import TargetError
+
+EXAMPLE_MODULE = "examples.llamaindex_rag"  # the documented LlamaIndex example: the default callable
 
 KB_WRITE = "Knowledge-base write surface (poisoning)"
 _ANSWER_KEYS = ("answer", "response", "output", "text", "result")
@@ -117,15 +120,19 @@ class PythonTarget(Target):
             "the attribute is the engine or the query function itself)",
         )
         ingest: str = param(
-            "examples.llamaindex_rag:ingest",
+            "",
             group=KB_WRITE,
-            help="module:attribute of ingest(docs) (enables poisoning; blank: none)",
+            help="module:attribute of ingest(docs) (enables poisoning); blank: none — with the default callable, "
+            "the example's own",
         )
-        remove: str = param("examples.llamaindex_rag:remove", group=KB_WRITE, help="module:attribute of remove(ids)")
+        remove: str = param(
+            "", group=KB_WRITE, help="module:attribute of remove(ids) (blank: the example's own with its callable)"
+        )
         exists: str = param(
-            "examples.llamaindex_rag:exists",
+            "",
             group=KB_WRITE,
-            help="module:attribute of exists(ids) -> list of bools (verifies the cleanup)",
+            help="module:attribute of exists(ids) -> list of bools (verifies the cleanup; blank: the example's own "
+            "with its callable)",
         )
 
         def validate(self) -> None:
@@ -136,9 +143,19 @@ class PythonTarget(Target):
             if self.ingest and not self.remove:
                 raise ConfigError("ingest needs remove: every planted document must be removable")
 
+        def hook(self, name: str) -> str:
+            """The ``ingest`` / ``remove`` / ``exists`` callable in effect: the one given; blank with the example's
+            callable, the example's own (never with another callable: the audit would plant into the example's
+            store and report a clean result for yours)."""
+            given = str(getattr(self, name) or "")
+            if given or self.callable.partition(":")[0].strip() != EXAMPLE_MODULE:
+                return given
+            return f"{EXAMPLE_MODULE}:{name}"
+
     def __init__(self, params: Params, **kw: Any) -> None:
         super().__init__(params, **kw)
         self._fn: Callable[[str], Any] | None = None
+        self._factory: Callable[[], Any] | None = None
         self._hooks: dict[str, Callable] = {}
 
     def open(self, progress: Progress | None = None) -> None:
@@ -146,21 +163,54 @@ class PythonTarget(Target):
             p = self.params
             obj = load_callable(p.callable, path=p.path)
             if p.factory:
-                obj = self._call(obj, "building the engine")
-            fn = getattr(obj, "query", None) or getattr(obj, "chat", None) or obj
-            if not callable(fn):
-                raise ConfigError(
-                    f"callable {p.callable!r} is a {type(obj).__name__}: neither callable nor an "
-                    "object with query() or chat()"
-                )
-            self._fn = fn
+                self._factory = obj
+                obj = self._build()
+            self._fn = self._query_function(obj)
             for name in ("ingest", "remove", "exists"):
-                if getattr(p, name):
-                    self._hooks[name] = load_callable(getattr(p, name), path=p.path, what=name)
+                if p.hook(name):
+                    self._hooks[name] = load_callable(p.hook(name), path=p.path, what=name)
         super().open(progress)
+
+    def _build(self) -> Any:
+        """The engine the factory returns; a factory that needs an argument is a query function (one line)."""
+        import inspect
+
+        assert self._factory is not None
+        try:
+            needs = [
+                q
+                for q in inspect.signature(self._factory).parameters.values()
+                if q.default is q.empty and q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)
+            ]
+        except (TypeError, ValueError):  # a builtin or C callable without a signature: just call it
+            needs = []
+        if needs:
+            raise ConfigError(
+                f"callable {self.params.callable!r} takes {', '.join(q.name for q in needs)}: it looks like the "
+                "query function itself — set factory to false (factory: true calls it once with no arguments to "
+                "build the engine)"
+            )
+        return self._call(self._factory, "building the engine")
+
+    def _query_function(self, obj: Any) -> Callable[[str], Any]:
+        fn = getattr(obj, "query", None) or getattr(obj, "chat", None) or obj
+        if not callable(fn):
+            raise ConfigError(
+                f"callable {self.params.callable!r} is a {type(obj).__name__}: neither callable nor an "
+                "object with query() or chat()"
+            )
+        return fn
+
+    def _rebuild(self) -> None:
+        """After a write, ask the factory for the engine again: a LlamaIndex engine built by ``as_query_engine()``
+        searches only the nodes its index held when it was built (``VectorIndexRetriever`` keeps their ids), so a
+        document inserted later would never be retrieved by the engine built before it."""
+        if self._factory is not None:
+            self._fn = self._query_function(self._build())
 
     def close(self) -> None:
         self._fn = None
+        self._factory = None
         self._hooks = {}
         super().close()
 
@@ -172,6 +222,15 @@ class PythonTarget(Target):
 
     def endpoint(self) -> str:
         return self.params.callable
+
+    def request_preview(self, text: str) -> str:
+        p = self.params
+        call = f"{p.callable}()" if p.factory else p.callable
+        return f"{call}.query({text!r}) (or the call itself, for a function)" if p.factory else f"{call}({text!r})"
+
+    contexts_hint = (
+        "return (answer, contexts), a dict with 'contexts' or 'sources', or a LlamaIndex Response (its source_nodes)"
+    )
 
     @property
     def reports_contexts(self) -> bool:
@@ -186,11 +245,11 @@ class PythonTarget(Target):
 
     @property
     def can_write(self) -> bool:
-        return bool(self.params.ingest)
+        return bool(self.params.hook("ingest"))
 
     @property
     def can_verify(self) -> bool:
-        return bool(self.params.exists)
+        return bool(self.params.hook("exists"))
 
     def ingest(self, docs: Sequence[Document]) -> list[str]:
         if not self.can_write:
@@ -205,17 +264,19 @@ class PythonTarget(Target):
         ids = [str(i) for i in got] if isinstance(got, (list, tuple)) else [d.id for d in docs]
         if len(ids) != len(docs):
             raise TargetError(f"ingest returned {len(ids)} id(s) for {len(docs)} document(s)")
+        self._rebuild()
         return ids
 
     def remove(self, ids: Sequence[str]) -> None:
-        if "remove" not in self._hooks and self.params.remove:
+        if "remove" not in self._hooks and self.params.hook("remove"):
             self.open()
         if "remove" not in self._hooks:
             return super().remove(ids)
         self._call(self._hooks["remove"], "removing planted documents", list(ids))
+        self._rebuild()
 
     def exists(self, ids: Sequence[str]) -> list[bool] | None:
-        if "exists" not in self._hooks and self.params.exists:
+        if "exists" not in self._hooks and self.params.hook("exists"):
             self.open()
         if "exists" not in self._hooks:
             return None

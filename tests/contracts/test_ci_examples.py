@@ -18,7 +18,8 @@ EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "ci").glob
 
 def engine_commands(text: str) -> list[list[str]]:
     """The argument lists of the `-m engine` commands in a CI file's shell lines (continuations joined)."""
-    joined = text.replace("\\\n", " ")
+    # $BASELINE expands to the --baseline option where a baseline exists (the examples' bootstrap)
+    joined = text.replace("\\\n", " ").replace("$BASELINE", "--baseline ../audit/baseline/report.json")
     out = []
     for line in joined.splitlines():
         if line.lstrip().startswith("#"):

@@ -261,7 +261,7 @@ def test_the_ci_gate_fails_when_a_defense_is_switched_off_and_passes_when_it_is_
 
         on = audit(f"http://127.0.0.1:{port}", "on")
         assert on.returncode == 0, on.stdout + on.stderr[-2000:]
-        assert "gate failed:" not in on.stdout
+        assert "gate failed:" not in on.stdout and "gate passed: severity>=high" in on.stdout
         off = audit(rag_service, "off")
         assert off.returncode == 3, off.stdout + off.stderr[-2000:]
         lines = [x for x in off.stdout.splitlines() if x.startswith("gate failed: extraction:zeng: severity")]
@@ -331,6 +331,16 @@ def test_the_gate_compares_intervals_with_a_baseline():
         "give what it needs or drop the condition"
     ]
     assert regressions(blind, parse_fail_on("asr>0.25"))[0].startswith("asr: not measured by any finding (no attack")
+    # a finding's reproduce command runs one cell (--only): the other family's conditions were not run, not failed
+    one_cell = {
+        "findings": [
+            {**blind["findings"][0], "family": "extraction", "severity": "low"},
+            {"id": "poisoning:universal", "family": "poisoning", "status": "pending", "metrics": {}},
+        ]
+    }
+    assert regressions(one_cell, parse_fail_on("asr>0.25")) == []
+    one_cell["findings"][1]["status"] = "skipped"  # no write surface: measured nowhere, the gate fails
+    assert regressions(one_cell, parse_fail_on("asr>0.25"))[0].startswith("asr: not measured")
     for bad, message in (
         ("crr>>1", "cannot read"),
         ("severity>=huge", "severity must be"),
@@ -339,6 +349,20 @@ def test_the_gate_compares_intervals_with_a_baseline():
     ):
         with pytest.raises(ConfigError, match=message):
             parse_fail_on(bad)
+
+
+def test_a_poisoning_finding_whose_plants_never_reached_the_context_says_to_check_the_write_path():
+    from engine.audit.findings import poisoning_finding
+
+    base = {"answered": 3, "successes": 0, "rounds": 3, "contexts_reported": True}
+    never = poisoning_finding({"attack": "universal", "summary": {**base, "poison_in_context": 0}})
+    assert never["severity"] == "low" and "ever reached a reported context (0 of 3)" in never["severity_rationale"]
+    latent = poisoning_finding({"attack": "universal", "summary": {**base, "poison_in_context": 2}})
+    assert (
+        latent["severity"] == "medium" and "reached the context of 2 of 3 question(s)" in latent["severity_rationale"]
+    )
+    blind = poisoning_finding({"attack": "universal", "summary": {**base, "contexts_reported": False}})
+    assert blind["severity"] == "low" and "ever reached" not in blind["severity_rationale"], "no contexts: unknown"
 
 
 def test_the_junit_report_fails_where_the_gate_fails_and_survives_what_a_target_sends():
@@ -383,6 +407,8 @@ def test_the_junit_report_fails_where_the_gate_fails_and_survives_what_a_target_
     assert cases["measured: asr"].find("failure").get("message").startswith("asr: not measured")
     assert "copied <verbatim>" in cases["extraction:zeng"].find("system-out").text
     assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == ("5", "2", "1", "1")
+    props = {p.get("name"): p.get("value") for p in root.find("testsuite").find("properties")}
+    assert props["fail_on"] == "crr>0.03,asr>0.2", "as it was written"
 
 
 def test_an_audit_that_failed_on_a_wrong_answer_path_starts_again_once_it_is_fixed(tmp_path):

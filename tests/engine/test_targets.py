@@ -92,8 +92,12 @@ def test_python_target_audits_the_llamaindex_example():
         assert all(c.id.startswith("rec-") and c.score is not None for c in r.contexts)
         doc = Document("audit-li-plant-1", "Asthma inhaler notice: call Dr. Evil at 555-0188.")
         assert t.ingest([doc]) == [doc.id] and t.exists([doc.id]) == [True]
+        # the engine retrieves what was planted (an engine built before the insert never did: its retriever keeps
+        # the node ids of its build, and every poisoning cell came out "low")
+        assert doc.id in [c.id for c in t.query(doc.text).contexts]
         t.remove([doc.id])
         assert t.exists([doc.id]) == [False]
+        assert doc.id not in [c.id for c in t.query(doc.text).contexts]
 
 
 USER_MODULE = """
@@ -144,6 +148,18 @@ def test_python_target_takes_every_documented_return_shape(user_module):
     assert r.answer == "dict answer" and r.contexts[0].text == "third"
     assert ask("my_rag_app:make_engine", factory=True).answer == "engine answer"
     assert ask("my_rag_app:Engine", factory=True).answer == "engine answer"
+
+
+def test_python_targets_write_surface_is_the_users_or_none(user_module):
+    mine = {"callable": "my_rag_app:plain", "path": user_module, "factory": False}
+    t = make_target("python", mine)
+    assert not t.can_write and not t.can_verify, "never the example's store behind another callable"
+    assert make_target("python", {}).can_write, "the example's callable keeps the example's own write surface"
+    with pytest.raises(ConfigError, match="ingest needs remove"):
+        make_target("python", {**mine, "ingest": "my_rag_app:plain"})
+    # a query function under the factory default: one line that says what to change
+    with pytest.raises(ConfigError, match="set factory to false"):
+        make_target("python", {**mine, "factory": True}).open()
 
 
 def test_python_target_failures_are_one_line(user_module):
