@@ -35,6 +35,12 @@ def audit_config(args: Any):
     from .config_options import config_values
 
     given = config_values(args, AuditConfig, skip=("data_dir", "fail_on"))
+    changed = {k: v for k, v in given.items() if k != "target_params" and values.get(k) != v}
+    if args.preset and changed and not args.quiet:  # the description above counts the preset's own budget
+        print(
+            "  with " + ", ".join(f"{k} {values.get(k)!r} → {v!r}" for k, v in changed.items()) + " from the options",
+            file=sys.stderr,
+        )
     if "target" in given and "target_params" not in given:
         values["target_params"] = None  # another target: the preset's parameters were for its own
     if given.get("target_params") is not None and not isinstance(given["target_params"], dict):
