@@ -349,7 +349,8 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
             "chunk": [d for d, _ in v["retrieved"]],
             "score": [s for _, s in v["retrieved"]],
             "in context": [d in v["context_ids"] for d, _ in v["retrieved"]],
-            "leaked": ["⚠ " + ", ".join(leak_kinds(v, d)) if d in leaked else "" for d, _ in v["retrieved"]],
+            # the strongest reason only (recovered > verbatim > ROUGE-L): the cell stays narrow; all of them below
+            "leaked": ["⚠ " + leak_kinds(v, d)[0] if d in leaked else "" for d, _ in v["retrieved"]],
         }
         ten = v["tenancy"]
         if ten:  # a multi-tenant run: whose chunk each is, and what a filter after the top-K cut
@@ -503,6 +504,14 @@ def _store_key() -> None:
     st.session_state["llm_api_key"] = st.session_state.get("llm_api_key_box", "")
 
 
+def _generator_name(run: ExtractionRun) -> str:
+    """The model that answers (``qwen2.5-0.5b``, not the registry's ``local``): what the run's answers report."""
+    from engine.events import Generated
+
+    got = next((e.model for e in reversed(run.events) if isinstance(e, Generated) and e.model), "")
+    return got or str(dict(run.config.generator_params or {}).get("model") or run.config.generator)
+
+
 def render_sidebar_status(key_box: bool = True) -> None:
     """Sidebar block: the extraction run at a glance, with the API key box above it when ``key_box``."""
     st.markdown("**Extraction**")
@@ -525,7 +534,7 @@ def render_sidebar_status(key_box: bool = True) -> None:
             f"{run.config.attack} vs {'+'.join(run.config.defenses) or 'no defense'} · "
             f"{run.rounds_done}/{run.config.rounds} rounds · CRR {m.get(MK.CRR, 0.0):.3f}"
             + (" · complete" if run.done else "")
-            + f"  \nknowledge base {md_code(Path(str(run.config.kb)).name)} · generator {md_code(run.config.generator)}"
+            + f"  \nknowledge base {md_code(Path(str(run.config.kb)).name)} · generator {md_code(_generator_name(run))}"
         )
     elif st.session_state.get("extract_view"):
         st.caption(f"viewing saved run {md_code(Path(st.session_state['extract_view']).name)}")

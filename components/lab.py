@@ -22,6 +22,11 @@ def last_retrieval(run) -> Retrieved | None:
     return next((e for e in reversed(run.events) if isinstance(e, Retrieved)), None)
 
 
+def denial(run) -> bool:
+    """Whether the run's poisons aim at a refusal (jamming): its answers read refused / answered, not repeated."""
+    return any(p.target_kind == "refusal" for p in run.poisons)
+
+
 def render_round(run) -> None:
     """The current round: attacker (query + poison), retriever (top-K, poison marked), detectors' verdicts."""
     ret = last_retrieval(run)
@@ -33,7 +38,11 @@ def render_round(run) -> None:
         st.markdown(f"**Attacker — question {ret.round + 1}/{len(run.queries)}**")
         st.text(run.queries[ret.round].text)
         for t in ret.target_ids:
-            st.caption("Poisoned document (question ⊕ target information):")
+            st.caption(
+                "Blocker document (question ⊕ text that makes the assistant refuse):"
+                if denial(run)
+                else "Poisoned document (question ⊕ target information):"
+            )
             st.text(run.store.text_of(t))
     with mid:
         best = min(ret.target_ranks) if ret.target_ranks else None
@@ -97,11 +106,16 @@ def render_round(run) -> None:
     view = answer_view(run.events, ret.round)
     if view is not None:
         with st.container(border=True):
+            blocked = denial(run)
             verdict = (
                 "⚪ refused already without the blocker: set aside, not counted"
                 if view["clean_refused"]
                 else f"refuses, yet keeps {view['clean_recall']:.0%} of the answer without the blocker: not counted"
                 if view["matched"] and not view["carried"] and view["clean_recall"] is not None
+                else "🚫 **refused because of the blocker** (it answered without it)"
+                if blocked and view["carried"]
+                else "✅ answered despite the blocker"
+                if blocked
                 else f"☣ **repeats the attacker's information**: {md_escape(', '.join(view['matched']))}"
                 if view["matched"]
                 else (
@@ -143,11 +157,16 @@ def render_live_metrics(run) -> None:
     if gen:
         g = asr_generation(run.events)
         answered = g.counts["queries"]
+        what = (
+            "answers refused because of the blocker (questions refused without it too are set aside: "
+            f"{g.counts['clean_refused']})"
+            if denial(run)
+            else "answers repeat the attacker's information"
+        )
         cols[3 + dfn].metric(
             "ASR (answers)",
             f"{g.value:.2f}" if answered else "–",
-            help=f"{g.formula}: {g.counts['successes']} of "
-            f"{answered} answers repeat the attacker's information (retrieval ASR says only that "
+            help=f"{g.formula}: {g.counts['successes']} of {answered} {what} (retrieval ASR says only that "
             "the poison was retrieved)",
         )
         if answered and g.ci:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.extraction import render_sidebar_status
+from engine.attacks.poisoning import POISONING_ATTACKS
 from engine.metrics import asr
 
 
@@ -40,10 +41,14 @@ def render_sidebar(page: str = "Home") -> None:
             st.caption("no attack prepared")
         else:
             done = run.rounds_done
+            what = (
+                f"{run.config.attack} / {run.config.target}"
+                if POISONING_ATTACKS.get(run.config.attack).takes_target()
+                else run.config.attack  # jamming, trigger's own target…: the run's target setting is not used
+            )
             st.caption(
-                f"{run.config.attack} / {run.config.target} · {done}/{len(run.queries)} queries · "
-                f"ASR@2 {asr(run.events, 2).value:.2f}"
+                f"{what} · {done}/{len(run.queries)} queries · ASR@2 {asr(run.events, 2).value:.2f}"
                 if done
-                else f"{run.config.attack} / {run.config.target} · ready, 0/{len(run.queries)} queries"
+                else f"{what} · ready, 0/{len(run.queries)} queries"
             )
         render_sidebar_status(key_box=False)

@@ -26,6 +26,16 @@ POISONEDRAG_SETS = ("nq", "msmarco", "hotpotqa")
 BUNDLED_QUERY_SETS = ("clinic_handbook",)
 
 
+def query_set_corpus(spec: str) -> str | None:
+    """The corpus a query set's questions were written about (``clinic_handbook`` for the bundled set, the dialog
+    KB for ``dialogs:<kb>``), or None for open benchmark questions (MIRAGE, PoisonedRAG) or a file of one's own."""
+    if spec in BUNDLED_QUERY_SETS:
+        return spec
+    if spec.startswith(DIALOGS):
+        return spec[len(DIALOGS) :]
+    return None
+
+
 def available_query_sets() -> list[str]:
     """Query-set specs that need no path: the bundled set, then the MIRAGE and PoisonedRAG sets and HealthCareMagic's
     own task (from the data dir; ``dialogs:<kb>`` takes any dialog KB)."""

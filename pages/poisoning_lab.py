@@ -19,15 +19,17 @@ from engine.defenses import DEFENSES
 from engine.detectors import DETECTORS
 from engine.errors import EngineError
 from engine.generators.models import MODELS
-from engine.queries import available_query_sets
+from engine.queries import available_query_sets, query_set_corpus
 from engine.runs import PoisoningRun
 
 ANSWER_MODEL = PoisonConfig(generate=True).answer_generator_params()["model"]
 init_state()
 st.title("Poisoning lab")
 st.caption(
-    "Universal poisoning (q ⊕ target): the attacker appends its text to a question it expects users to ask, "
-    "and plants that document in the corpus."
+    "Corpus poisoning: the attacker plants a document crafted for a question it expects users to ask — in the "
+    "universal attack the question with its own text appended (q ⊕ target), in jamming the question with a "
+    "blocker that makes the assistant refuse — and watches whether retrieval puts it in the top-K and the "
+    "answer follows it."
 )
 p, lab = st.session_state["pipeline"], st.session_state["lab"]
 run = st.session_state["lab_run"]
@@ -185,6 +187,15 @@ if st.session_state.pop("lab_autoprepare", False):  # Home's "Run the demo": pre
 
 if err := st.session_state.pop("lab_error", None):
     st.error(f"{md_escape(err)} — change the attack setup above and prepare again.")
+home = query_set_corpus(lab["queries"])
+if home is not None and home != p["corpus"]:
+    st.caption(
+        md_escape(
+            f"The questions were written about {home}; the pipeline indexes {p['corpus']}. Retrieval ranks the "
+            "poison all the same, but the clean answers have no relevant document to draw on (the jamming "
+            f"comparison then reads poorly) — choose {home} on the Pipeline page for a like-for-like setup."
+        )
+    )
 run = st.session_state["lab_run"]
 if run is None:
     st.info("Set up the attack above and press **Prepare attack**.")

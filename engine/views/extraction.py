@@ -60,7 +60,7 @@ def leaked_ids(leak: LeakScored) -> list[str]:
 LEAK_KINDS = {
     "recovered": "recovered: ROUGE-L recall ≥ the CRR threshold, first time (what CRR counts)",
     "verbatim": "verbatim: the answer repeats a run of its words in order",
-    "ROUGE": "ROUGE: ROUGE-L recall or precision > 0.5 (precision: most of the answer is this chunk's words)",
+    "ROUGE-L > 0.5": "ROUGE-L > 0.5: recall or precision over 0.5 (precision: most of the answer is its words)",
 }
 
 

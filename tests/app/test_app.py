@@ -172,6 +172,34 @@ def test_lab_answers_show_the_attackers_information_in_the_answer():
     )
 
 
+def test_the_jamming_lab_reads_refused_or_answered_beside_the_answer_without_the_blocker():
+    at = app()
+    at.session_state["pipeline"] = {**at.session_state["pipeline"], "corpus": "clinic_records", "top_k": 2}
+    at.switch_page("pages/poisoning_lab.py").run()
+    # questions about the handbook over the clinic records: said, not silently poor
+    assert any("The questions were written about clinic" in c.value for c in at.caption)
+    at.session_state["pipeline"] = {**at.session_state["pipeline"], "corpus": "clinic_handbook"}
+    at.run()
+    assert not any("The questions were written about" in c.value for c in at.caption)
+    next(s for s in at.selectbox if s.label == "Attack").set_value("jamming").run()
+    next(n for n in at.number_input if n.label.startswith("How many")).set_value(2)
+    next(c for c in at.checkbox if c.label == "Answer each question").check()
+    next(b for b in at.button if b.label == "Prepare attack").click().run()
+    assert not at.exception and not at.error
+    verdicts = []
+    for _ in range(2):
+        at.button(key="btn_step").click().run()
+        assert not at.exception
+        verdicts += [m.value for m in at.markdown if m.value.startswith("**Assistant's answer**")]
+        assert any(c.value.startswith("Without the blocker: ") for c in at.caption)
+        assert any(c.value.startswith("Blocker document") for c in at.caption)
+    assert verdicts and all(
+        any(w in v for w in ("refused because of the blocker", "answered despite the blocker", "refused already"))
+        for v in verdicts
+    ), verdicts
+    assert not any("repeats the attacker's information" in v for v in verdicts)
+
+
 def test_lab_defenses_filter_the_top_k_and_report_asr_after_them():
     at = app()
     at.switch_page("pages/poisoning_lab.py").run()
