@@ -463,6 +463,9 @@ def tenant_membership(
     if assigned is None:
         return None
     owners, me = owners_of(assigned.tenants), assigned.identity
+    # members are whole records (``rec-0001``), the tenants' lists hold chunk ids (``rec-0001#c1`` for a record
+    # indexed in two chunks): a record's owner is its chunks' (one tenant holds all of a record's chunks)
+    owners.update({parent_of(d): t for d, t in list(owners.items())})
     scoped = [e for e in events if isinstance(e, TenantScoped)]
     out: dict[str, Any] = {"identity": me, "mode": assigned.mode, "tenants": len(assigned.tenants)}
     for side, keep in (("own", lambda t: t == me), ("foreign", lambda t: t is not None and t != me)):

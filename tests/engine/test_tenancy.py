@@ -215,3 +215,27 @@ def test_bad_tenant_inputs_of_a_membership_run_get_one_line():
     with pytest.raises(ConfigError, match=r"identity 'clinic-9' has no documents"):
         MembershipRun(MembershipConfig(members=2, non_members=1, tenants=2, identity="clinic-9")).prepare()
     assert "tenants" not in MembershipConfig().to_dict()
+
+
+def test_a_member_indexed_in_two_chunks_is_counted_with_its_tenant():
+    """Members are whole records (``rec-0002``), a tenant's list holds chunk ids (``rec-0002#c1``, ``#c2``): the
+    summary counted such a member with no tenant at all (6 + 10 of 20 members in a 4-tenant run)."""
+    from engine.events import MembershipScored, TenantsAssigned
+    from engine.runs.membership import tenant_membership
+
+    ev = [
+        TenantsAssigned(
+            seq=0,
+            run_id="t",
+            identity="tenant-1",
+            mode="inside",
+            tenants={"tenant-1": ("rec-0001", "rec-0002#c1", "rec-0002#c2"), "tenant-2": ("rec-0003#c1", "rec-0004")},
+        )
+    ]
+    ev += [
+        MembershipScored(seq=i + 1, run_id="t", round=i, record_id=r, member=True, score=s)
+        for i, (r, s) in enumerate([("rec-0001", 1.0), ("rec-0002", 1.0), ("rec-0003", 0.0), ("rec-0004", 1.0)])
+    ]
+    scored = [e for e in ev if isinstance(e, MembershipScored)]
+    out = tenant_membership(ev, scored, [0.0, 0.5], seed=0)
+    assert (out["own_members"], out["foreign_members"]) == (2, 2)
