@@ -78,7 +78,7 @@ class EmbeddingCache:
         texts: Sequence[str],
         encode_fn: Callable[[list[str]], np.ndarray],
         progress: Callable[[int, int], None] | None = None,
-        batch_size: int = 1024,
+        batch_size: int = 128,  # progress moves every 128 texts (a cold 361-chunk index sat at 0 for 30 s)
     ) -> tuple[np.ndarray, int]:
         """Vectors for ``texts``, encoding only the missing ones; returns (matrix, n_encoded)."""
         cached = self.get_many(model, texts)
