@@ -32,7 +32,7 @@ from components.extraction_settings import LOCAL, more_fields
 from components.params_form import changed_only, field_input, params_form, registry_forms
 from components.state import data_dir, follow, init_state, picked
 from components.stepper import stepper
-from components.text import md_code, md_escape
+from components.text import md_code, md_escape, short
 from components.runtime_notice import local_runtime_notice
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.config import ExtractionConfig
@@ -124,7 +124,7 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
         "Attack",
         attacks,
         key="extract_attack_pick",
-        format_func=lambda n: f"{n} — {EXTRACTION_ATTACKS.describe(n)[:80]}",
+        format_func=lambda n: f"{n} — {short(EXTRACTION_ATTACKS.describe(n), 80)}",
     )
     if attack != s["attack"]:
         ss["extract"] = s = {**s, "attack": attack, "attack_params": {}}

@@ -9,7 +9,7 @@ from components.params_form import changed_only, field_input, params_form, regis
 from components.poisoning_settings import build_poison_config, more_fields
 from components.state import close_run, data_dir, follow, init_state, my_runs_dir, picked, progress_callback
 from components.stepper import stepper
-from components.text import md_escape
+from components.text import md_escape, short
 from engine.analysis.why import why_it_works
 from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
 from engine.config import INJECTION_MODES, PoisonConfig
@@ -74,7 +74,7 @@ with st.expander("Attack setup", expanded=run is None):
         "Attack",
         attacks,
         key="lab_attack_pick",
-        format_func=lambda n: f"{n} — {POISONING_ATTACKS.describe(n)[:90]}",
+        format_func=lambda n: f"{n} — {short(POISONING_ATTACKS.describe(n), 90)}",
     )
     if attack != lab["attack"]:
         st.session_state["lab"] = lab = {**lab, "attack": attack, "attack_params": {}}
@@ -121,7 +121,7 @@ with st.expander("Attack setup", expanded=run is None):
             "Detectors",
             DETECTORS.names(),
             default=lab["detectors"],
-            format_func=lambda n: f"{n} — {DETECTORS.describe(n)[:60]}",
+            format_func=lambda n: f"{n} — {short(DETECTORS.describe(n), 60)}",
         )
         with st.expander("Detector parameters (used by the detectors chosen above)"):
             detector_params = registry_forms(DETECTORS, DETECTORS.names(), lab.get("detector_params"))
@@ -130,7 +130,7 @@ with st.expander("Attack setup", expanded=run is None):
             "Defenses between retrieval and the answer",
             usable,
             default=[d for d in lab.get("defenses") or () if d in usable],
-            format_func=lambda n: f"{n} ({DEFENSES.get(n).stage}) — {DEFENSES.describe(n)[:60]}",
+            format_func=lambda n: f"{n} ({DEFENSES.get(n).stage}) — {short(DEFENSES.describe(n), 60)}",
             help="Query- and retrieval-stage defenses filter the top-K (ASR after defenses, "
             "TPR/FPR over retrieved chunks); context-, prompt- and generation-stage ones "
             "change the answer and need 'Answer each question'.",
