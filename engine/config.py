@@ -163,6 +163,10 @@ class PoisonConfig(Params):
             same = json.dumps(d.get(k), default=str) == json.dumps(_default_of(defaults[k]), default=str)
             if same or (k in GENERATION_KEYS and not self.generate):
                 d.pop(k, None)
+        # the jamming comparison with the clean answer changed how a jamming run's answers are scored (2026-12-05):
+        # it counts in the hash of a jamming run with answers, so an older one is not resumed under the new rule
+        if not (self.generate and self.attack == "jamming"):
+            d.pop("clean_baseline", None)
         return config_digest(d)
 
 
