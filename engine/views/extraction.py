@@ -71,7 +71,7 @@ def leak_kinds(v: Mapping[str, Any], cid: str) -> list[str]:
         for k, ids in (
             ("recovered", v["recovered"]),
             ("verbatim", v[MK.REPEAT_CONTEXTS]),
-            ("ROUGE", v[MK.ROUGE_CONTEXTS]),
+            ("ROUGE-L > 0.5", v[MK.ROUGE_CONTEXTS]),
         )
         if cid in ids
     ]
