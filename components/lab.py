@@ -22,11 +22,6 @@ def last_retrieval(run) -> Retrieved | None:
     return next((e for e in reversed(run.events) if isinstance(e, Retrieved)), None)
 
 
-def denial(run) -> bool:
-    """Whether the run's poisons aim at a refusal (jamming): its answers read refused / answered, not repeated."""
-    return any(p.target_kind == "refusal" for p in run.poisons)
-
-
 def render_round(run) -> None:
     """The current round: attacker (query + poison), retriever (top-K, poison marked), detectors' verdicts."""
     ret = last_retrieval(run)
@@ -40,7 +35,7 @@ def render_round(run) -> None:
         for t in ret.target_ids:
             st.caption(
                 "Blocker document (question ⊕ text that makes the assistant refuse):"
-                if denial(run)
+                if run.denial
                 else "Poisoned document (question ⊕ target information):"
             )
             st.text(run.store.text_of(t))
@@ -106,7 +101,7 @@ def render_round(run) -> None:
     view = answer_view(run.events, ret.round)
     if view is not None:
         with st.container(border=True):
-            blocked = denial(run)
+            blocked = run.denial
             verdict = (
                 "⚪ refused already without the blocker: set aside, not counted"
                 if view["clean_refused"]
@@ -160,7 +155,7 @@ def render_live_metrics(run) -> None:
         what = (
             "answers refused because of the blocker (questions refused without it too are set aside: "
             f"{g.counts['clean_refused']})"
-            if denial(run)
+            if run.denial
             else "answers repeat the attacker's information"
         )
         cols[3 + dfn].metric(

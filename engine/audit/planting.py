@@ -47,7 +47,7 @@ from ..events import (
 )
 from ..files import atomic_write
 from ..metrics.intervals import wilson
-from ..metrics.poisoning import answer_matches, denial_verdict
+from ..metrics.poisoning import answer_matches, clean_refused_rounds, denial_verdict
 from ..params import Params, param
 from ..progress import Progress
 from ..queries import load_queries
@@ -423,9 +423,9 @@ def summarize_planting(events: list[Event]) -> dict[str, Any]:
             "n": len(rows),
         }
 
-    refusal = [e for e in scored if e.round in gens and "clean_refused" in gens[e.round].info]
-    eligible = [e for e in refusal if not gens[e.round].info.get("clean_refused")] if refusal else scored
-    asr = rate(eligible)
+    compared = any("clean_refused" in g.info for g in gens.values())  # a blocker's run: asked without it too
+    refused = clean_refused_rounds(events)
+    asr = rate([e for e in scored if e.round not in refused])
     out: dict[str, Any] = {
         "attack": cfg.get("attack"),
         "target": cfg.get("target"),
@@ -450,8 +450,8 @@ def summarize_planting(events: list[Event]) -> dict[str, Any]:
             "still_there": sum(len(e.doc_ids) for e in checks if e.verified is False),
         },
     }
-    if refusal:
-        out["clean_refusals"] = sum(bool(gens[e.round].info.get("clean_refused")) for e in refusal)
+    if compared:
+        out["clean_refusals"] = len(refused)
     with_trigger = [e for e in scored if gens.get(e.round) is not None and gens[e.round].info.get("trigger") is True]
     if with_trigger:
         without = [e for e in scored if gens.get(e.round) is not None and gens[e.round].info.get("trigger") is False]

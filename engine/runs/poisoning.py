@@ -109,6 +109,12 @@ class PoisoningRun(EventRunner):
         return self._round
 
     @property
+    def denial(self) -> bool:
+        """Whether the attack's poisons aim at a refusal (jamming): its answers are scored against the answer
+        without the blocker (:func:`~engine.metrics.poisoning.denial_verdict`) and read refused / answered."""
+        return any(p.target_kind == "refusal" for p in self.poisons)
+
+    @property
     def done(self) -> bool:
         """Whether every query has been attacked (False before :meth:`prepare`)."""
         return self._prepared and self._round >= len(self.queries)
@@ -337,8 +343,8 @@ class PoisoningRun(EventRunner):
         if self._generator is None:
             return
         goal = tuple(dict.fromkeys(g for p in poisons for g in p.goal))
-        denial = c.clean_baseline and any(p.target_kind == "refusal" for p in poisons)
-        clean = self._clean_answer(i, q) if denial else None  # before: the streamed answer is the attacked one
+        compare = c.clean_baseline and any(p.target_kind == "refusal" for p in poisons)  # this question's poisons
+        clean = self._clean_answer(i, q) if compare else None  # before: the streamed answer is the attacked one
         if blocker is not None:
             refusal = str(actions[-1].detail.get("refusal", ""))
             if on_text is not None and refusal:
