@@ -150,6 +150,14 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
         findings_table(report),
         hide_index=True,
         width="stretch",
+        # the title takes what is left; the OWASP ids stay in view at the right edge (they were clipped)
+        column_config={
+            "severity": st.column_config.TextColumn(width="small"),
+            "cell": st.column_config.TextColumn(width="medium"),
+            "finding": st.column_config.TextColumn(width="large"),
+            "headline": st.column_config.TextColumn(width="medium"),
+            "OWASP": st.column_config.TextColumn(width="small"),
+        },
     )
     for f in report["findings"]:
         sev = f["severity"] if f["status"] == "done" else f["status"]

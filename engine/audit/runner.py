@@ -231,6 +231,13 @@ class Audit:
         for c in cells_of(self.cfg):
             self.state["cells"].setdefault(c["id"], {**c, "status": "pending"})
 
+    def preflight(self) -> int:
+        """Check the folder before anything runs (damaged state, another configuration's results): the same
+        ConfigError ``run()`` would raise, but before a caller announces the audit. Returns the finished cells."""
+        if (self.out / STATE).is_file():
+            self._load_state()
+        return sum(1 for c in (self.state.get("cells") or {}).values() if c.get("status") == "done")
+
     @staticmethod
     def _fresh_state(cfg: Mapping[str, Any]) -> dict[str, Any]:
         return {"schema": "rag-playground/audit-state", "config": cfg, "created": _now(), "cells": {}, "cleanups": []}

@@ -82,7 +82,7 @@ def cmd_audit(args: Any) -> int:
         return cmd_cleanup(args)
     if args.action == "probe":
         return cmd_probe(args)
-    from ..audit import GATE_FAILED, load_baseline, regressions, run_audit
+    from ..audit import GATE_FAILED, Audit, load_baseline, regressions
     from ..audit.gate import fail_on_text, parse_fail_on
     from ..audit.report import write_outputs
     from ..audit.runner import default_out
@@ -92,9 +92,12 @@ def cmd_audit(args: Any) -> int:
     baseline = load_baseline(args.baseline) if args.baseline else None
     out = Path(args.out) if args.out else default_out(cfg)
     only = tuple(x.strip() for x in (args.only or "").split(",") if x.strip() and x.strip() != "none")
+    audit = Audit(cfg, out, progress=_progress_printer(not args.quiet), only=only)
+    finished = audit.preflight()  # a refusal (another audit's folder, damaged state) comes before the banner
     if not args.quiet:
-        print(f"auditing {cfg.target} into {out} (the same command resumes it)", file=sys.stderr)
-    report = run_audit(cfg, out, progress=_progress_printer(not args.quiet), only=only)
+        again = f"resuming: {finished} cell(s) already finished; " if finished else ""
+        print(f"auditing {cfg.target} into {out} ({again}the same command resumes it)", file=sys.stderr)
+    report = audit.run()
     fail_on = parse_fail_on(cfg.fail_on)
     lines = regressions(report, fail_on, baseline, new_only=args.new_only) if (fail_on or baseline is not None) else []
     report["gate"] = {

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from engine.audit import AuditStopped, PlantJournal, run_audit
+from engine.audit import Audit, AuditStopped, PlantJournal, run_audit
 from engine.audit.findings import SEVERITIES
 from engine.audit.gate import parse_fail_on, regressions
 from engine.config import AuditConfig
@@ -127,6 +127,11 @@ def test_an_audit_stops_resumes_and_never_overwrites_another(audit_preset, tmp_p
     with pytest.raises(ConfigError, match="another configuration \\(rounds 1 → 2\\) with 2 finished cell"):
         run_audit(cfg.replace(rounds=2), tmp_path / "a")
     assert (tmp_path / "a" / "audit.json").read_text() == before, "the earlier audit is untouched"
+    # the command line checks the folder before it announces the audit: the refusal comes first, alone
+    with pytest.raises(ConfigError, match="another configuration"):
+        Audit(cfg.replace(rounds=2), tmp_path / "a").preflight()
+    assert Audit(cfg, tmp_path / "a").preflight() == 2, "resuming: both cells finished"
+    assert Audit(cfg, tmp_path / "fresh").preflight() == 0 and not (tmp_path / "fresh").exists()
 
 
 @pytest.mark.slow
@@ -503,6 +508,7 @@ def test_bad_audit_input_is_one_clear_line(tmp_path):
         assert r.returncode == 2, (extra, r.stderr)
         lines = [x for x in r.stderr.splitlines() if x.startswith("error:")]
         assert len(lines) == 1 and __import__("re").search(message, lines[0]), (extra, r.stderr)
+        assert "auditing" not in r.stderr, "a refused audit is not announced first"
     r = run_cli(
         "audit",
         "--target",
