@@ -75,16 +75,9 @@ def stepper(
             return
         if ss[f"{state}_playing"] != playing:
             st.rerun()  # Play/Pause changed: a full rerun starts or stops the fragment's timer
-        if playing:
-            step_once()
-            if r.done or not ss[f"{state}_playing"]:
-                ss[f"{state}_playing"] = False
-                st.rerun()  # finished or stopped: end the timer, refresh the panels outside
         stuck = blocked(r)
         c = st.columns([1, 1, 1, 1, 8], gap="small", vertical_alignment="center")
-        if c[0].button("Step", disabled=r.done or playing or stuck, key=f"btn_{keys}step"):
-            step_once()
-            st.rerun()  # a full rerun, so the tabs below follow the step
+        stepped = c[0].button("Step", disabled=r.done or playing or stuck, key=f"btn_{keys}step")
         if playing:
             c[1].button("Pause", on_click=pause, key=f"btn_{keys}pause")
         else:
@@ -95,8 +88,23 @@ def stepper(
         if extra is not None:
             with c[3]:
                 extra(r, c[3])
-        with c[4]:
-            status(r, "run complete" if r.done else ("failed" if stuck else ("playing" if playing else "paused")))
+        line = c[4].empty()  # the status line says what is happening now, not what was (it used to lag a step)
+
+        def show(word: str) -> None:
+            with line.container():
+                status(r, word)
+
+        if stepped or playing:
+            if not r.done:
+                show(("playing" if playing else "stepping") + " — the next round streams below")
+                step_once()
+            if stepped:
+                st.rerun()  # a full rerun, so the tabs below follow the step
+            if r.done or not ss[f"{state}_playing"]:
+                ss[f"{state}_playing"] = False
+                st.rerun()  # finished or stopped: end the timer, refresh the panels outside
+            stuck = blocked(r)
+        show("run complete" if r.done else ("failed" if stuck else ("playing" if playing else "paused")))
         body(r)
 
     st.slider(speed_label, *speed_range, key=f"{state}_speed", step=0.1)
