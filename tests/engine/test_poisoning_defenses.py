@@ -192,6 +192,7 @@ def test_a_blocker_counts_only_where_the_answer_without_it_did_not_refuse():
         ]
     m = asr_generation(events)
     assert (m.value, m.counts["queries"], m.counts["clean_refused"]) == (0.5, 2, 1), "refused-anyway set aside"
+    assert m.formula.startswith("answers refused with the blocker that the RAG system answers without it")
     # a jamming run with answers scored under the old rule is another configuration (not resumed under this one);
     # every other run keeps its hash
     from engine.config import PoisonConfig
