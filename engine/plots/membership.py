@@ -21,7 +21,14 @@ def roc_figure(summary: Mapping[str, Any]) -> go.Figure:
     )
     fig.add_trace(
         go.Scatter(
-            x=roc.get("fpr", []), y=roc.get("tpr", []), mode="lines+markers", line={"shape": "hv"}, name="attack"
+            x=roc.get("fpr", []),
+            y=roc.get("tpr", []),
+            # straight segments between thresholds: where members and non-members tie on a score (a yes/no
+            # answer), one threshold adds both and the ROC runs diagonally — the area under these segments is the
+            # AUROC with ties counted ½ (steps would draw a smaller area than the number in the title)
+            mode="lines+markers",
+            line={"shape": "linear"},
+            name="attack",
         )
     )
     auc, ci = summary.get("auroc"), summary.get("auroc_ci")

@@ -31,6 +31,12 @@ def test_auroc_is_the_mann_whitney_statistic_ties_counted_half():
     fpr, tpr = roc_curve(mem, non)
     assert (fpr[0], tpr[0], fpr[-1], tpr[-1]) == (0.0, 0.0, 1.0, 1.0)
     assert np.trapezoid(tpr, fpr) == pytest.approx(auroc(mem, non))  # the curve's area is the same number
+    # and the figure draws those straight segments (steps would show a smaller area than the title's AUROC)
+    from engine.plots.membership import roc_figure
+
+    curve = roc_figure(membership_metrics([1, 1, 1, 1, 0], [1, 1, 0, 0, 0])).data[1]
+    assert curve.line.shape == "linear"
+    assert np.trapezoid(curve.y, curve.x) == pytest.approx(auroc([1, 1, 1, 1, 0], [1, 1, 0, 0, 0]))
 
 
 def test_auroc_interval_is_seeded_and_holds_the_estimate():
