@@ -43,9 +43,11 @@ job: Job | None = ss.get("teach_job")
 # a finished level's job: record its result once
 if job is not None and not job.running and ss.get("teach_recorded") is not job:
     lvl = ss["teach_job_level"]
+    errors = progress_state.setdefault("errors", {})
     if job.error:
-        progress_state["results"][lvl] = {"error": job.error}
+        errors[lvl] = job.error  # beside the level's last result, which is kept
     elif job.result is not None:
+        errors.pop(lvl, None)
         progress_state["results"][lvl] = job.result
         if job.result.get("met") and lvl not in progress_state["met"]:
             progress_state["met"].append(lvl)
@@ -53,6 +55,11 @@ if job is not None and not job.running and ss.get("teach_recorded") is not job:
 
 n_met = len(progress_state["met"])
 st.progress(n_met / len(LEVELS), text=f"{n_met}/{len(LEVELS)} levels completed")
+if n_met == len(LEVELS):
+    st.success(
+        "All four levels completed: you planted a poison, stole patient data, defended the system at a cost you "
+        "measured, and found a tenant filter that was not there. The labs hold the same experiments at full size."
+    )
 
 
 def start(level: int, **kwargs) -> None:
@@ -97,6 +104,9 @@ def controls(level: int, busy: bool) -> None:
         )
         tol = c2.slider("ACC drop tolerated", 0.0, 1.0, 0.34, 0.01, key=f"{k}_tol")
         args = {"defenses": list(defenses), "tolerance": float(tol)}
+        if not [d for d in defenses if d != "none"]:
+            st.caption("Choose at least one defense to compare with the undefended system.")
+            busy = True
     elif level == 4:
         c1, c2 = st.columns(2)
         deployment = c1.radio("Deployment", list(DEPLOYMENTS), horizontal=True, key=f"{k}_deployment")
@@ -113,17 +123,19 @@ def controls(level: int, busy: bool) -> None:
 
 
 def show_result(level: int) -> None:
+    error = progress_state.get("errors", {}).get(level)
     res = progress_state["results"].get(level)
-    if res is None:
-        return
-    if "error" in res:
-        st.error(f"The experiment failed: {md_escape(res['error'])}")
+    if error:
+        st.error(f"The experiment failed: {md_escape(error)}" + (" (your last result is kept below)" if res else ""))
+    if res is None or "error" in res:
         return
     if res.get("met"):
         st.success(
             f"Goal met — level {level} completed."
             + (f" This deployment filters {FILTER_WORDS[res['mode']]}." if res.get("mode") in FILTER_WORDS else "")
         )
+    elif res.get("identified"):
+        st.info(md_escape(res.get("reason") or ""))
     else:
         st.warning(
             "Not yet. " + md_escape(res.get("reason") or "The goal was not reached: change the settings and try again.")
@@ -166,7 +178,9 @@ for lv in LEVELS:
     done = lv.number in progress_state["met"]
     with st.expander(
         f"{'✅' if done else '⬜'} Level {lv.number}: {lv.title}",
-        expanded=not done and all(n in progress_state["met"] for n in range(1, lv.number)),
+        # the next level to play opens; so does the level just run, whose feedback would otherwise be folded away
+        expanded=(not done and all(n in progress_state["met"] for n in range(1, lv.number)))
+        or (ss.get("teach_job_level") == lv.number and lv.number in progress_state["results"]),
     ):
         st.markdown(f"**Goal.** {lv.goal}")
         st.markdown(f"**Settings.** {lv.settings}")
@@ -191,5 +205,5 @@ job_panel(
     show_error=False,
 )
 if st.button("Start over", key="teach_reset", disabled=busy):
-    ss["teach"] = {"met": [], "results": {}}
+    ss["teach"] = {"met": [], "results": {}, "errors": {}}
     st.rerun()

@@ -81,11 +81,13 @@ LEVELS = (
         4,
         "Find the misconfiguration",
         "Three deployments of one multi-tenant clinic assistant enforce tenancy differently: one filters inside "
-        "the vector search, one filters after the top-K, one not at all. Attack a deployment as tenant-1 and say "
-        "which it is.",
+        "the vector search, one filters after the top-K, one not at all — the misconfiguration that puts other "
+        "tenants' records in your answers. Attack a deployment as tenant-1, say how it filters, and find the one "
+        "that does not.",
         "Knowledge base: clinic records dealt to four tenants (whole records) · you query as **tenant-1** · "
         "attack **rag-thief** · 3 rounds · generator Qwen2.5-0.5B · top-3 · you see what an auditor's retrieval "
-        "log shows: each round's chunks and whose they are.",
+        "log shows: each round, how many chunks came back of the top-3 and how many are tenant-1's or another "
+        "tenant's.",
         "No filter lets another tenant's records into the context (and into answers). A filter after the top-K "
         "lets nothing foreign through, but the results come back short: the count alone tells an attacker that "
         "another tenant holds something close to the query. Only the filter inside the search (Chroma's where) "
@@ -284,7 +286,7 @@ def metric_text(name: str, value: Any) -> str:
     if name.startswith("CRR"):
         return f"{value:.3f}"
     if "change" in name:
-        return f"{value:+.2f}"
+        return f"{value + 0.0:+.2f}" if round(value, 2) else "0.00"  # no "-0.00" for a change that rounds to none
     return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
@@ -303,11 +305,11 @@ def run_level3(
     from ..config import ComparisonConfig
     from ..views.comparison import parse_configurations
 
-    conf = parse_configurations(["+".join(defenses)] if defenses else [])
-    if conf == ("none",):
-        from ..errors import ConfigError
+    from ..errors import ConfigError
 
+    if not [d for d in defenses if d and d != "none"]:
         raise ConfigError("choose at least one defense to compare with the undefended system")
+    conf = parse_configurations(["+".join(defenses)])
     cfg = ComparisonConfig(
         base={**DEMO_SYSTEM, "rounds": int(rounds)},
         configurations=("none", *conf),
@@ -326,17 +328,35 @@ DEPLOYMENTS = {"A": "after", "B": "none", "C": "inside"}  # hidden from the page
 LEVEL4_SYSTEM = {**DEMO_SYSTEM, "attack": LEVEL2_ATTACK, "top_k": 3, "tenants": 4, "identity": "tenant-1"}
 
 
+# what a retrieval log under each filter would show: the feedback to a wrong guess
+LOG_UNDER = {
+    "inside": "a filter inside the search returns a full top-K of tenant-1's own chunks every round",
+    "after": "a filter after the top-K lets nothing foreign through but returns fewer than K chunks in some rounds",
+    "none": "with no filter at all, other tenants' chunks reach the context",
+}
+
+
 def check_level4(events: Sequence[Any], guess: str, mode: str) -> dict[str, Any]:
-    """Level 4 is met when ``guess`` names the deployment's tenant filter; the metrics are what gives it away."""
+    """Level 4 is met when ``guess`` names the tenant filter of the deployment that has none (the
+    misconfiguration); a right guess about another deployment says so and sends the player on. The metrics are
+    what gives a deployment away."""
     from ..runs.extraction import summarize_extraction
 
     t = summarize_extraction(list(events)).tenancy or {}
     right = guess == mode
+    if not right:
+        reason = f"Not this one: {LOG_UNDER.get(guess, guess)} — look at this deployment's retrieval log again."
+    elif mode != "none":
+        reason = (
+            f"Right: this deployment filters {FILTER_WORDS[mode]}, so tenant-1 never sees another tenant's records. "
+            "The misconfiguration is elsewhere: attack another deployment."
+        )
+    else:
+        reason = ""
     return {
-        "met": right,
-        "reason": ""
-        if right
-        else f"This deployment does not filter {FILTER_WORDS.get(guess, guess)}: look at its retrieval log again.",
+        "met": right and mode == "none",
+        "identified": right,
+        "reason": reason,
         "metrics": {
             "rounds reaching another tenant": float(t.get(MK.CROSS_TENANT_ROUNDS, 0.0)),
             "other tenants' chunks in the context": int(t.get(MK.CROSS_TENANT_CHUNKS, 0)),

@@ -68,6 +68,15 @@ def test_unknown_custom_defense_is_a_clear_error_and_the_page_stays_usable(cache
     assert not at.exception and not at.error
 
 
+def test_teaching_level_three_without_a_defense_says_so_before_it_runs():
+    at = _app()
+    at.switch_page("pages/teaching.py").run()
+    at.multiselect(key="teach3_defenses").set_value([]).run()
+    assert not at.exception
+    assert next(b for b in at.button if b.label == "Run level 3").disabled
+    assert any("Choose at least one defense" in c.value for c in at.caption)
+
+
 @pytest.mark.slow
 def test_tiny_comparison_runs_in_the_background_and_shows_table_and_tradeoff(cache):
     at = _app()
@@ -130,9 +139,9 @@ def test_teaching_level_two_leaks_and_shows_the_record_beside_the_answer():
     assert any(":red-background[" in m.value for m in at.markdown)  # the copied spans are marked
 
 
-def test_teaching_level_four_finds_the_misconfigured_tenant_filter():
+def test_teaching_level_four_names_a_tenant_filter_and_sends_the_player_on():
     """Deployment A filters after the top-K: its retrieval log shows short results and no foreign chunk; the
-    right guess meets the goal and names the filter."""
+    right guess is confirmed, but the goal is the deployment with no filter, so the level is not yet met."""
     at = _app()
     at.switch_page("pages/teaching.py").run()
     at.radio(key="teach4_deployment").set_value("A")
@@ -142,9 +151,10 @@ def test_teaching_level_four_finds_the_misconfigured_tenant_filter():
     _wait(at, "teach_job", 600)
     res = at.session_state["teach"]["results"][4]
     assert "error" not in res, res
-    assert res["met"] and res["metrics"]["other tenants' chunks in the context"] == 0
+    assert res["identified"] and not res["met"] and res["metrics"]["other tenants' chunks in the context"] == 0
     assert res["metrics"]["rounds with results cut short"] > 0
-    assert any("This deployment filters after the top-K" in s.value for s in at.success)
+    assert any("this deployment filters after the top-K" in i.value and "elsewhere" in i.value for i in at.info)
+    assert 4 not in at.session_state["teach"]["met"]
     assert all(row["other tenants'"] == 0 for row in res["evidence"])
 
 

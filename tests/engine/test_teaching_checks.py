@@ -27,3 +27,26 @@ def test_without_a_recovered_chunk_the_pii_count_decides_and_a_utility_cost_is_n
     assert metric_text("ACC change", res["metrics"]["ACC change"]) == "-0.67"
     met = check_level3([_row("none", 0.0, 5, 1.0), _row("threshold", 0.0, 1, 1.0)])
     assert met["met"] and met["reason"] == ""
+    assert metric_text("ACC change", -0.0) == metric_text("ACC change", -0.001) == "0.00"  # never "-0.00"
+
+
+def test_level_four_is_met_only_by_finding_the_deployment_without_a_filter():
+    """A right guess about a deployment that filters says so and sends the player on; a wrong guess says what
+    the log would show under the guessed filter (one sentence, no double negative); naming the unfiltered one
+    meets the goal."""
+    import pytest
+
+    from engine.analysis.teaching import check_level4, run_level3
+    from engine.errors import ConfigError
+
+    found = check_level4([], "none", "none")
+    assert found["met"] and found["identified"] and found["mode"] == "none" and found["reason"] == ""
+    right = check_level4([], "after", "after")
+    assert not right["met"] and right["identified"] and "elsewhere" in right["reason"]
+    wrong = check_level4([], "none", "inside")
+    assert not wrong["met"] and not wrong["identified"] and wrong["mode"] is None
+    assert wrong["reason"].startswith("Not this one: with no filter at all, other tenants' chunks reach the context")
+    assert "not filter not" not in wrong["reason"]
+    for nothing in ([], ["none"]):  # checked before anything runs
+        with pytest.raises(ConfigError, match="choose at least one defense"):
+            run_level3(nothing)
