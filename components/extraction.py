@@ -343,33 +343,49 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
         st.markdown(f"**Attacker — round {rnd}/{done}**")
         st.text(v["query"])
     with mid:
-        st.markdown(f"**Retrieved — top-{len(v['retrieved'])}**")
+        ten = v["tenancy"]
+        cut = list(ten["dropped"]) if ten else []
+        n_ret = len(v["retrieved"])
+        st.markdown(
+            f"**Retrieved — {n_ret} of the top-{n_ret + len(cut)}**, the rest cut by the tenant filter"
+            if cut
+            else f"**Retrieved — top-{n_ret}**"
+        )
         leaked = set(v["leaked"])
         table = {
             "chunk": [d for d, _ in v["retrieved"]],
-            "score": [s for _, s in v["retrieved"]],
+            "score": [f"{s:.3f}" for _, s in v["retrieved"]],
             "in context": [d in v["context_ids"] for d, _ in v["retrieved"]],
             # the strongest reason only (recovered > verbatim > ROUGE-L): the cell stays narrow; all of them below
             "leaked": ["⚠ " + leak_kinds(v, d)[0] if d in leaked else "" for d, _ in v["retrieved"]],
         }
-        ten = v["tenancy"]
         if ten:  # a multi-tenant run: whose chunk each is, and what a filter after the top-K cut
             owner = ten["owner"]
             table["tenant"] = [tenant_label(owner.get(d, ""), ten["identity"]) for d, _ in v["retrieved"]]
-            for d in ten["dropped"]:
+            for d in cut:  # ranked in the top-K, then removed: no score shown, never in the context
                 table["chunk"].append(d)
-                table["score"].append(None)
+                table["score"].append("cut")
                 table["in context"].append(False)
-                table["leaked"].append("cut by the tenant filter")
+                table["leaked"].append("")
                 table["tenant"].append(tenant_label(owner.get(d, ""), ten["identity"]))
         frame = pd.DataFrame(table)
         if ten:  # whose chunk it is, right after its id: the column that matters in a tenant demo
             frame = frame[["chunk", "tenant", "score", "in context", "leaked"]]
-        st.dataframe(frame, hide_index=True, width="stretch")
+        st.dataframe(
+            frame,
+            hide_index=True,
+            width="stretch",
+            # narrow columns for the short values, so "leaked" and its reason stay in view in this third of the page
+            column_config={
+                "score": st.column_config.TextColumn(width=60),
+                "in context": st.column_config.CheckboxColumn(width=75),
+                "tenant": st.column_config.TextColumn(width=110),
+            },
+        )
         if ten:
             st.caption(
                 md_escape(f"querying as {ten['identity']} · tenant filter: {ten['mode']}")
-                + (f" · {len(ten['dropped'])} result(s) cut after the top-K" if ten["dropped"] else "")
+                + (f" · {len(cut)} result(s) cut after the top-K (score 'cut')" if cut else "")
             )
     with right:
         st.markdown("**Defenses this round**")

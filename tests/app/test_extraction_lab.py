@@ -156,6 +156,28 @@ def test_the_tenant_demo_shows_whose_chunks_came_back(cache):
     assert any("Querying as tenant-1" in b.value for b in box)
 
 
+def test_the_tenant_demo_filtered_after_the_top_k_shows_what_was_cut(cache):
+    """Filter after the top-K: the round view says how many of the top-K came back, and the cut chunks are listed
+    with their tenant and 'cut' for a score (no 'top-0', no 'None')."""
+    at = app()
+    at.selectbox(key="extract_preset").set_value("tenant-isolation-demo").run()
+    at.button(key="btn_extract_preset").click().run()
+    setup(at, "rag-thief", **{"Rounds (query budget)": 2})
+    next(s for s in at.selectbox if s.label.lower().startswith("tenant filter")).set_value("after")
+    step(prepare(at), 2)
+    run = at.session_state["extract_run"]
+    assert run.config.tenant_filter == "after" and run.done
+    retrieved = next(d.value for d in at.dataframe if "tenant" in d.value.columns)
+    assert "None" not in retrieved["score"].astype(str).tolist()
+    cut = retrieved[retrieved["score"] == "cut"]
+    assert not cut["in context"].any() and all("own" not in t for t in cut["tenant"])
+    heads = [m.value for m in at.markdown if m.value.startswith("**Retrieved")]
+    assert heads and "top-0" not in heads[0]
+    assert run.summary()["tenancy"]["tenant_dropped_rounds"] > 0, "the demo's queries reach other tenants"
+    if len(cut):  # the round shown (the last) was cut
+        assert f"of the top-{len(retrieved)}**" in heads[0], heads
+
+
 def _files_containing(roots, needle: bytes) -> list[str]:
     hits = []
     for root in roots:
