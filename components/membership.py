@@ -61,6 +61,12 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
             f"{_ci(summary.get('canaries_ci'))} · {summary['canary_members_found']} of {summary['canary_members']} "
             "canaried members proven by their own canary in an answer (no false positive possible)."
         )
+        if not summary.get("canary_members"):
+            st.warning(
+                "None of the probed members carries a canary, so no member can be proven by one: the canaries sit "
+                "in chunks this experiment did not ask about. Raise the canary share (1.0 canaries every chunk) or "
+                "the number of members."
+            )
     lines = tenancy_lines(dict(summary))
     if lines:
         st.info("  \n".join(md_escape(line) for line in lines))

@@ -46,7 +46,7 @@ local_runtime_notice()
 job: Job | None = st.session_state.get("mia_job")
 base = MembershipConfig()
 
-a1, _ = st.columns(2)
+a1, a2 = st.columns(2)
 attack = a1.selectbox(  # outside the form: the attack's parameters and the model it needs follow the choice
     "Attack",
     MEMBERSHIP_ATTACKS.names(),
@@ -56,6 +56,10 @@ attack = a1.selectbox(  # outside the form: the attack's parameters and the mode
 suggested = MEMBERSHIP_ATTACKS.get(attack).suggested_model
 if suggested:
     a1.caption(f"This attack needs a model that follows its request: {suggested} is preselected below.")
+# outside the form too: each chosen defense's parameters appear below at once, not after a run
+defenses = a2.multiselect(
+    "Defenses", DEFENSES.names(), help="Any subset; none = the undefended assistant", key="mia_defenses"
+)
 
 with st.form("mia_setup"):
     c1, c2 = st.columns(2)
@@ -65,7 +69,6 @@ with st.form("mia_setup"):
     models = tuple(MODELS_REGISTRY)
     wanted = suggested if suggested in models else DEFAULT_MODEL
     model = c2.selectbox("Generator model", models, index=models.index(wanted) if wanted in models else 0)
-    defenses = c2.multiselect("Defenses", DEFENSES.names(), help="Any subset; none = the undefended assistant")
     with st.expander("Attack and defense parameters"):
         attack_params = registry_forms(MEMBERSHIP_ATTACKS, [attack])
         defense_params = registry_forms(DEFENSES, defenses) if defenses else {}

@@ -43,6 +43,7 @@ def _show(s: dict) -> None:
             f"  canaries: {s['canaries_leaked']} of {s['canaries_planted']} leaked "
             f"{fmt_interval(s.get('canaries_ci'), 3)}; {s['canary_members_found']} of {s['canary_members']} "
             "canaried members proven by their own canary (no false positive possible)"
+            + ("" if s.get("canary_members") else " — no probed member carries a canary: raise --canaries or --members")
         )
     for line in tenancy_lines(s):
         print(f"  {line}")

@@ -1,6 +1,7 @@
 """AppTest: the membership-inference page renders, runs a tiny experiment in the background with the real model,
 shows its figures and table, reopens it from disk, and turns bad input into one message."""
 
+import json
 import time
 from pathlib import Path
 
@@ -41,13 +42,27 @@ def test_the_page_renders_standalone_and_from_the_app():
     assert not at.exception and model() == "qwen2.5-1.5b"
     assert any("qwen2.5-1.5b is preselected" in c.value for c in at.caption)
     assert any(n.label == "Masks" for n in at.number_input)  # the chosen attack's own parameters
+    before = {n.label for n in (*at.number_input, *at.slider)}
+    at.multiselect(key="mia_defenses").set_value(["detect-and-hide"]).run()  # its parameters show before a run
+    assert not at.exception
+    assert {n.label for n in (*at.number_input, *at.slider)} - before, "detect-and-hide's parameters appear"
 
 
 @pytest.mark.slow
 def test_a_tiny_experiment_runs_shows_its_figures_and_reopens(runs):
     at = _page()
     for n in at.number_input:
-        n.set_value({"Members probed": 2, "Non-members probed": 2, "Tokens per answer": 16}.get(n.label, n.value))
+        n.set_value(
+            {
+                "Members probed": 2,
+                "Non-members probed": 2,
+                "Tokens per answer": 16,
+                "Canaries (share of records)": 0.01,
+            }.get(n.label, n.value)
+        )
+    canaries = [w for w in (*at.number_input, *at.slider) if w.label == "Canaries (share of records)"]
+    assert canaries, "the canary share is on the form"
+    canaries[0].set_value(0.01)
     next(s for s in at.selectbox if s.label == "Attack").set_value("direct")
     next(b for b in at.button if b.label == "Run experiment").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -64,6 +79,10 @@ def test_a_tiny_experiment_runs_shows_its_figures_and_reopens(runs):
     assert len(at.get("plotly_chart")) == 2
     table = at.dataframe[0].value
     assert len(table) == 4 and set(table["in the KB"]) == {"member", "non-member"}
+    summary = json.loads(next((runs / "membership").glob("*/summary.json")).read_text())
+    assert summary.get("canaries_planted"), summary
+    if not summary.get("canary_members"):  # 1% of the chunks: most likely none probed
+        assert any("None of the probed members carries a canary" in w.value for w in at.warning)
     assert list((runs / "membership").glob("*/summary.json"))
     at.session_state["mia_view"] = None  # reopen it from disk
     at.run()
