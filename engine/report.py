@@ -41,6 +41,14 @@ def extraction_summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
             "blocked queries": s["blocked"],
             "completion tokens": s["tokens"]["completion"],
         }
+        t = s.tenancy or {}
+        if t:  # a multi-tenant run: the filter is what tells such runs apart
+            cols[name] = {
+                "tenant filter": f"{t.get('mode')} (as {t.get('identity')})",
+                "cross-tenant rounds": t.get(MK.CROSS_TENANT_ROUNDS),
+                "other tenants' chunks in a context": t.get(MK.CROSS_TENANT_CHUNKS),
+                **cols[name],
+            }
     # one column mixes text and numbers: render every cell as text (Arrow needs one type per column)
     return pd.DataFrame(cols).map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
 
@@ -75,7 +83,8 @@ def summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
             if "tpr" in d:
                 col.update({f"{det} TPR": d["tpr"], f"{det} FPR": d["fpr"], f"{det} AUROC": d["auroc"]})
         cols[name] = col
-    return pd.DataFrame(cols)
+    # one column mixes text and numbers: render every cell as text (Arrow needs one type per column)
+    return pd.DataFrame(cols).map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
 
 
 def run_report_html(events: Sequence[Event], title: str | None = None) -> str:

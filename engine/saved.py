@@ -98,6 +98,14 @@ def list_runs(root: Path | None = None, kind: str | None = None) -> list[dict[st
             row.update(
                 corpus=cfg.get("kb"), defenses=", ".join(cfg.get("defenses") or ()) or "none", rounds=cfg.get("rounds")
             )
+            if cfg.get("tenants"):  # multi-tenant runs differ by their filter, not their defenses
+                row["tenant filter"] = f"{cfg.get('tenant_filter', 'inside')} (as {cfg.get('identity')})"
+            if k == "membership" and row["finished"]:  # the headline, from the summary written at the end
+                try:
+                    s = json.loads((d.parent / "summary.json").read_text(encoding="utf-8"))
+                    row.update(members=s.get("n_members"), auroc=s.get("auroc"), tpr_at_1fpr=s.get("tpr_at_1fpr"))
+                except (OSError, ValueError):
+                    pass
         else:
             row.update(
                 corpus=cfg.get("corpus"),

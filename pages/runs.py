@@ -16,22 +16,28 @@ from engine.metrics.catalog import MK, label
 init_state()
 st.title("Saved runs")
 st.caption(
-    "Every attack prepared in the poisoning or extraction lab is written to disk as it happens "
-    "(events.jsonl), so it survives a browser refresh or an app restart. Reopen runs here, compare them, "
-    "export a report."
+    "Every attack prepared in the poisoning or extraction lab, and every membership experiment, is written to disk "
+    "as it happens (events.jsonl), so it survives a browser refresh or an app restart. Reopen runs here, compare "
+    "them, export a report. (The teaching levels are short exercises and are not kept.)"
 )
-runs = list_runs(my_runs_dir())
+runs = list_runs(my_runs_dir()) + list_runs(my_runs_dir() / "membership")
+KINDS = {"poison": "poisoning", "extract": "extraction", "membership": "membership inference"}
 if not runs:
-    st.info("No saved runs yet: prepare and step an attack in the Poisoning lab.")
+    st.info("No saved runs yet: prepare and step an attack in the Poisoning or Extraction lab.")
 else:
     kinds = sorted({r["kind"] for r in runs})
-    kind = (
-        st.radio("Kind", kinds, horizontal=True, format_func={"poison": "poisoning", "extract": "extraction"}.get)
-        if len(kinds) > 1
-        else kinds[0]
-    )
+    kind = st.radio("Kind", kinds, horizontal=True, format_func=KINDS.get) if len(kinds) > 1 else kinds[0]
     runs = [r for r in runs if r["kind"] == kind]
-    st.dataframe(pd.DataFrame(runs).drop(columns=["path"]).dropna(axis=1, how="all"), hide_index=True, width="stretch")
+    listed = pd.DataFrame(runs).drop(columns=["path", "folder"]).dropna(axis=1, how="all")
+    st.dataframe(listed.round(3), hide_index=True, width="stretch")
+if runs and kind == "membership":
+    st.caption(
+        "Membership experiments open, with their ROC and every record's score, on the Membership inference page "
+        "(Saved experiments)."
+    )
+    if st.button("Open the Membership inference page", key="runs_to_membership"):
+        st.switch_page("pages/membership.py")
+elif runs:
     ids = [r["run_id"] for r in runs]
     chosen = st.multiselect("Open (one to inspect, two or more to compare)", ids, default=ids[:1], max_selections=4)
     if chosen:
@@ -53,7 +59,7 @@ else:
                     format_func=label,
                 )
                 st.plotly_chart(leakage_compare(loaded, metric), width="stretch", key="cmp_x")
-                st.caption("Leakage of each run round by round: where the curves part, the defenses differ.")
+                st.caption("Leakage of each run round by round: where the curves part, the configurations differ.")
             else:
                 k = st.radio("K", [1, 2, 5], index=1, horizontal=True)
                 st.plotly_chart(asr_compare(loaded, k), width="stretch", key="cmp")

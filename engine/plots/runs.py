@@ -23,6 +23,7 @@ def leakage_compare(runs: dict[str, Sequence[Event]], metric: str = MK.CRR) -> g
         xaxis_title="round",
         xaxis=whole_ticks(longest),
         yaxis_title=label(metric),
+        yaxis={"rangemode": "tozero"},  # leakage is never negative: an all-zero run would otherwise reach −0.5
         height=380,
         legend={"orientation": "h", "y": -0.25},
     )

@@ -67,3 +67,45 @@ def test_runs_and_analysis_pages_show_extraction_runs(saved_run):
     runs = next(m for m in an.multiselect if m.label == "Extraction runs")
     runs.set_value([saved_run.run_id]).run()
     assert not an.exception and len(an.get("plotly_chart")) >= 1
+
+
+def test_membership_experiments_and_tenant_runs_are_told_apart_on_the_saved_runs_page():
+    """A membership experiment is listed with its AUROC and sends the user to its page; multi-tenant extraction
+    runs carry their tenant filter in the list and in the comparison table (their defenses are all 'none')."""
+    from engine.config import MembershipConfig
+    from engine.runs.membership import run_membership
+
+    small = {"generator_params": {"model": "smollm2-135m"}, "max_tokens": 16, "data_dir": ""}
+    mia = MembershipConfig.from_dict({**small, "attack": "direct", "members": 2, "non_members": 2})
+    run_membership(mia, out_dir=runs_dir() / "membership")
+    tenant_runs = []
+    for mode in ("none", "after"):
+        cfg = ExtractionConfig.from_dict(
+            {
+                **small,
+                "attack": "zeng",
+                "rounds": 1,
+                "top_k": 2,
+                "attacker_llm": "",
+                "tenants": 4,
+                "identity": "tenant-1",
+                "tenant_filter": mode,
+            }
+        )
+        run = ExtractionRun(cfg, out_dir=runs_dir())
+        run.run()
+        tenant_runs.append(run.run_id)
+    rows = {r["run_id"]: r for r in list_runs()}
+    assert [rows[r]["tenant filter"] for r in tenant_runs] == ["none (as tenant-1)", "after (as tenant-1)"]
+    at = AppTest.from_file(str(REPO / "pages/runs.py"), default_timeout=120)
+    at.run()
+    next(r for r in at.radio if r.label == "Kind").set_value("membership").run()
+    assert not at.exception
+    listed = at.dataframe[0].value
+    assert "auroc" in listed.columns and "folder" not in listed.columns
+    assert any("Membership inference page" in c.value for c in at.caption)
+    next(r for r in at.radio if r.label == "Kind").set_value("extract").run()
+    next(m for m in at.multiselect if m.label.startswith("Open")).set_value(tenant_runs).run()
+    assert not at.exception
+    table = at.dataframe[1].value
+    assert list(table.loc["tenant filter"]) == ["none (as tenant-1)", "after (as tenant-1)"]
