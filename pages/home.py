@@ -11,11 +11,14 @@ init_state()
 st.title("RAG Attack & Defense Playground")
 st.write(
     "A retrieval-augmented generation (RAG) system answers from the documents its retriever finds. "
-    "Here you attack it two ways. **Poison** its knowledge base — a document made of a question plus an "
+    "Here you attack it. **Poison** its knowledge base — a document made of a question plus an "
     "attacker's text — watch it climb to the top of the results, and see which detectors catch it. "
     "**Extract** its private knowledge base through questions alone — watch records and phone numbers leak "
     "round by round, switch defenses on (up to RAGFort's reindexing and cascade generation) and see what "
-    "each buys at what cost in accuracy. Real embedding models, a real Chroma vector database, real "
+    "each buys at what cost in accuracy. Ask whether one **record is in there at all** (membership inference), "
+    "plant **canaries** that prove a leak, and check whether one **tenant** can read another's records. "
+    "Then **audit your own RAG** — your HTTP service, Chroma collection or LlamaIndex engine — with the same "
+    "attacks and a report a CI can gate on. Real embedding models, a real Chroma vector database, real "
     "offline language models, all on your machine."
 )
 if st.button("New here? Start with the teaching mode (four guided levels)", icon="🎓"):
@@ -30,7 +33,7 @@ choice = st.selectbox(
     help="A whole configuration: corpus, retriever, query set, target, detectors",
 )
 st.caption(next((p["description"] for p in presets if p["name"] == choice), ""))
-c1, c2 = st.columns(2)
+c1, c2 = st.columns(2, vertical_alignment="center")
 if c1.button(
     "Run the demo", type="primary", help="Load the preset, open the poisoning lab and play the attack (Pause stops it)"
 ):
