@@ -34,6 +34,8 @@ LAB_FIELDS = (
     "seed",
 )
 ELSEWHERE = ("target", "target_params", "data_dir")
+# the "More settings" fields the lab shows apart, in an expander open when they are in use
+PRIVACY_FIELDS = ("canaries", "canary_codes", "tenants", "identity", "tenant_filter")
 
 
 def more_fields() -> tuple[str, ...]:

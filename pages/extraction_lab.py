@@ -28,7 +28,7 @@ from components.extraction import (
     start_run,
     stream_round,
 )
-from components.extraction_settings import LOCAL, more_fields
+from components.extraction_settings import LOCAL, PRIVACY_FIELDS, more_fields
 from components.params_form import changed_only, field_input, params_form, registry_forms
 from components.state import data_dir, follow, init_state, picked
 from components.stepper import stepper
@@ -214,14 +214,24 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
                         LOCAL_GENERATOR, s.get("generator_params"), skip=("model", "max_tokens"), key="generator.local"
                     ),
                 )
-        with st.expander("More settings (retriever, chunking, scoring, prompt)"):
+        # tenancy and canaries in their own expander, open when the settings use them (the tenant demo asks to
+        # switch the filter: it must not hide among the retriever's settings)
+        privacy = tuple(f for f in more_fields() if f in PRIVACY_FIELDS)
+        in_use = any((s.get("more") or {}).get(f) for f in ("tenants", "canaries", "canary_codes"))
+        with st.expander("Tenants and canaries (multi-tenant knowledge base, honeytokens)", expanded=in_use):
             more = params_form(
-                ExtractionConfig,
-                s.get("more"),
-                only=more_fields(),
-                key="extract-more",
-                mappings_as_json=True,
-                choices={"retriever": OFFLINE_RETRIEVERS},
+                ExtractionConfig, s.get("more"), only=privacy, key="extract-privacy", mappings_as_json=True
+            )
+        with st.expander("More settings (retriever, chunking, scoring, prompt)"):
+            more.update(
+                params_form(
+                    ExtractionConfig,
+                    s.get("more"),
+                    only=tuple(f for f in more_fields() if f not in privacy),
+                    key="extract-more",
+                    mappings_as_json=True,
+                    choices={"retriever": OFFLINE_RETRIEVERS},
+                )
             )
         other_params = dict(s.get("other_generator_params") or {})
         if generator in OTHER_GENERATORS:
