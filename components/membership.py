@@ -29,6 +29,15 @@ def _ci(ci: Sequence[float] | None) -> str:
 
 def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, complete: bool = True) -> None:
     """Headline metrics, the two figures and the per-record table of one experiment."""
+    run_id = next((e.run_id for e in events), "")
+    st.subheader(
+        md_escape(
+            f"{summary.get('attack')} on {summary.get('kb')} · defenses: "
+            f"{', '.join(summary.get('defenses') or ()) or 'none'}"
+        ),
+        help="The experiment shown below (the form above holds the settings of the next one)",
+    )
+    st.caption(f"experiment {md_escape(run_id)}" if run_id else "")
     if not complete:
         st.warning(
             f"Not finished (still running, stopped or interrupted): the figures cover the {summary['decisions']} "
