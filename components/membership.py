@@ -38,6 +38,12 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
         help="The experiment shown below (the form above holds the settings of the next one)",
     )
     st.caption(f"experiment {md_escape(run_id)}" if run_id else "")
+    if not summary.get("decisions"):
+        st.info(
+            "No record was probed before this experiment stopped: nothing to show yet. It resumes from its folder "
+            "with `python -m engine membership --resume FOLDER`, or run it again above."
+        )
+        return
     if not complete:
         st.warning(
             f"Not finished (still running, stopped or interrupted): the figures cover the {summary['decisions']} "
