@@ -286,7 +286,7 @@ def metric_text(name: str, value: Any) -> str:
     if name.startswith("CRR"):
         return f"{value:.3f}"
     if "change" in name:
-        return f"{value + 0.0:+.2f}" if round(value, 2) else "0.00"  # no "-0.00" for a change that rounds to none
+        return f"{value:+.2f}" if round(value, 2) else "0.00"  # no "-0.00" for a change that rounds to none
     return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
