@@ -9,6 +9,7 @@ from components.params_form import params_form
 from components.text import marked_markdown, md_escape, short
 from engine.views.poisoning_run import detector_report, embedding_map, rounds_table
 from engine.detectors import DETECTORS
+from engine.errors import ConfigError
 from engine.metrics import asr, asr_defended, asr_generation, detection, triggered_rounds
 from engine.runs.poisoning import trigger_of
 from engine.metrics.intervals import fmt_interval
@@ -244,7 +245,12 @@ def render_detectors(run) -> None:
                 chosen = params_form(plugin.Params, own, key=f"rescore.{e.detector}")
             params = {k: v for k, v in chosen.items() if own.get(k) != v} or None
             cache = st.session_state.setdefault("detector_cache", {})
-            rep = detector_report(run, e.detector, params, cache=cache)
+            try:
+                rep = detector_report(run, e.detector, params, cache=cache)
+            except ConfigError as err:  # e.g. a shrinkage β typed outside [0, 1]: say so, show the run's own
+                st.error(f"Not re-scored: {md_escape(err)}")
+                params = None
+                rep = detector_report(run, e.detector, None, cache=cache)
             lo = float(
                 min(
                     rep["clean_scores"].min(initial=rep["threshold"]),

@@ -94,7 +94,7 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
             pd.DataFrame(rows),
             hide_index=True,
             width="stretch",
-            height=min(36 * (len(rows) + 1) + 12, 960),
+            height=min(35 * (len(rows) + 1) + 3, 960),  # rows of 35 px + header, no blank row below
             column_config={
                 "record": st.column_config.TextColumn(width="medium"),
                 "score": st.column_config.NumberColumn(format="%.3f"),

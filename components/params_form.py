@@ -30,6 +30,16 @@ def new_form_generation() -> None:
     st.session_state["form_generation"] = st.session_state.get("form_generation", 0) + 1
 
 
+def _with_bounds(text: str | None, lo: Any, hi: Any) -> str | None:
+    """The field's help with its allowed range. The range is not given to the widget: Streamlit's number input
+    answers a typed value outside its bounds with only a red icon and then silently ignores the form's submit
+    button, so an out-of-range value reaches the engine instead, whose validation names the field in one line."""
+    if lo is None and hi is None:
+        return text or None
+    bound = f"from {lo} to {hi}" if lo is not None and hi is not None else (f"≥ {lo}" if hi is None else f"≤ {hi}")
+    return f"{text or ''} (allowed: {bound})".strip()
+
+
 def field_groups(cls: type[Params]) -> list[str]:
     """The form sections of a Params class in field order ('' first: the main section)."""
     groups = list(dict.fromkeys(f.get("group") or "" for f in cls.describe()))
@@ -77,8 +87,8 @@ def params_form(
         label = labels.get(name) or f.get("label") or name.replace("_", " ").capitalize()
         value = values.get(name, f["default"])
         tp = _base_type(f["type"])
-        kw = {"help": f.get("help") or None, "key": f"pf.{key}.{name}.{gen}" if key else None}
         lo, hi = f.get("min"), f.get("max")
+        kw = {"help": _with_bounds(f.get("help"), lo, hi), "key": f"pf.{key}.{name}.{gen}" if key else None}
         if (f.get("registry") or name in narrowed) and tp is str:
             names = list(narrowed.get(name) or registered(f["registry"]))
             names += [value] if value and value not in names else []
@@ -90,10 +100,8 @@ def params_form(
             out[name] = box.checkbox(label, value=bool(value), **kw)
         elif tp is int:
             out[name] = int(
-                box.number_input(
+                box.number_input(  # no min/max: see _with_bounds
                     label,
-                    min_value=None if lo is None else int(lo),
-                    max_value=None if hi is None else int(hi),
                     value=int(value if value is not None else (lo or 0)),
                     step=1,
                     **kw,
@@ -103,8 +111,6 @@ def params_form(
             out[name] = float(
                 box.number_input(
                     label,
-                    min_value=None if lo is None else float(lo),
-                    max_value=None if hi is None else float(hi),
                     value=float(value if value is not None else (lo or 0.0)),
                     format="%.3f",
                     **kw,

@@ -90,6 +90,28 @@ class FolderLock:
             self._key = ""
 
 
+def is_busy(folder: str | Path) -> bool:
+    """Whether a writer holds ``folder`` now (a live or resumed run in this process, e.g. another browser
+    session's, or a run of another process), without taking it: a saved-runs list tells a run still being
+    written from one that stopped. Where ``fcntl`` does not exist only this process's writers are seen."""
+    path = Path(folder).resolve()
+    with _guard:
+        if str(path) in _held:
+            return True
+    if not (path / LOCK_NAME).is_file():
+        return False
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return False
+    try:
+        with open(path / LOCK_NAME, "rb") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)  # released when the file closes
+    except OSError:
+        return True
+    return False
+
+
 @contextmanager
 def exclusive_folder(folder: str | Path, what: str) -> Iterator[Path]:
     """Hold ``folder`` (created if missing) for one sweep, comparison or audit; raises :class:`FolderBusyError`

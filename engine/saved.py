@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .folder_lock import is_busy
 from .paths import owner_dir
 
 
@@ -91,6 +92,7 @@ def list_runs(root: Path | None = None, kind: str | None = None) -> list[dict[st
             "path": str(d),
             "folder": str(d.parent),
             "finished": (d.parent / "summary.json").is_file(),
+            "being written": is_busy(d.parent),
             "retriever": cfg.get("retriever"),
             "attack": cfg.get("attack"),
         }
@@ -118,10 +120,18 @@ def list_runs(root: Path | None = None, kind: str | None = None) -> list[dict[st
 
 
 def describe_run(row: dict[str, Any]) -> str:
-    """One line naming a listed extraction run: id, attack, KB, defenses, rounds, unfinished or not."""
+    """One line naming a listed extraction run: id, attack, KB, defenses, rounds, and its state."""
     return f"{row['run_id']} · {row['attack']} on {row['corpus']} · {row['defenses']} · {row['rounds']} rounds" + (
-        "" if row["finished"] else " · unfinished"
+        state_suffix(row)
     )
+
+
+def state_suffix(row: dict[str, Any]) -> str:
+    """' · being written' for a listed run a session or process holds now (e.g. an experiment still running
+    after its browser tab closed), ' · unfinished' for one stopped before its end, '' for a finished one."""
+    if row.get("being written"):
+        return " · being written"
+    return "" if row["finished"] else " · unfinished"
 
 
 def list_comparisons(root: Path | None = None) -> list[dict[str, Any]]:

@@ -43,6 +43,12 @@ FILTER_WORDS = {  # each mode in a few words, for a form
     "none": "not at all",
     OBSERVED: "by the target itself",
 }
+FILTER_SENTENCES = {  # "This deployment …": each mode as a sentence's predicate
+    "inside": "filters inside the vector search",
+    "after": "filters after the top-K",
+    "none": "has no tenant filter at all",
+    OBSERVED: "leaves the filtering to the target itself",
+}
 
 
 def source_of(doc: Document) -> str:

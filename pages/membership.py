@@ -18,7 +18,7 @@ from engine.generators import packaged_generator
 from engine.generators.models import MODELS as MODELS_REGISTRY
 from engine.jobs import Job
 from engine.runs.membership import load_membership, run_membership
-from engine.saved import list_runs
+from engine.saved import list_runs, state_suffix
 
 FORM_FIELDS = (
     "kb",
@@ -131,8 +131,7 @@ with st.expander("Saved experiments"):
             "Experiment",
             [r["folder"] for r in saved],
             format_func=lambda f: next(
-                f"{r['run_id']} · {r['attack']} on {r['corpus']} · {r['defenses']}"
-                + ("" if r["finished"] else " · unfinished")
+                f"{r['run_id']} · {r['attack']} on {r['corpus']} · {r['defenses']}" + state_suffix(r)
                 for r in saved
                 if r["folder"] == f
             ),

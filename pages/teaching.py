@@ -20,7 +20,7 @@ from engine.analysis.teaching import (
     metric_text,
 )
 from engine.metrics.catalog import MK, labels
-from engine.tenancy import FILTER_WORDS, TENANT_FILTERS
+from engine.tenancy import FILTER_SENTENCES, FILTER_WORDS, TENANT_FILTERS
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.attacks.poisoning import POISONING_ATTACKS, TARGET_KINDS
 from engine.defenses import DEFENSES
@@ -132,7 +132,7 @@ def show_result(level: int) -> None:
     if res.get("met"):
         st.success(
             f"Goal met — level {level} completed."
-            + (f" This deployment filters {FILTER_WORDS[res['mode']]}." if res.get("mode") in FILTER_WORDS else "")
+            + (f" This deployment {FILTER_SENTENCES[res['mode']]}." if res.get("mode") in FILTER_SENTENCES else "")
         )
     elif res.get("identified"):
         st.info(md_escape(res.get("reason") or ""))

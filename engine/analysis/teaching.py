@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from ..progress import Progress, StopToken, stopped
-from ..tenancy import FILTER_WORDS
+from ..tenancy import FILTER_SENTENCES
 from ..metrics.catalog import MK
 
 # the extraction levels use the quick-extraction-demo configuration: the smallest offline model that
@@ -348,7 +348,7 @@ def check_level4(events: Sequence[Any], guess: str, mode: str) -> dict[str, Any]
         reason = f"Not this one: {LOG_UNDER.get(guess, guess)} — look at this deployment's retrieval log again."
     elif mode != "none":
         reason = (
-            f"Right: this deployment filters {FILTER_WORDS[mode]}, so tenant-1 never sees another tenant's records. "
+            f"Right: this deployment {FILTER_SENTENCES[mode]}, so tenant-1 never sees another tenant's records. "
             "The misconfiguration is elsewhere: attack another deployment."
         )
     else:

@@ -105,6 +105,19 @@ def test_more_records_than_the_knowledge_base_is_one_message(runs):
     assert any("more than the knowledge base" in e.value for e in at.error), [e.value for e in at.error]
 
 
+def test_a_value_below_a_fields_minimum_is_one_message_not_a_silent_form(runs):
+    """Streamlit's bounded number input swallows the submit button when a typed value is out of range; the form's
+    inputs carry their range in the help instead, and the engine's validation names the field."""
+    at = _page()
+    members = next(n for n in at.number_input if n.label == "Members probed")
+    assert "(allowed: from 1 to " in (members.help or "")
+    members.set_value(0)
+    next(b for b in at.button if b.label == "Run experiment").click().run()
+    assert not at.exception
+    assert "mia_job" not in at.session_state
+    assert any("members: 0 is below the minimum 1" in e.value for e in at.error), [e.value for e in at.error]
+
+
 def test_a_membership_table_folder_shows_every_cell_with_its_progress(tmp_path):
     """The Long experiments expander reads a table folder: one row per cell, those not started marked so, a
     folder without a table one message."""

@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from engine.errors import EngineError
-from engine.folder_lock import FolderBusyError, exclusive_folder
+from engine.folder_lock import FolderBusyError, exclusive_folder, is_busy
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_second_writer_in_this_process_is_refused_until_the_first_ends(tmp_path):
+    assert not is_busy(tmp_path / "out")
     with exclusive_folder(tmp_path / "out", "this sweep") as held:
-        assert held.is_dir()
+        assert held.is_dir() and is_busy(tmp_path / "out")
         with pytest.raises(FolderBusyError, match="this sweep is already running into"):
             with exclusive_folder(tmp_path / "out", "this sweep"):
                 pass
@@ -40,12 +41,14 @@ def test_a_second_writer_in_another_process_is_refused_and_a_dead_one_leaves_not
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "held"
+        assert is_busy(tmp_path), "another process's writer is seen without taking its lock"
         with pytest.raises(FolderBusyError, match="another session or process"):
             with exclusive_folder(tmp_path, "this comparison"):
                 pass
     finally:
         p.kill()
         p.wait()
+    assert not is_busy(tmp_path)
     with exclusive_folder(tmp_path, "this comparison"):  # killed: the lock went with it
         pass
 
@@ -74,3 +77,30 @@ def test_a_sweep_or_comparison_into_a_busy_folder_stops_before_touching_it(tmp_p
         with pytest.raises(FolderBusyError, match="this comparison is already running"):
             run_comparison(cfg, out_dir=tmp_path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name != ".running.lock"} == before
+
+
+def test_the_saved_runs_list_tells_a_run_being_written_from_one_that_stopped(tmp_path):
+    """A run still written by a session whose browser tab closed (or by another process) is listed as being
+    written, not as unfinished; once its writer lets go it reads unfinished."""
+    import json
+
+    from engine.folder_lock import run_lock
+    from engine.saved import list_runs, state_suffix
+
+    folder = tmp_path / "20261206-000000-abcdef12"
+    folder.mkdir()
+    first = {
+        "type": "run_started",
+        "config": {"kb": "clinic_records", "attack": "s2mia"},
+        "manifest": {"kind": "membership"},
+    }
+    (folder / "events.jsonl").write_text(json.dumps(first) + "\n", encoding="utf-8")
+    lock = run_lock(folder, folder.name)
+    lock.acquire()
+    try:
+        (row,) = list_runs(tmp_path)
+        assert row["being written"] and state_suffix(row) == " · being written"
+    finally:
+        lock.release()
+    (row,) = list_runs(tmp_path)
+    assert not row["being written"] and state_suffix(row) == " · unfinished"
