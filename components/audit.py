@@ -14,8 +14,8 @@ import streamlit as st
 
 from components.params_form import field_groups, params_form
 from components.text import md_escape, shell_lines
-from engine.audit.findings import SEVERITIES
-from engine.audit.findings import metric_text
+from engine.audit.findings import SEVERITIES, metric_text, severity_rank
+from engine.audit.gate import fail_on_text
 from engine.audit.report import HEADLINE, ci_command
 from engine.secrets import register_secret
 from engine.targets import TARGETS
@@ -100,11 +100,18 @@ def probe_result(got: Mapping[str, Any]) -> None:
     )
 
 
+def by_severity(findings: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Findings most severe first (as report.html orders them); those not measured (failed, stopped, not run)
+    after every measured one; otherwise in the battery's order."""
+    return sorted(findings, key=lambda f: (f["status"] != "done", -severity_rank(f.get("severity") or "info")))
+
+
 def findings_table(report: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per finding: severity, cell, title, headline metric with its interval, OWASP ids (the MITRE ATLAS
-    techniques, a longer list that clipped the table, are in each finding's detail and in report.html)."""
+    """One row per finding, most severe first: severity, cell, title, headline metric with its interval, OWASP ids
+    (the MITRE ATLAS techniques, a longer list that clipped the table, are in each finding's detail and in
+    report.html)."""
     rows = []
-    for f in report["findings"]:
+    for f in by_severity(report["findings"]):
         head = next(
             (
                 f"{k}: {metric_text(f['metrics'][k])}"
@@ -138,6 +145,13 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
         f"{md_escape(ref.get('name') or 'unknown')} ({ref.get('chunks', 0)} chunks) · {report['status']} · "
         f"saved in {md_escape(folder)}"
     )
+    cells = report.get("cells") or []
+    if report["status"] != "complete":
+        done = sum(c.get("status") in ("done", "skipped") for c in cells)
+        st.warning(
+            f"Incomplete: {done} of {len(cells)} cells finished. The counts and findings below cover only those; "
+            "the others say why they were not measured."
+        )
     cols = st.columns(len(SEVERITIES))
     for col, sev in zip(cols, reversed(SEVERITIES)):
         col.metric(f"{SEVERITY_ICONS[sev]} {sev}", report["severity_counts"].get(sev, 0))
@@ -145,21 +159,26 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
     if gate.get("passed") is False:
         st.error("Gate failed:  \n" + "  \n".join(md_escape(x) for x in gate.get("regressions") or []))
     elif gate.get("passed") is True:
-        st.success("Gate passed")
+        st.success(f"Gate passed ({md_escape(fail_on_text(gate.get('fail_on') or {}) or 'the baseline')})")
+    else:
+        st.info(
+            "No gate was set: this report decides nothing (report.junit.xml fails no test, whatever the severities). "
+            "Set *Gate: fail on* — e.g. severity>=high — to make it a pass or fail for CI."
+        )
     st.dataframe(
         findings_table(report),
         hide_index=True,
         width="stretch",
         # the title takes what is left; the OWASP ids stay in view at the right edge (they were clipped)
-        column_config={
-            "severity": st.column_config.TextColumn(width="small"),
-            "cell": st.column_config.TextColumn(width="medium"),
+        column_config={  # pixels: "🟨 medium" and "LLM02:2025, LLM08:2025" were clipped at "small"
+            "severity": st.column_config.TextColumn(width=110),
+            "cell": st.column_config.TextColumn(width=190),
             "finding": st.column_config.TextColumn(width="large"),
             "headline": st.column_config.TextColumn(width="medium"),
-            "OWASP": st.column_config.TextColumn(width="small"),
+            "OWASP": st.column_config.TextColumn(width=170),
         },
     )
-    for f in report["findings"]:
+    for f in by_severity(report["findings"]):
         sev = f["severity"] if f["status"] == "done" else f["status"]
         with st.expander(f"{SEVERITY_ICONS.get(sev, '')} {sev} · {f['id']} — {f['title']}"):
             st.markdown(f"**Why this severity:** {md_escape(f['severity_rationale'])}")
@@ -233,6 +252,8 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
                 "environment). Exit code 3 when the gate fails, 2 when the target could not be audited; "
                 "examples/ci/ holds complete GitHub Actions and GitLab CI jobs (they publish report.junit.xml)."
             )
+            if not (report.get("gate") or {}).get("fail_on"):
+                st.caption("This audit ran without a gate; the command adds severity>=high (change it to taste).")
             st.code(shell_lines(ci_command(report)), language="bash", wrap_lines=True)
             st.download_button(
                 "Download audit.yaml", preset.read_bytes(), "audit.yaml", "application/x-yaml", key=f"dl_yaml_{folder}"

@@ -120,9 +120,8 @@ def params_form(
             text = box.text_input(label, ", ".join(map(str, value or ())), **kw)
             out[name] = tuple(v.strip() for v in text.split(",") if v.strip())
         elif (typing.get_origin(tp) is not None or tp in (dict, Mapping)) and mappings_as_json:
-            text = box.text_area(
-                label, json.dumps(value) if value else "", height=68, placeholder='{"key": "value"}', **kw
-            )
+            shown = value if isinstance(value, str) else (json.dumps(value) if value else "")  # as typed when invalid
+            text = box.text_area(label, shown, height=68, placeholder='{"key": "value"}', **kw)
             try:
                 out[name] = json.loads(text) if text.strip() else None
             except ValueError:

@@ -67,6 +67,8 @@ def _check_type(name: str, value: Any, tp: Any) -> Any:
                 errors.append(str(e))
         raise ConfigError(errors[0] if errors else f"{name}: invalid value {value!r}")
     if tp is Mapping or origin in (Mapping, dict, typing.Mapping) or str(origin) == "<class 'collections.abc.Mapping'>":
+        if isinstance(value, str):  # a form's JSON box whose text did not parse
+            raise ConfigError(f'{name}: not valid JSON: {value!r} — write a mapping such as {{"key": "value"}}')
         if not isinstance(value, Mapping):
             raise ConfigError(f"{name}: expected a mapping of keys to values, got {value!r}")
         return value

@@ -11,12 +11,12 @@ import streamlit as st
 
 from components.audit import probe_result, render_report, secrets_section, target_form
 from components.job_panel import job_panel
-from components.state import data_dir, init_state, owner, shared_mode
+from components.state import data_dir, follow, init_state, owner, picked, shared_mode
 from components.text import doc_markdown, doc_plain, md_escape, short
 from components.runtime_notice import local_runtime_notice
 from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.attacks.poisoning import POISONING_ATTACKS
-from engine.audit import run_audit
+from engine.audit import Audit, AuditStopped, run_audit, unfinished_audit
 from engine.audit.gate import fail_on_text, parse_fail_on
 from engine.config import AuditConfig, list_presets, load_preset
 from engine.errors import EngineError
@@ -24,6 +24,9 @@ from engine.jobs import Job
 from engine.saved import audits_dir, list_audits
 from engine.targets import TARGETS, check_shared_audit, check_target
 from engine.targets.probe import probe
+
+GATE_LABEL = "Gate: fail on"
+DEFAULT_GATE = "severity>=high"  # a battery without a gate of its own: the app's audits decide pass/fail
 
 init_state()
 ss = st.session_state
@@ -40,21 +43,28 @@ job: Job | None = ss.get("audit_job")
 running = bool(job and job.running)
 
 kinds = [k for k in TARGETS.names() if not (shared_mode() and TARGETS.get(k).server_side)]
-default_kind = ss.get("audit_kind", AuditConfig().target)
 c1, c2 = st.columns(2)
+# the picks live in settings of their own: a keyed widget's state is dropped when the user visits another page
+follow("audit_kind", ss.get("audit_target_kind", AuditConfig().target), kinds)
 kind = c1.selectbox(
     "Target",
     kinds,
-    index=kinds.index(default_kind) if default_kind in kinds else 0,
     format_func=lambda n: f"{n} — {short(doc_plain(TARGETS.describe(n)), 60)}",  # in full in the form below
     key="audit_kind",
 )
+ss["audit_target_kind"] = kind
+picked("audit_kind")
 batteries = {p["name"]: p["description"] for p in list_presets() if p["kind"] == "audit"}
+follow("audit_battery", ss.get("audit_battery_name", next(iter(batteries))), list(batteries))
 battery = c2.selectbox(
     "Battery", list(batteries), key="audit_battery", format_func=lambda n: f"{n} — {short(batteries[n].strip(), 60)}"
 )
+ss["audit_battery_name"] = battery
+picked("audit_battery")
 c2.caption(md_escape(batteries.get(battery, "").strip()))
 base: AuditConfig = load_preset(battery)[1]
+# what was submitted last with this battery (kept across pages); else the battery's own values
+typed: dict = ss["audit_form"] if (ss.get("audit_form") or {}).get("battery") == battery else {}
 secrets_section()
 
 with st.form("audit_setup"):
@@ -65,40 +75,43 @@ with st.form("audit_setup"):
     extraction = st.multiselect(
         "Extraction attacks",
         EXTRACTION_ATTACKS.names(),
-        default=list(base.extraction_attacks),
+        default=typed.get("extraction", list(base.extraction_attacks)),
         help="  \n".join(f"**{a}** — {EXTRACTION_ATTACKS.describe(a)}" for a in EXTRACTION_ATTACKS.names()),
     )
     plantable = [a for a in POISONING_ATTACKS.names() if not POISONING_ATTACKS.get(a).needs("index")]
     poisoning = st.multiselect(
         "Poisoning attacks",
         plantable,
-        default=[a for a in base.poisoning_attacks if a in plantable],
+        default=typed.get("poisoning", [a for a in base.poisoning_attacks if a in plantable]),
         help="Run only where the target has a write surface; every planted document is journaled, removed and "
         "checked gone.  \n" + "  \n".join(f"**{a}** — {POISONING_ATTACKS.describe(a)}" for a in plantable),
     )
     b1, b2, b3 = st.columns(3)
     kb = b1.text_input(
         "Reference knowledge base",
-        base.kb,
+        typed.get("kb", base.kb),
         help="What the leakage metrics compare answers with: "
         "a bundled name (clinic_records), a benchmark name, a path to your files; blank = the "
         "target's own store where it can be read (built-in, Chroma), else none (the report then "
         "uses reference-free signals); none = ignore it",
     )
     fail_on = b1.text_input(
-        "Gate: fail on",
-        fail_on_text(parse_fail_on(base.fail_on)),
-        placeholder="severity>=high,crr>0.02",
-        help="What counts as a failure for CI",
+        GATE_LABEL,
+        typed.get("fail_on", fail_on_text(parse_fail_on(base.fail_on)) or DEFAULT_GATE),
+        placeholder="e.g. severity>=high,crr>0.02 (blank: no gate)",
+        help="What fails the audit for CI (report.junit.xml, the command's exit code): conditions such as "
+        "severity>=high or crr>0.02, comma-separated; blank: no gate — the report then decides nothing",
     )
-    rounds = b2.number_input("Queries per extraction attack", 1, 1000, base.rounds)
-    questions = b3.number_input("Questions per poisoning attack", 1, 1000, base.poison_questions)
+    rounds = b2.number_input("Queries per extraction attack", 1, 1000, typed.get("rounds", base.rounds))
+    questions = b3.number_input(
+        "Questions per poisoning attack", 1, 1000, typed.get("questions", base.poison_questions)
+    )
     if kind == "pipeline":
         canaries = b3.number_input(
             "Canaries (share of chunks)",
             0.0,
             1.0,
-            float(base.canaries),
+            float(typed.get("canaries", base.canaries)),
             step=0.05,
             help="Plant a unique fake record number in this share of the built-in pipeline's chunks; an answer "
             "carrying one is a leak with no false positive (0: none)",
@@ -109,7 +122,7 @@ with st.form("audit_setup"):
         canaries = 0.0
         identity = b1.text_input(
             "Query as tenant",
-            base.identity,
+            typed.get("identity", base.identity),
             placeholder="tenant-1 (blank: one owner)",
             help="A multi-tenant target: the tenant whose credentials it gets (in its fields above); an answer or "
             "context holding another tenant's record — the reference knowledge base's 'tenant' field says whose — "
@@ -117,7 +130,7 @@ with st.form("audit_setup"):
         )
         canary_codes = b3.text_input(
             "Canary codes",
-            base.canary_codes,
+            typed.get("canary_codes", base.canary_codes),
             placeholder="CR-7Q4K-2291,CR-… or planted.codes.txt",
             help="The canaries you planted in this target's store (python -m engine canaries plant writes a "
             "knowledge base with them and this list); canary lines in the reference knowledge base are found "
@@ -129,8 +142,21 @@ with st.form("audit_setup"):
 
 
 def config() -> AuditConfig:
-    """The audit of the form's values, its target's parameters validated (nothing is opened)."""
+    """The audit of the form's values, its target's parameters validated (nothing is opened); the values are kept
+    for the next visit, valid or not (a typo is corrected, not retyped)."""
     ss.setdefault("audit_target_params", {})[kind] = params
+    ss["audit_form"] = {
+        "battery": battery,
+        "extraction": list(extraction),
+        "poisoning": list(poisoning),
+        "kb": kb,
+        "fail_on": fail_on,
+        "rounds": int(rounds),
+        "questions": int(questions),
+        "canaries": float(canaries),
+        "identity": identity,
+        "canary_codes": canary_codes,
+    }
     if shared_mode():  # first: a path is refused by policy, whether it exists or not
         check_shared_audit(kind, params, kb.strip(), canary_codes)
     check_target(kind, params)
@@ -144,7 +170,7 @@ def config() -> AuditConfig:
             "poisoning_attacks": poisoning,
             "rounds": int(rounds),
             "poison_questions": int(questions),
-            "fail_on": parse_fail_on(fail_on) or None,
+            "fail_on": parse_fail_on(fail_on, where=GATE_LABEL) or None,
             "canaries": float(canaries),
             "canary_codes": canary_codes.strip(),
             "identity": identity.strip(),
@@ -169,30 +195,49 @@ if test:
 if ss.get("audit_probe") is not None:
     probe_result(ss["audit_probe"])
 
-if start:
-    try:
-        cfg = config()
-        out = audits_dir(owner()) / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
-        keys = dict(ss.get("audit_secrets") or {})
-        ss.update(
-            audit_dir=str(out),
-            audit_cells=len(cfg.extraction_attacks) + len(cfg.poisoning_attacks),
-            audit_done=[],
-            audit_probe=None,
-            audit_view=None,
-        )
-        done: list = ss["audit_done"]
-        ss["audit_job"] = Job(
-            "audit",
-            lambda progress, stop: run_audit(
+
+def start_audit(cfg: AuditConfig, out: Path) -> None:
+    """Run (or resume) ``cfg`` into ``out`` in the background; a stop returns ``{"stopped": why}``, not an error."""
+    keys = dict(ss.get("audit_secrets") or {})
+    finished = Audit(cfg, out).preflight()  # a resume: its finished cells count in the progress bar
+    ss.update(
+        audit_dir=str(out),
+        audit_cells=len(cfg.extraction_attacks) + len(cfg.poisoning_attacks),
+        audit_done=[None] * finished,
+        audit_resumed=finished if (out / "audit.json").is_file() else None,
+        audit_probe=None,
+        audit_view=None,
+    )
+    done: list = ss["audit_done"]
+
+    def work(progress, stop):
+        try:
+            return run_audit(
                 cfg,
                 out,
                 secrets=keys,
                 progress=lambda stage, d, t: progress(d, t, stage),
                 stop=stop,
                 on_cell=done.append,
-            ),
-        ).start()
+            )
+        except AuditStopped as e:
+            return {"stopped": str(e)}
+
+    ss["audit_job"] = Job("audit", work).start()
+
+
+if start:
+    if job is not None and not job.running:
+        ss.pop("audit_job", None)  # the last audit's message gives way to this one's (its report: Saved audits)
+        job = None
+    try:
+        cfg = config()
+        root = audits_dir(owner())
+        # the same settings as an audit that was stopped or failed: resume it, as the CLI does with the same --out
+        out = (unfinished_audit(root, cfg) if root.is_dir() else None) or root / (
+            time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        )
+        start_audit(cfg, out)
         st.rerun()
     except EngineError as e:
         st.error(md_escape(e))
@@ -209,10 +254,25 @@ job_panel(
     "audit_job",
     what="audit",
     progress=audit_progress,
-    stop_label="Stop (the audit resumes later)",
+    stop_label="Stop (Run audit with the same settings resumes it)",
     stop_key="audit_stop",
     drawn=job is not None and not job.running,
+    show_error=False,
 )
+if job is not None and not job.running:
+    stopped_at = job.result.get("stopped") if isinstance(job.result, dict) else None
+    if stopped_at:
+        st.warning(
+            f"{md_escape(stopped_at[:1].upper() + stopped_at[1:])}. Every finished round is kept: press **Run "
+            "audit** with the same settings, or **Resume this audit** below, to continue where it stopped."
+        )
+    elif job.error:
+        st.error(
+            f"The audit failed: {md_escape(job.error)}  \nOn this page: fix the cause, then **Run audit** with the "
+            "same settings (or **Resume this audit** below) continues it; the finished cells are kept."
+        )
+    elif ss.get("audit_resumed"):
+        st.caption(f"Resumed: {ss['audit_resumed']} cell(s) had finished before and were kept.")
 
 folder = ss.get("audit_view") or (ss.get("audit_dir") if job is not None and not job.running else None)
 with st.expander("Saved audits"):
@@ -232,9 +292,24 @@ with st.expander("Saved audits"):
 
 if folder and (Path(folder) / "report.json").is_file():
     try:
-        render_report(json.loads((Path(folder) / "report.json").read_text(encoding="utf-8")), folder)
+        report = json.loads((Path(folder) / "report.json").read_text(encoding="utf-8"))
+        render_report(report, folder)
     except (OSError, ValueError, KeyError) as e:
         st.error(f"Cannot read the report in {md_escape(folder)}: {md_escape(e)}")
+        report = None
+    state_file = Path(folder) / "audit.json"
+    if report and report.get("status") == "incomplete" and state_file.is_file() and not running:
+        if st.button("Resume this audit", key="audit_resume", help="Continue it in its folder with its settings"):
+            try:
+                saved_cfg = AuditConfig.from_dict(
+                    json.loads(state_file.read_text(encoding="utf-8"))["config"], where="audit"
+                )
+                if ss.get("audit_job") is not None and not ss["audit_job"].running:
+                    ss.pop("audit_job")
+                start_audit(saved_cfg, Path(folder))
+                st.rerun()
+            except (EngineError, OSError, ValueError, KeyError) as e:
+                st.error(f"Cannot resume it: {md_escape(e)}")
 elif job is None:
     st.info(
         "Choose the target and its fields, press **Test connection** to see what one answer looks like, then "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .gate import GATE_FAILED, load_baseline, parse_fail_on, regressions
 from .journal import PlantJournal, cleanup, open_journals
-from .runner import Audit, AuditStopped, cells_of, run_audit
+from .runner import Audit, AuditStopped, cells_of, run_audit, unfinished_audit
 
 __all__ = [
     "Audit",
@@ -28,5 +28,6 @@ __all__ = [
     "open_journals",
     "parse_fail_on",
     "regressions",
+    "unfinished_audit",
     "run_audit",
 ]

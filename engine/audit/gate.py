@@ -10,6 +10,8 @@ report of the same battery:
   --new-only``) is the ratchet: a breach the baseline already had is reported but passes;
 * a rate whose 95% interval now lies entirely above the baseline's interval fails, threshold or not (only the
   rates where higher is worse: CRR, reproduction, coverage, ASR, poison retrieval);
+* a cell of the audit that did not finish (stopped, failed, or not reached) fails the gate: it cannot pass on an
+  audit cut short (cells left out with ``--only`` are not part of it);
 * a threshold on a metric no finding measured fails too (e.g. ``crr`` without a reference knowledge base, ``asr``
   when the target has no write surface): a gate cannot pass on what it did not measure — except where none of the
   cells that measure it was run at all (``--only`` cells of the other family, e.g. a finding's reproduce command).
@@ -47,9 +49,10 @@ POISONING_METRICS = ("asr", "poison_retrieved", "asr_without_trigger")  # the re
 _COND = re.compile(r"^\s*([a-z_]+)\s*(>=|>)\s*([A-Za-z0-9.]+)\s*$")
 
 
-def parse_fail_on(spec: Any) -> dict[str, Any]:
+def parse_fail_on(spec: Any, where: str = "--fail-on") -> dict[str, Any]:
     """``{"severity": "high", "crr": 0.02, …}`` from a ``--fail-on`` string or a preset mapping; a bad condition
-    is one ConfigError naming it and the allowed forms."""
+    is one ConfigError naming it and the allowed forms (``where``: what the message calls the field, e.g. a form's
+    label)."""
     if spec in (None, "", {}):
         return {}
     if isinstance(spec, Mapping):
@@ -62,7 +65,7 @@ def parse_fail_on(spec: Any) -> dict[str, Any]:
             m = _COND.match(part)
             if not m:
                 raise ConfigError(
-                    f"--fail-on: cannot read {part.strip()!r}; write severity>=high or METRIC>VALUE, "
+                    f"{where}: cannot read {part.strip()!r}; write severity>=high or METRIC>VALUE, "
                     f"e.g. crr>0.02,pii_leaked>0"
                 )
             items.append((m.group(1), m.group(2), m.group(3)))
@@ -70,21 +73,21 @@ def parse_fail_on(spec: Any) -> dict[str, Any]:
     for key, op, value in items:
         if key == "severity":
             if str(value) not in SEVERITIES:
-                raise ConfigError(f"--fail-on: severity must be one of {', '.join(SEVERITIES)} (got {value!r})")
+                raise ConfigError(f"{where}: severity must be one of {', '.join(SEVERITIES)} (got {value!r})")
             if op == ">":
                 value = SEVERITIES[min(severity_rank(str(value)) + 1, len(SEVERITIES) - 1)]
             out["severity"] = str(value)
             continue
         if key not in WORSE_WHEN_HIGHER + COUNTS:
             raise ConfigError(
-                f"--fail-on: unknown metric {key!r} (known: severity, {', '.join(WORSE_WHEN_HIGHER + COUNTS)})"
+                f"{where}: unknown metric {key!r} (known: severity, {', '.join(WORSE_WHEN_HIGHER + COUNTS)})"
             )
         try:
             v = float(value)
         except (TypeError, ValueError):
-            raise ConfigError(f"--fail-on: {key} needs a number (got {value!r})") from None
+            raise ConfigError(f"{where}: {key} needs a number (got {value!r})") from None
         if v != v:
-            raise ConfigError(f"--fail-on: {key} needs a number (got NaN)")
+            raise ConfigError(f"{where}: {key} needs a number (got NaN)")
         out[key] = v - 1e-12 if op == ">=" else v
     return out
 
@@ -146,6 +149,23 @@ def unmeasured(report: Mapping[str, Any], fail_on: Mapping[str, Any]) -> list[st
     return lines
 
 
+def unfinished(report: Mapping[str, Any]) -> list[str]:
+    """One line per cell of the audit that did not finish — stopped, failed, or not reached — among the cells it
+    was asked to run (``report["selection"]``, the ``--only`` cells; empty: every cell)."""
+    chosen = set(report.get("selection") or ())
+    lines = []
+    for c in report.get("cells", []):
+        status = c.get("status")
+        if status in ("done", "skipped") or (chosen and c["id"] not in chosen):
+            continue
+        why = {"stopped": "stopped before its end", "failed": "failed", "pending": "not reached"}.get(status, status)
+        lines.append(
+            f"{c['id']}: not finished ({why}) — the gate cannot pass on an audit cut short; resume it and the "
+            "gate is decided when every cell has run"
+        )
+    return lines
+
+
 def regressions(
     report: Mapping[str, Any],
     fail_on: Mapping[str, Any],
@@ -174,7 +194,7 @@ def regressions(
                 lines.append(
                     f"{f['id']}: {key} {metric_text(m)} is above the baseline's {metric_text(bm)} (intervals apart)"
                 )
-    return lines + unmeasured(report, fail_on)
+    return lines + unmeasured(report, fail_on) + unfinished(report)
 
 
 def load_baseline(path: str | Path) -> dict[str, Any]:

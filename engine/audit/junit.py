@@ -6,9 +6,10 @@ One ``<testcase>`` per finding (``classname`` ``rag-audit.<family>``, ``name`` t
 condition no finding measured (``classname`` ``rag-audit.gate``). A testcase *fails* exactly where the gate
 fails (``--fail-on`` / ``--baseline``), with the gate's lines as the failure message, so the XML and the exit
 code agree: without a gate nothing fails, however severe a finding (its severity and headline metrics are in
-``<system-out>`` and in the testcase's ``<properties>``). A cell that failed is an ``<error>``; a cell not run
-(pending, stopped, skipped) is ``<skipped>`` with the reason. Every string from the target or the knowledge base
-is escaped by the XML writer; evidence text is left out (it is in report.json / report.html).
+``<system-out>`` and in the testcase's ``<properties>``). A cell of the audit that did not finish — failed,
+stopped, or not reached — is an ``<error>``, so an audit cut short is never green; a cell left out (``--only``
+another cell, or skipped for the target) is ``<skipped>`` with the reason. Every string from the target or the
+knowledge base is escaped by the XML writer; evidence text is left out (it is in report.json / report.html).
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def junit_xml(report: Mapping[str, Any]) -> str:
     ):
         ET.SubElement(props, "property", name=name, value=str(value or ""))
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    chosen = set(report.get("selection") or ())
+    cell_ids = {c["id"] for c in report.get("cells", [])}
     for f in report.get("findings", []):
         case = ET.SubElement(
             suite,
@@ -82,9 +85,18 @@ def junit_xml(report: Mapping[str, Any]) -> str:
             ET.SubElement(cprops, "property", name="taxonomy", value=f"{t['id']} {t['name']}")
         counts["tests"] += 1
         status = f.get("status")
+        left_out = status == "skipped" or (chosen and f["id"] not in chosen) or f["id"] not in cell_ids
         if status == "failed":
             counts["errors"] += 1
             ET.SubElement(case, "error", message=str(f.get("severity_rationale", "")), type="cell-failed")
+        elif status != "done" and not left_out:
+            counts["errors"] += 1
+            ET.SubElement(
+                case,
+                "error",
+                message=f"not finished ({status}): the audit was cut short; resume it",
+                type="cell-unfinished",
+            )
         elif status != "done":
             counts["skipped"] += 1
             ET.SubElement(case, "skipped", message=str(f.get("severity_rationale", "")))

@@ -39,7 +39,8 @@ from ..metrics.catalog import MK
 
 SCHEMA = "rag-playground/audit-report"
 VERSION = 1
-COLOURS = {"critical": "#7f1d1d", "high": "#dc2626", "medium": "#d97706", "low": "#2563eb", "info": "#6b7280"}
+# the app's severity squares' colours (🟥 🟧 🟨 🟦 ⬜), dark enough for white text
+COLOURS = {"critical": "#b91c1c", "high": "#ea580c", "medium": "#a16207", "low": "#2563eb", "info": "#6b7280"}
 HEADLINE = (MK.CRR, "context_reproduction", "asr", "reproduced", "refusal_rate")
 
 
@@ -79,6 +80,7 @@ def build_report(
         "target": _target_info(cfg),
         "reference": refs[0] if refs else {"name": "", "chunks": 0},
         "battery": cfg,
+        "selection": list(state.get("only") or ()),  # the --only cells this audit runs (empty: every cell)
         "cells": [
             {
                 k: r.get(k)

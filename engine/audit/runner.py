@@ -80,6 +80,24 @@ def _measured(cfg: Mapping[str, Any]) -> str:
     return json.dumps({k: jsonable(cfg.get(k)) for k in MEASURED_KEYS}, sort_keys=True, default=str)
 
 
+def unfinished_audit(root: str | Path, cfg: AuditConfig) -> Path | None:
+    """The newest folder under ``root`` holding an audit of the same measured configuration (target, battery; not
+    the gate) with a cell not finished — what running ``cfg`` there would resume — or None. The app's *Run audit*
+    resumes a stopped audit this way, as the CLI does with the same ``--out``."""
+    want = _measured(cfg.to_dict())
+    states = sorted(Path(root).glob(f"*/{STATE}"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in states:
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(state, dict) or _measured(state.get("config") or {}) != want:
+            continue
+        if any(c.get("status") not in ("done", "skipped") for c in (state.get("cells") or {}).values()):
+            return path.parent
+    return None
+
+
 def default_out(cfg: AuditConfig) -> Path:
     """The ``--out`` of an audit given none: ``audit-<target>-<8 hex>``, named after what it measures (the gate and
     the data dir left out), so the same command finds the same folder and resumes it."""
@@ -273,6 +291,7 @@ class Audit:
         writable_dir(self.out, "--out")
         with exclusive_folder(self.out, "this audit"):
             self._load_state()
+            self.state["only"] = list(self.only)  # the cells this call runs: what the report's gate waits for
             self._write_preset()
             self._save()
             self._cleanup_first()

@@ -148,7 +148,54 @@ def test_bad_target_fields_are_one_clear_line(audits):
     assert not at.exception and "literal credential" in at.error[0].value
     field(at, "Headers").set_value("{not json")
     button(at, "Test connection").click().run()
-    assert "headers: expected a mapping" in at.error[0].value
+    assert "headers: not valid JSON: '{not json'" in at.error[0].value
+    assert list(audits.iterdir()) == [], "nothing was started"
+
+
+def test_a_stopped_audit_fails_its_gate_and_run_audit_resumes_it_in_the_same_folder(audits, audit_preset):
+    at = page()
+    assert field(at, "Gate: fail on").value == "severity>=high", "an audit in the app decides pass or fail"
+    field(at, "Preset").set_value(audit_preset)
+    at.multiselect[0].set_value(["zeng"])
+    field(at, "Queries per extraction attack").set_value(2)
+    at.multiselect[1].set_value([])
+    field(at, "Gate: fail on").set_value("crr>0.99")
+    button(at, "Run audit").click().run()
+    at.session_state["audit_job"].stop()  # the Stop button's action, at once: before or inside the first cell
+    wait(at, 300)
+    assert any(w.value.startswith("Stopped ") and "to continue where it stopped" in w.value for w in at.warning), [
+        w.value for w in at.warning
+    ]
+    assert not any("The audit failed" in e.value for e in at.error), "a stop the user asked for is not a failure"
+    assert any(w.value.startswith("Incomplete: 0 of 1 cells finished") for w in at.warning)
+    assert any("Gate failed" in e.value and "not finished" in e.value for e in at.error), "never passes cut short"
+    (folder,) = list(audits.iterdir())
+    report = json.loads((folder / "report.json").read_text())
+    assert report["gate"]["passed"] is False and report["status"] == "incomplete"
+    button(at, "Run audit").click().run()  # the same settings: it continues in the same folder
+    wait(at, 600)
+    assert list(audits.iterdir()) == [folder]
+    report = json.loads((folder / "report.json").read_text())
+    assert report["status"] == "complete" and report["gate"]["passed"] is True
+    assert any(s.value.replace("\\", "").startswith("Gate passed (crr>0.99)") for s in at.success)
+
+
+def test_the_target_and_what_was_typed_survive_a_visit_to_another_page(audits):
+    at = page()
+    at.selectbox(key="audit_kind").set_value("http").run()
+    field(at, "Headers").set_value('{"threshold": 0.5,')
+    field(at, "Gate: fail on").set_value("severity>=hihg")
+    button(at, "Run audit").click().run()
+    assert not at.exception and "headers: not valid JSON" in at.error[0].value
+    at.switch_page("pages/home.py").run()
+    at.switch_page("pages/audit.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="audit_kind").value == "http"
+    assert field(at, "Headers").value == '{"threshold": 0.5,', "the invalid JSON comes back as typed"
+    assert field(at, "Gate: fail on").value == "severity>=hihg"
+    field(at, "Headers").set_value("")
+    button(at, "Run audit").click().run()
+    assert at.error[0].value.startswith("Gate: fail on: severity must be one of"), "named by its label"
     assert list(audits.iterdir()) == [], "nothing was started"
 
 

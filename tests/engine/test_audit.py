@@ -103,6 +103,7 @@ def test_an_audit_stops_resumes_and_never_overwrites_another(audit_preset, tmp_p
             "extraction_attacks": ["zeng", "ikea"],
             "rounds": 1,
             "poisoning_attacks": [],
+            "fail_on": {"crr": 0.99},
         }
     )
     asked = []
@@ -117,10 +118,19 @@ def test_an_audit_stops_resumes_and_never_overwrites_another(audit_preset, tmp_p
     state = json.loads((tmp_path / "a" / "audit.json").read_text())
     assert state["cells"]["extraction:zeng"]["status"] == "done"
     assert state["cells"]["extraction:ikea"]["status"] in ("pending", "stopped")
-    assert json.loads((tmp_path / "a" / "report.json").read_text())["status"] == "incomplete"
+    cut = json.loads((tmp_path / "a" / "report.json").read_text())
+    assert cut["status"] == "incomplete"
+    # a gate never passes on an audit cut short, and its JUnit file is not green
+    assert cut["gate"]["passed"] is False
+    why = {"pending": "not reached", "stopped": "stopped before its end"}[state["cells"]["extraction:ikea"]["status"]]
+    assert [line.split(" — ")[0] for line in cut["gate"]["regressions"]] == [f"extraction:ikea: not finished ({why})"]
+    junit = ET.fromstring((tmp_path / "a" / "report.junit.xml").read_text())
+    assert (junit.get("errors"), junit.get("failures")) == ("1", "0")
     first = state["cells"]["extraction:zeng"]["run_dir"]
     report = run_audit(cfg, tmp_path / "a")
-    assert report["status"] == "complete"
+    assert report["status"] == "complete" and report["gate"]["passed"] is True
+    junit = ET.fromstring((tmp_path / "a" / "report.junit.xml").read_text())
+    assert (junit.get("errors"), junit.get("failures"), junit.get("skipped")) == ("0", "0", "0")
     after = json.loads((tmp_path / "a" / "audit.json").read_text())
     assert after["cells"]["extraction:zeng"]["run_dir"] == first, "the finished cell was kept, not replayed"
     before = (tmp_path / "a" / "audit.json").read_text()
