@@ -11,7 +11,34 @@ from engine.views.comparison import LEAK_METRICS, UTILITY_METRICS, comparison_ta
 from engine.compare import ABLATION, ablation_direction, average_ablation_direction
 from engine.errors import EngineError
 from engine.plots.defenses import cluster_view, comparison_curves, ratio_bars, tradeoff_scatter
-from engine.metrics.catalog import MK
+from engine.metrics.catalog import MK, help_text
+
+
+SUFFIXES = {
+    "_ratio": " — ÷ the same metric without protection (same attack)",
+    "_std": " — standard deviation over the runs (seeds)",
+    "_ci": " — 95% interval",
+    "_drop": " — without protection minus with it",
+}
+
+
+def column_help(columns: Any) -> dict[str, Any]:
+    """Each column's meaning as a header tooltip (from the metric catalog; ``*_ratio``, ``*_std``, ``*_ci`` and
+    ``*_drop`` say what they add to their metric); the row's names stay pinned at the left while the rest scrolls."""
+    out: dict[str, Any] = {}
+    for c in columns:
+        if c in ("kb", "attack", "configuration"):
+            out[c] = st.column_config.Column(pinned=True)
+            continue
+        base, extra = c, ""
+        for suffix, text in SUFFIXES.items():
+            if c.endswith(suffix) and help_text(c) == "":
+                base, extra = c[: -len(suffix)], text
+                break
+        text = (help_text(base) or "") + extra
+        if text:
+            out[c] = st.column_config.Column(help=text)
+    return out
 
 
 def render_results(
@@ -39,7 +66,9 @@ def render_results(
 
     st.subheader("Final metrics")
     table = comparison_table(rows)
-    st.dataframe(table.round(4), hide_index=True, width="stretch", key=f"{key}_table")
+    st.dataframe(
+        table.round(4), hide_index=True, width="stretch", key=f"{key}_table", column_config=column_help(table.columns)
+    )
     st.caption(
         "`*_ratio` = value ÷ value without protection (same attack); empty when the undefended value is 0. "
         "`utility_acc_drop` = ACC without protection − ACC with it."

@@ -8,6 +8,7 @@ proportion): unlike the normal approximation it stays inside [0, 1] and does not
 from __future__ import annotations
 
 import math
+from typing import Any, Mapping
 
 Z95 = 1.959963984540054
 
@@ -35,3 +36,21 @@ def overlap(a: tuple[float, float] | None, b: tuple[float, float] | None) -> boo
 def fmt_interval(ci: tuple[float, float] | None, digits: int = 2) -> str:
     """``[0.84, 0.98]`` (empty when there is no interval)."""
     return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else ""
+
+
+def share_interval(row: Mapping[str, Any], value: float | None) -> tuple[float, float] | None:
+    """Wilson's 95% interval of a share of the KB's chunks (CRR, coverage) from its value and the row's KB size
+    (pooled over its runs, as ``crr_ci``), or None without a KB size."""
+    n = int(row.get("kb_size") or 0) * int(row.get("n_runs") or 1)
+    if value is None or n <= 0:
+        return None
+    return wilson(int(round(float(value) * n)), n)
+
+
+def accuracy_interval(row: Mapping[str, Any], prefix: str = "utility") -> tuple[float, float] | None:
+    """Wilson's 95% interval of a row's ACC (``utility_acc``: correct ÷ graded questions), or None."""
+    if row.get(f"{prefix}_acc_ci"):
+        lo, hi = row[f"{prefix}_acc_ci"]
+        return float(lo), float(hi)
+    acc, n = row.get(f"{prefix}_acc"), int(row.get(f"{prefix}_n_graded") or row.get(f"{prefix}_n") or 0)
+    return wilson(int(round(float(acc) * n)), n) if acc is not None and n > 0 else None

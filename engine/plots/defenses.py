@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..metrics.catalog import CATALOG, MK
+from ..metrics.intervals import accuracy_interval, share_interval
 from .axes import whole_ticks
 
 _LABELS = {k: m.label for k, m in CATALOG.items()}
@@ -18,20 +19,38 @@ def _name(row: dict[str, Any], several_attacks: bool) -> str:
     return f"{row['configuration']} · {row['attack']}" if several_attacks else str(row["configuration"])
 
 
+SHARES_OF_THE_KB = (MK.CRR, MK.RETRIEVED_COVERAGE)  # k of the KB's chunks: a Wilson interval applies
+
+
+def _bars(values: Sequence[float], intervals: Sequence[tuple[float, float] | None]) -> dict[str, Any] | None:
+    """Plotly error bars from 95% intervals around ``values`` (None when no value has one)."""
+    if not any(intervals):
+        return None
+    up = [(ci[1] - v) if ci else 0.0 for v, ci in zip(values, intervals)]
+    down = [(v - ci[0]) if ci else 0.0 for v, ci in zip(values, intervals)]
+    return {"type": "data", "array": up, "arrayminus": down, "visible": True, "thickness": 1, "width": 3}
+
+
 def comparison_curves(rows: Sequence[dict[str, Any]], metric: str = MK.CRR) -> go.Figure:
-    """Per-round curves of one leakage metric, one line per configuration (and attack, if several)."""
+    """Per-round curves of one leakage metric, one line per configuration (and attack, if several); for CRR and
+    coverage each point carries its Wilson 95% interval, and the axis starts at 0 so that a gap of one or two
+    chunks is not drawn as a large one."""
     fig = go.Figure()
     several = len({r["attack"] for r in rows}) > 1
     longest = 1
     for r in rows:
         y = list((r.get("curves") or {}).get(metric) or [])
         longest = max(longest, len(y))
-        fig.add_trace(go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines+markers", name=_name(r, several)))
+        bars = _bars(y, [share_interval(r, v) for v in y]) if metric in SHARES_OF_THE_KB else None
+        fig.add_trace(
+            go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines+markers", name=_name(r, several), error_y=bars)
+        )
     fig.update_layout(
         xaxis_title="attack round",
-        yaxis_title=_LABELS.get(metric, metric),
+        yaxis_title=_LABELS.get(metric, metric) + (" (bars: 95% interval)" if metric in SHARES_OF_THE_KB else ""),
         margin={"t": 30},
         xaxis={**whole_ticks(longest), "range": [0.5, longest + 0.5]},
+        yaxis={"rangemode": "tozero"},
         legend_title="configuration",
     )
     return fig
@@ -46,6 +65,8 @@ def tradeoff_scatter(rows: Sequence[dict[str, Any]], x: str = MK.UTILITY_ACC, y:
         if xv is None or yv is None:
             continue
         label = _name(r, several)
+        y_ci = (tuple(r[f"{y}_ci"]) if r.get(f"{y}_ci") else share_interval(r, yv)) if y in SHARES_OF_THE_KB else None
+        x_ci = accuracy_interval(r) if x == MK.UTILITY_ACC else None
         fig.add_trace(
             go.Scatter(
                 x=[xv],
@@ -55,6 +76,8 @@ def tradeoff_scatter(rows: Sequence[dict[str, Any]], x: str = MK.UTILITY_ACC, y:
                 text=[label],
                 textposition="top center",
                 marker={"size": 14},
+                error_x=_bars([xv], [x_ci]),
+                error_y=_bars([yv], [y_ci]),
             )
         )
     fig.update_layout(
@@ -62,6 +85,7 @@ def tradeoff_scatter(rows: Sequence[dict[str, Any]], x: str = MK.UTILITY_ACC, y:
         yaxis_title=f"{_LABELS.get(y, y)} (lower = more secure)",
         margin={"t": 30},
         xaxis={"range": [-0.05, 1.05]} if x.startswith("utility_") else {},
+        yaxis={"rangemode": "tozero"},
         legend_title="configuration",
     )
     return fig

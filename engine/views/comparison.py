@@ -15,7 +15,7 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from ..metrics.intervals import fmt_interval
+from ..metrics.intervals import accuracy_interval, fmt_interval
 
 from ..config import defense_set
 from ..errors import ConfigError
@@ -103,6 +103,14 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
         at = list(df.columns).index(MK.CRR_VS_NONE) + 1 if MK.CRR_VS_NONE in df.columns else len(df.columns)
         df.insert(at, MK.MEMBERSHIP_AUROC, [r.get(MK.MEMBERSHIP_AUROC) for r in rows])
         df.insert(at + 1, "membership_auroc_ci", [fmt_interval(r.get("membership_auroc_ci"), 2) for r in rows])
+    if MK.UTILITY_ACC in df.columns:  # its Wilson interval: 5 questions cannot rank two configurations
+        df.insert(
+            list(df.columns).index(MK.UTILITY_ACC) + 1,
+            "utility_acc_ci",
+            [fmt_interval(accuracy_interval(r), 2) if r.get(MK.UTILITY_ACC) is not None else None for r in rows],
+        )
+    if "utility_acc_drop" in df.columns:  # 0.8 − 0.6 is 0.2, not 0.20000000000000007, in the table and its CSV
+        df["utility_acc_drop"] = pd.to_numeric(df["utility_acc_drop"], errors="coerce").round(6)
     if any(r.get(MK.TASK_ACC) is not None for r in rows):  # the KB's own task, after the handbook's utility
         at = list(df.columns).index("utility_acc_drop") + 1 if "utility_acc_drop" in df.columns else len(df.columns)
         df.insert(at, MK.TASK_ACC, [r.get(MK.TASK_ACC) for r in rows])

@@ -204,3 +204,26 @@ def test_count_axes_tick_whole_numbers_only():
     steps = {n: whole_ticks(n)["dtick"] for n in (0, 3, 10, 11, 20, 21, 50, 200, 201, 1000)}
     assert steps == {0: 1, 3: 1, 10: 1, 11: 2, 20: 2, 21: 5, 50: 5, 200: 20, 201: 50, 1000: 100}
     assert all(isinstance(s, int) for s in steps.values()) and whole_ticks(7)["tickformat"] == "d"
+
+
+def test_the_charts_carry_intervals_and_start_at_zero_so_a_tie_does_not_look_like_a_win(rows):
+    """3 against 4 chunks of 361 is a tie (the table says so): the curves and the trade-off draw each point's Wilson
+    95% interval from 0 up, and the table gives the utility ACC its interval (5 questions rank nothing)."""
+    from engine.metrics.intervals import wilson
+
+    fig = comparison_curves(rows, "crr")
+    assert fig.layout.yaxis.rangemode == "tozero"
+    last = fig.data[0]  # none: CRR 0.3 of 10 chunks at round 3
+    lo, hi = wilson(3, 10)
+    assert last.error_y.array[-1] == pytest.approx(hi - 0.3) and last.error_y.arrayminus[-1] == pytest.approx(0.3 - lo)
+    assert comparison_curves(rows, "pii_leaked").data[0].error_y.array is None, "a count has no share interval"
+    for r in rows:
+        r["utility_n_graded"] = 5
+    t = tradeoff_scatter(rows, "utility_acc", "crr").data[2]  # cascade: ACC 3/5
+    lo, hi = wilson(3, 5)
+    assert t.error_x.array[0] == pytest.approx(hi - 0.6) and t.error_x.arrayminus[0] == pytest.approx(0.6 - lo)
+    assert t.error_y.array[0] > 0
+    table = comparison_table(rows)
+    assert list(table.columns)[list(table.columns).index("utility_acc") + 1] == "utility_acc_ci"
+    assert table.loc[2, "utility_acc_ci"] == f"[{lo:.2f}, {hi:.2f}]"
+    assert table.loc[2, "utility_acc_drop"] == 0.2, "rounded: no 0.20000000000000007 in the table or its CSV"
