@@ -22,6 +22,10 @@ def folder_input(
     """A folder: typed (single-user mode) or chosen among ``choices`` (shared mode; None when there is none)."""
     box = container or st
     if not shared_mode():
+        if key in st.session_state:  # set by a button elsewhere: a default too would draw Streamlit's warning
+            return box.text_input(
+                label, key=key, help=(help + " — " if help else "") + "single-user mode: any folder on this machine"
+            )
         return box.text_input(
             label,
             value=str(default),

@@ -128,7 +128,14 @@ if info:
     st.caption(
         f"Index ready: {info['docs']:,} chunks, {info['similarity']} similarity"
         + (f", {info['dim']}-d" if info["dim"] else "")
-        + f"; {info['embedded_now']:,} embedded now, the rest from the cache."
+        + "; "
+        + (
+            "all embedded now."
+            if info["embedded_now"] >= info["docs"]
+            else "all from the embedding cache."
+            if info["embedded_now"] == 0
+            else f"{info['embedded_now']:,} embedded now, the rest from the embedding cache."
+        )
     )
 
 st.subheader("Try a query")

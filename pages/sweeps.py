@@ -9,6 +9,7 @@ from components.job_panel import job_panel
 from components.reproduce import reproduce_section
 from components.state import data_dir, init_state, my_sweeps_dir
 from components.text import md_escape
+from engine.analysis.paper_tables import side_by_side
 from engine.attacks.poisoning import TARGET_KINDS
 from engine.config import SweepConfig
 from engine.corpora import available_corpora
@@ -141,11 +142,17 @@ if job is not None and not job.running and job.result is not None:
             "a restart) resumes from there:"
         )
         st.code(folder, language=None)
-        st.button(
-            "Show beside the paper's tables (below)",
-            key="sweep_to_reproduce",
-            on_click=lambda: st.session_state.update(t1_folder=folder),
-        )
+        if side_by_side(res.cells, 2).empty:  # nothing the paper's Table 1 has: no button into an empty table
+            st.caption(
+                "This grid has no cell on the paper's query sets (MIRAGE's five) and targets, so it has nothing to "
+                "set beside the paper's tables below; choose those to compare."
+            )
+        else:
+            st.button(
+                "Show beside the paper's tables (below)",
+                key="sweep_to_reproduce",
+                on_click=lambda: st.session_state.update(t1_folder=folder),
+            )
 
 st.divider()
 reproduce_section()
