@@ -301,17 +301,47 @@ def _task_acc(r: dict[str, Any]) -> str:
     return f"{r[MK.TASK_ACC]:.2f} {fmt_interval(r.get(MK.TASK_ACC + '_ci'), 2)} ({r['task_n']})"
 
 
+BEGIN, END = "<!-- membership-table:begin -->", "<!-- membership-table:end -->"
+
+
+def readme_markdown(out: str | Path) -> str:
+    """The README's block: how many cells have finished and how many are under way, then the finished cells' rows
+    (a cell under way is not reported until it ends: its numbers are not a result)."""
+    rows = table_rows(out)
+    done = [r for r in rows if r["complete"]]
+    going = sum(bool(r["decisions"]) and not r["complete"] for r in rows)
+    return (
+        f"{len(done)} of {len(rows)} cells finished"
+        + (f", {going} under way" if going else "")
+        + f"; the other {len(rows) - len(done) - going} are queued in the same folder (the app's Membership page → "
+        "*Long experiments* lists them all, progress included).\n\n" + markdown_table(done)
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m engine.membership_table DIR``: print a table folder's Markdown table."""
+    """``python -m engine.membership_table DIR [--write FILE]``: print a table folder's Markdown table, or write the
+    README's block (its finished and running cells) into FILE between :data:`BEGIN` and :data:`END`."""
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
+    target = None
+    if len(args) == 3 and args[1] == "--write":
+        target = Path(args[2])
+        args = args[:1]
     if len(args) != 1:
-        print("usage: python -m engine.membership_table TABLE_FOLDER", file=sys.stderr)
+        print("usage: python -m engine.membership_table TABLE_FOLDER [--write README.md]", file=sys.stderr)
         return 2
     try:
-        print(markdown_table(table_rows(args[0])))
-    except ConfigError as e:
+        if target is None:
+            print(markdown_table(table_rows(args[0])))
+            return 0
+        doc = target.read_text(encoding="utf-8")
+        if BEGIN not in doc or END not in doc:
+            raise ConfigError(f"{target}: no {BEGIN} … {END} block to write the table into")
+        head, rest = doc.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        atomic_write(target, f"{head}{BEGIN}\n{readme_markdown(args[0])}\n{END}{tail}")
+    except (ConfigError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -70,6 +70,19 @@ def test_readme_and_site_home_agree():
     assert set(in_readme) == pages, "every page is linked from the README and the site's home"
 
 
+def test_the_readmes_membership_table_is_the_committed_experiment():
+    """The README's membership block is generated from the committed table folder, never typed: regenerate it
+    (``python -m engine.membership_table results/membership-table --write README.md``) whenever a cell ends."""
+    from engine.membership_table import BEGIN, END, readme_markdown
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    assert block == readme_markdown(REPO / "results" / "membership-table").strip(), (
+        "README's membership table is stale: regenerate it with engine.membership_table --write README.md"
+    )
+    assert "| clinic_records | direct | none | 200 + 200 |" in block
+
+
 def test_the_readmes_ragfort_tables_are_the_committed_experiments():
     """The README's RAGFort tables are generated from the committed long experiment, never typed: regenerate them
     (``python -m engine.analysis.ragfort_tables results/ragfort-paper-scale-hcm --write README.md``) whenever the

@@ -159,3 +159,21 @@ def test_a_dialog_kbs_own_task_is_measured_before_its_first_cell(tmp_path, data_
     assert longer[1]["task_n"] == 2 and [r["run_dir"] for r in longer] == [r["run_dir"] for r in rows]
     (record,) = (out / "task").glob("*.jsonl")
     assert len(record.read_text().splitlines()) == 2
+
+
+def test_the_readme_block_is_written_between_its_markers_and_a_file_without_them_is_one_line(tmp_path, capsys):
+    from pathlib import Path
+
+    from engine.membership_table import BEGIN, END, main, readme_markdown
+
+    folder = Path(__file__).resolve().parents[2] / "results" / "membership-table"
+    doc = tmp_path / "README.md"
+    doc.write_text(f"# x\n{BEGIN}\nSTALE-BLOCK\n{END}\ntail\n", encoding="utf-8")
+    assert main([str(folder), "--write", str(doc)]) == 0
+    text = doc.read_text(encoding="utf-8")
+    assert text.startswith(f"# x\n{BEGIN}\n") and text.endswith(f"{END}\ntail\n") and "STALE-BLOCK" not in text
+    assert readme_markdown(folder) in text and " cells finished" in text
+    bare = tmp_path / "bare.md"
+    bare.write_text("no block\n", encoding="utf-8")
+    assert main([str(folder), "--write", str(bare)]) == 2
+    assert "no <!-- membership-table:begin -->" in capsys.readouterr().err and bare.read_text() == "no block\n"
