@@ -183,7 +183,7 @@ def config() -> AuditConfig:
 if test:
     try:
         cfg = config()
-        with st.spinner("Asking the target one question…"):
+        with st.spinner("Asking the target one question… (a built-in target loads its models first: up to a minute)"):
             ss["audit_probe"] = probe(
                 cfg.target,
                 dict(cfg.target_params or {}),
