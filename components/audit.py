@@ -125,9 +125,9 @@ def findings_table(report: Mapping[str, Any]) -> pd.DataFrame:
             {
                 "severity": f"{SEVERITY_ICONS.get(sev, '')} {sev}",
                 "cell": f["id"],
-                "finding": f["title"],
-                "headline": head,
                 "OWASP": ", ".join(t["id"] for t in f.get("owasp") or []),
+                "headline": head,
+                "finding": f["title"],
             }
         )
     return pd.DataFrame(rows)
@@ -142,7 +142,12 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
     st.subheader("Report")
     st.caption(
         f"{md_escape(t['kind'])} · {md_escape(t['endpoint'])} · reference: "
-        f"{md_escape(ref.get('name') or 'unknown')} ({ref.get('chunks', 0)} chunks) · {report['status']} · "
+        + (
+            f"{md_escape(ref['name'])} ({ref.get('chunks', 0)} chunks)"
+            if ref.get("name")
+            else ("none" if report["status"] == "complete" else "not loaded before the stop")
+        )
+        + f" · {report['status']} · "
         f"saved in {md_escape(folder)}"
     )
     cells = report.get("cells") or []
@@ -170,28 +175,28 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
         hide_index=True,
         width="stretch",
         # the title takes what is left; the OWASP ids stay in view at the right edge (they were clipped)
-        column_config={  # pixels: "🟨 medium" and "LLM02:2025, LLM08:2025" were clipped at "small"
-            "severity": st.column_config.TextColumn(width=110),
-            "cell": st.column_config.TextColumn(width=190),
-            "finding": st.column_config.TextColumn(width="large"),
+        # pixels: "🟨 medium" and three OWASP ids were clipped at "small"; the title, the longest, goes last, where
+        # a narrow window cuts it (each finding's expander below has it in full)
+        column_config={
+            "severity": st.column_config.TextColumn(width=105),
+            "cell": st.column_config.TextColumn(width=160),
+            "OWASP": st.column_config.TextColumn(width=250),
             "headline": st.column_config.TextColumn(width="medium"),
-            "OWASP": st.column_config.TextColumn(width=170),
+            "finding": st.column_config.TextColumn(width="large"),
         },
     )
     for f in by_severity(report["findings"]):
         sev = f["severity"] if f["status"] == "done" else f["status"]
         with st.expander(f"{SEVERITY_ICONS.get(sev, '')} {sev} · {f['id']} — {f['title']}"):
             st.markdown(f"**Why this severity:** {md_escape(f['severity_rationale'])}")
-            if f.get("metrics"):
-                st.dataframe(
+            if f.get("metrics"):  # a static table: the meanings wrap instead of being cut (no corpus text in it)
+                st.table(
                     pd.DataFrame(
                         [
                             {"metric": k, "value [95% interval] (k/n)": metric_text(m), "meaning": m.get("label", "")}
                             for k, m in f["metrics"].items()
                         ]
-                    ),
-                    hide_index=True,
-                    width="stretch",
+                    ).set_index("metric")
                 )
             if f.get("not_computed"):
                 st.caption(

@@ -30,6 +30,15 @@ def new_form_generation() -> None:
     st.session_state["form_generation"] = st.session_state.get("form_generation", 0) + 1
 
 
+ACRONYMS = {"url": "URL", "api": "API", "id": "ID", "json": "JSON", "http": "HTTP", "pii": "PII", "llm": "LLM"}
+
+
+def _label(name: str) -> str:
+    """A field's label from its name: ``ingest_url`` → "Ingest URL"."""
+    words = name.split("_")
+    return " ".join(ACRONYMS.get(w, w.capitalize() if i == 0 else w) for i, w in enumerate(words))
+
+
 def _with_bounds(text: str | None, lo: Any, hi: Any) -> str | None:
     """The field's help with its allowed range. The range is not given to the widget: Streamlit's number input
     answers a typed value outside its bounds with only a red icon and then silently ignores the form's submit
@@ -84,7 +93,7 @@ def params_form(
             or (group is not None and (f.get("group") or "") != group)
         ):
             continue
-        label = labels.get(name) or f.get("label") or name.replace("_", " ").capitalize()
+        label = labels.get(name) or f.get("label") or _label(name)
         value = values.get(name, f["default"])
         tp = _base_type(f["type"])
         lo, hi = f.get("min"), f.get("max")

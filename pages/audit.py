@@ -227,11 +227,11 @@ def start_audit(cfg: AuditConfig, out: Path) -> None:
 
 
 if start:
-    if job is not None and not job.running:
-        ss.pop("audit_job", None)  # the last audit's message gives way to this one's (its report: Saved audits)
-        job = None
     try:
         cfg = config()
+        if job is not None and not job.running:
+            ss.pop("audit_job", None)  # the last audit gives way to this one (its report: Saved audits)
+            job = None
         root = audits_dir(owner())
         # the same settings as an audit that was stopped or failed: resume it, as the CLI does with the same --out
         out = (unfinished_audit(root, cfg) if root.is_dir() else None) or root / (
@@ -240,6 +240,9 @@ if start:
         start_audit(cfg, out)
         st.rerun()
     except EngineError as e:
+        if job is not None and not job.running and job.error:  # a stale failure's message would sit beside this
+            ss.pop("audit_job", None)
+            job = None
         st.error(md_escape(e))
 
 

@@ -373,7 +373,10 @@ class Audit:
     def _steps(self, run: Any, rec: dict[str, Any], total: int) -> None:
         while not run.done:
             if stopped(self.stop):
-                raise AuditStopped(f"stopped in {rec['id']} after round {run.rounds_done}")
+                raise AuditStopped(
+                    f"stopped in {rec['id']} "
+                    + (f"after round {run.rounds_done}" if run.rounds_done else "before its first round")
+                )
             # before the round too: the label read the run's last preparation stage ("indexing …") until the first
             # round, often the longest, was over
             self._tick(rec["id"], run.rounds_done, total)

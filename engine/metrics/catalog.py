@@ -53,13 +53,13 @@ _ALL = (
     Metric(
         MK.CRR,
         "CRR (chunks recovered)",
-        "chunk recovery rate: KB chunks an answer recovered, / KB size",
+        "chunk recovery rate: the share of the KB's chunks some answer recovered",
         "|{c ∈ KB : max over answers of ROUGE-L recall(c, answer) ≥ τ}| / |KB|, τ = 0.5",
     ),
     Metric(
         MK.RETRIEVED_COVERAGE,
         "retrieved coverage",
-        "KB chunks that reached the generator's context, / KB size",
+        "the share of the KB's chunks that reached the generator's context in some round",
         "|R| / |KB|, R = chunks in some round's context (after retrieval-stage defenses)",
     ),
     Metric(

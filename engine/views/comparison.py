@@ -81,7 +81,7 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
         "attack",
         "configuration",
         *LEAK_METRICS,
-        *STAGE_METRICS,
+        *(k for k in STAGE_METRICS if k != MK.EE_RETRIEVAL),  # = retrieved_coverage, already a column
         *(f"{k}_ratio" for k in LEAK_METRICS),
         *((f"{k}_std" for k in LEAK_METRICS) if repeated else ()),
         *(("n_runs",) if repeated else ()),

@@ -63,14 +63,14 @@ def test_the_page_offers_every_target_with_its_fields_in_groups():
     assert kinds.value == "pipeline" and at.selectbox(key="audit_battery").value == "audit-quick"
     kinds.set_value("http").run()
     labels = {w.label for w in at.text_input} | {w.label for w in at.text_area}
-    assert {"Url", "Body", "Answer path", "Contexts path", "Headers", "Ingest url", "Delete url"} <= labels
+    assert {"URL", "Body", "Answer path", "Contexts path", "Headers", "Ingest URL", "Delete URL"} <= labels
     assert {e.label for e in at.expander} >= {"Connection", "Knowledge-base write surface (poisoning)"}
 
 
 def test_test_connection_shows_the_parsed_answer_or_the_path_that_failed(rag_service):
     at = page()
     at.selectbox(key="audit_kind").set_value("http").run()
-    field(at, "Url").set_value(f"{rag_service}/query")
+    field(at, "URL").set_value(f"{rag_service}/query")
     field(at, "Contexts path").set_value("sources")
     button(at, "Test connection").click().run()
     assert not at.exception and at.success and "answered in" in at.success[0].value
@@ -124,7 +124,7 @@ def test_a_key_typed_in_the_page_reaches_the_target_and_no_file(audits):
         at.text_input(key="audit_secret_value").set_value(key)
         button(at, "Keep").click().run()
         assert at.session_state["audit_secrets"] == {"PAGE_KEY": key}
-        field(at, "Url").set_value(s.base + "/query")
+        field(at, "URL").set_value(s.base + "/query")
         field(at, "Headers").set_value('{"Authorization": "Bearer ${PAGE_KEY}"}')
         at.multiselect[0].set_value(["zeng"])
         field(at, "Queries per extraction attack").set_value(1)
@@ -178,6 +178,9 @@ def test_a_stopped_audit_fails_its_gate_and_run_audit_resumes_it_in_the_same_fol
     report = json.loads((folder / "report.json").read_text())
     assert report["status"] == "complete" and report["gate"]["passed"] is True
     assert any(s.value.replace("\\", "").startswith("Gate passed (crr>0.99)") for s in at.success)
+    field(at, "Gate: fail on").set_value("crr>>1")  # a typo on the next run: one line, the report stays in view
+    button(at, "Run audit").click().run()
+    assert at.error[0].value.startswith("Gate: fail on: cannot read") and any(h.value == "Report" for h in at.subheader)
 
 
 def test_the_target_and_what_was_typed_survive_a_visit_to_another_page(audits):
@@ -211,7 +214,7 @@ def test_a_shared_deployment_offers_no_target_that_reads_the_servers_files(audit
     assert "by name only" in at.error[0].value and list(audits.iterdir()) == []
     field(at, "Reference knowledge base").set_value("")
     at.selectbox(key="audit_kind").set_value("http").run()
-    field(at, "Url").set_value("http://127.0.0.1:9/query")
+    field(at, "URL").set_value("http://127.0.0.1:9/query")
     field(at, "Reference knowledge base").set_value("")
     field(at, "Canary codes").set_value("/etc/passwd")
     button(at, "Run audit").click().run()
