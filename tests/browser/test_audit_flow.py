@@ -84,7 +84,7 @@ def flow(pg, server: str, service: str, cache: Path, browser) -> None:
     main.get_by_text("Knowledge-base write surface (poisoning)").click()
     pg.get_by_label("Ingest URL", exact=True).fill(f"{service}/documents")
     pg.get_by_label("Delete URL", exact=True).fill(service + "/documents/{id}")
-    pg.get_by_label("Exists url", exact=True).fill(service + "/documents/{id}")
+    pg.get_by_label("Exists URL", exact=True).fill(service + "/documents/{id}")
     pg.get_by_label("Reference knowledge base", exact=True).fill("clinic_records")
     pg.get_by_label("Queries per extraction attack", exact=True).fill("1")
     pg.get_by_label("Questions per poisoning attack", exact=True).fill("1")
