@@ -96,8 +96,14 @@ def is_busy(folder: str | Path) -> bool:
     written from one that stopped. Where ``fcntl`` does not exist only this process's writers are seen."""
     path = Path(folder).resolve()
     with _guard:
-        if str(path) in _held:
-            return True
+        held = str(path) in _held
+    if held:  # perhaps by a run nobody references any more (a closed session): what acquire() would collect
+        import gc
+
+        gc.collect()
+        with _guard:
+            if str(path) in _held:
+                return True
     if not (path / LOCK_NAME).is_file():
         return False
     try:
