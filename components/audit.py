@@ -174,7 +174,6 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
         findings_table(report),
         hide_index=True,
         width="stretch",
-        # the title takes what is left; the OWASP ids stay in view at the right edge (they were clipped)
         # pixels: "🟨 medium" and three OWASP ids were clipped at "small"; the title, the longest, goes last, where
         # a narrow window cuts it (each finding's expander below has it in full)
         column_config={

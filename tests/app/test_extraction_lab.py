@@ -1,5 +1,6 @@
 """Extraction lab through Streamlit's AppTest, with the real small offline model (SmolLM2-135M)."""
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -244,6 +245,7 @@ def test_reopen_after_restart_and_resume(cache):
     run_id = first.session_state["extract_run"].run_id
     shown = {m.label: m.value for m in first.metric}
     del first  # "restart": a fresh session knows nothing of the first one
+    gc.collect()  # and a restarted process holds none of its objects (its run's folder lock included)
     at = app()
     choice = next(s for s in at.selectbox if s.label == "Reopen a saved run")
     assert any(run_id in o and "unfinished" in o for o in choice.options)  # listed, marked unfinished
