@@ -31,3 +31,14 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, encoding: str = "ut
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def replace_block(path: str | os.PathLike, begin: str, end: str, text: str) -> None:
+    """Replace what lies between the markers ``begin`` and ``end`` in the text file ``path`` with ``text`` (a
+    generated table in the README); ValueError naming the markers when the file lacks them."""
+    p = Path(path)
+    doc = p.read_text(encoding="utf-8")
+    if begin not in doc or end not in doc:
+        raise ValueError(f"{p}: no {begin} … {end} block to write into")
+    head, rest = doc.split(begin, 1)
+    atomic_write(p, f"{head}{begin}\n{text}\n{end}{rest.split(end, 1)[1]}")

@@ -20,7 +20,7 @@ from typing import Any
 from .config import MembershipTableConfig, differences
 from .errors import ConfigError
 from .events import MembershipSplit, RunEnded, read_events
-from .files import atomic_write
+from .files import atomic_write, replace_block
 from .metrics.catalog import MK
 from .metrics.intervals import fmt_interval, wilson
 from .progress import CellProgress, StopToken, stopped
@@ -335,13 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         if target is None:
             print(markdown_table(table_rows(args[0])))
             return 0
-        doc = target.read_text(encoding="utf-8")
-        if BEGIN not in doc or END not in doc:
-            raise ConfigError(f"{target}: no {BEGIN} … {END} block to write the table into")
-        head, rest = doc.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
-        atomic_write(target, f"{head}{BEGIN}\n{readme_markdown(args[0])}\n{END}{tail}")
-    except (ConfigError, OSError) as e:
+        replace_block(target, BEGIN, END, readme_markdown(args[0]))
+    except (ConfigError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

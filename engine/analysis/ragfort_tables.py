@@ -282,13 +282,12 @@ def ragfort_markdown(
 
 def write_block(path: str | Path, text: str) -> None:
     """Replace the block between :data:`BEGIN` and :data:`END` in ``path`` with ``text``."""
-    p = Path(path)
-    doc = p.read_text(encoding="utf-8")
-    if BEGIN not in doc or END not in doc:
-        raise SystemExit(f"{p}: no {BEGIN} … {END} block to write the tables into")
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    p.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}", encoding="utf-8")
+    from ..files import replace_block
+
+    try:
+        replace_block(path, BEGIN, END, text)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> None:
