@@ -78,7 +78,17 @@ def probe_result(got: Mapping[str, Any]) -> None:
         st.caption("Request sent:")
         st.text(got["request"][:1500])
     st.caption("Answer (as parsed):")
-    st.text(got["answer"][:3000] or "(empty answer)")
+    answer = got["answer"]
+    st.text((answer[:3000] + (" …" if len(answer) > 3000 else "")) or "(empty answer)")
+    if len(answer) > 3000:
+        st.caption(f"Shown: the first 3,000 of {len(answer):,} characters.")
+    if got.get("cut"):
+        limit = got.get("token_limit") or 0
+        st.caption(
+            "⚠ The answer stopped at the target's token limit"
+            + (f" ({limit} tokens)" if limit else "")
+            + ", not where the model ended it: what it would have said next is missing."
+        )
     if got["contexts_reported"]:
         st.caption(f"{len(got['contexts'])} context(s) reported:")
         st.dataframe(

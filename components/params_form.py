@@ -15,6 +15,8 @@ import streamlit as st
 from engine.params import Params
 from engine.registry import registered
 
+from components.numbers import with_bounds
+
 
 def _base_type(tp: Any) -> Any:
     """int for Optional[int] etc."""
@@ -37,16 +39,6 @@ def _label(name: str) -> str:
     """A field's label from its name: ``ingest_url`` → "Ingest URL"."""
     words = name.split("_")
     return " ".join(ACRONYMS.get(w, w.capitalize() if i == 0 else w) for i, w in enumerate(words))
-
-
-def _with_bounds(text: str | None, lo: Any, hi: Any) -> str | None:
-    """The field's help with its allowed range. The range is not given to the widget: Streamlit's number input
-    answers a typed value outside its bounds with only a red icon and then silently ignores the form's submit
-    button, so an out-of-range value reaches the engine instead, whose validation names the field in one line."""
-    if lo is None and hi is None:
-        return text or None
-    bound = f"from {lo} to {hi}" if lo is not None and hi is not None else (f"≥ {lo}" if hi is None else f"≤ {hi}")
-    return f"{text or ''} (allowed: {bound})".strip()
 
 
 def field_groups(cls: type[Params]) -> list[str]:
@@ -97,7 +89,7 @@ def params_form(
         value = values.get(name, f["default"])
         tp = _base_type(f["type"])
         lo, hi = f.get("min"), f.get("max")
-        kw = {"help": _with_bounds(f.get("help"), lo, hi), "key": f"pf.{key}.{name}.{gen}" if key else None}
+        kw = {"help": with_bounds(f.get("help"), lo, hi), "key": f"pf.{key}.{name}.{gen}" if key else None}
         if (f.get("registry") or name in narrowed) and tp is str:
             names = list(narrowed.get(name) or registered(f["registry"]))
             names += [value] if value and value not in names else []
@@ -109,7 +101,7 @@ def params_form(
             out[name] = box.checkbox(label, value=bool(value), **kw)
         elif tp is int:
             out[name] = int(
-                box.number_input(  # no min/max: see _with_bounds
+                box.number_input(  # no min/max: see components/numbers.py
                     label,
                     value=int(value if value is not None else (lo or 0)),
                     step=1,

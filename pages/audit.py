@@ -11,6 +11,7 @@ import streamlit as st
 
 from components.audit import probe_result, render_report, secrets_section, target_form
 from components.job_panel import job_panel
+from components.numbers import NumberFields
 from components.state import data_dir, follow, init_state, owner, picked, shared_mode
 from components.text import doc_markdown, doc_plain, md_escape, short
 from components.runtime_notice import local_runtime_notice
@@ -67,6 +68,7 @@ base: AuditConfig = load_preset(battery)[1]
 typed: dict = ss["audit_form"] if (ss.get("audit_form") or {}).get("battery") == battery else {}
 secrets_section()
 
+number = NumberFields()
 with st.form("audit_setup"):
     st.markdown(f"**Target: {md_escape(kind)}** — {doc_markdown(TARGETS.describe(kind))}")
     params = target_form(kind, (ss.get("audit_target_params") or {}).get(kind))
@@ -102,12 +104,18 @@ with st.form("audit_setup"):
         help="What fails the audit for CI (report.junit.xml, the command's exit code): conditions such as "
         "severity>=high or crr>0.02, comma-separated; blank: no gate — the report then decides nothing",
     )
-    rounds = b2.number_input("Queries per extraction attack", 1, 1000, typed.get("rounds", base.rounds))
-    questions = b3.number_input(
-        "Questions per poisoning attack", 1, 1000, typed.get("questions", base.poison_questions)
+    rounds = number(b2, "Queries per extraction attack", 1, 10000, int(typed.get("rounds", base.rounds)))
+    questions = number(
+        b3,
+        "Questions per poisoning attack",
+        1,
+        10000,
+        int(typed.get("questions", base.poison_questions)),
+        help="Used by the poisoning attacks chosen above (none chosen: not used)",
     )
     if kind == "pipeline":
-        canaries = b3.number_input(
+        canaries = number(
+            b3,
             "Canaries (share of chunks)",
             0.0,
             1.0,
@@ -157,6 +165,7 @@ def config() -> AuditConfig:
         "identity": identity,
         "canary_codes": canary_codes,
     }
+    number.check()
     if shared_mode():  # first: a path is refused by policy, whether it exists or not
         check_shared_audit(kind, params, kb.strip(), canary_codes)
     check_target(kind, params)

@@ -7,6 +7,7 @@ import streamlit as st
 from components.comparison import long_run_section, render_results
 from components.executor import executor_config, executor_section
 from components.job_panel import job_panel
+from components.numbers import NumberFields
 from components.params_form import registry_forms
 from components.state import data_dir, init_state, my_comparisons_dir, owner
 from components.text import md_escape
@@ -51,6 +52,7 @@ local_runtime_notice()
 job: Job | None = st.session_state.get("cmp_job")
 adaptive_ok = any(supports_adaptive(a) for a in ATTACKS)
 
+number = NumberFields()
 with st.form("cmp_setup"):
     c1, c2, c3 = st.columns(3)
     kb = c1.selectbox(
@@ -65,8 +67,9 @@ with st.form("cmp_setup"):
         default=[DEMO_ATTACK] if DEMO_ATTACK in ATTACKS else [ATTACKS[0]],
         format_func=lambda a: f"{a} — {EXTRACTION_ATTACKS.describe(a)[:60]}",
     )
-    rounds = c1.number_input("Rounds (attacker queries)", 1, 500, 3)
-    repeats = c1.number_input(
+    rounds = number(c1, "Rounds (attacker queries)", 1, 500, 3)
+    repeats = number(
+        c1,
         "Repetitions (attacker seeds)",
         1,
         20,
@@ -90,7 +93,7 @@ with st.form("cmp_setup"):
         help="Local offline models; the larger Qwen models are slower (SmolLM2-135M rarely repeats its context, "
         "so little leaks with it)",
     )
-    max_tokens = c2.number_input("Tokens per answer", 8, 1024, 96, help="Longer answers can leak more, and take longer")
+    max_tokens = number(c2, "Tokens per answer", 8, 1024, 96, help="Longer answers can leak more, and take longer")
     presets = c2.multiselect(
         "Defense configurations",
         PRESET_CONFIGURATIONS,
@@ -113,8 +116,9 @@ with st.form("cmp_setup"):
     )
     qsets = available_query_sets()
     uqueries = c3.selectbox("Utility question set", qsets, index=qsets.index("clinic_handbook"))
-    ulimit = c3.number_input("Utility questions (first N)", 1, 1000, 5)
-    task_limit = c3.number_input(
+    ulimit = number(c3, "Utility questions (first N)", 1, 1000, 5)
+    task_limit = number(
+        c3,
         "Questions of the KB's own task (0: none)",
         0,
         1000,
@@ -130,7 +134,8 @@ with st.form("cmp_setup"):
         help="Also ask, per configuration, whether records are in the knowledge base: the table then shows the "
         "membership AUROC beside CRR — which defenses stop copying but not membership, and the reverse",
     )
-    membership_records = c3.number_input(
+    membership_records = number(
+        c3,
         "Records probed (members, and as many non-members)",
         2,
         500,
@@ -144,6 +149,7 @@ with st.form("cmp_setup"):
 
 if start:
     try:
+        number.check()
         configurations = parse_configurations(presets, custom)
         if not attacks:
             raise EngineError("choose at least one attack")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.lab import render_detectors, render_embedding_map, render_exports, render_live_metrics, render_round
+from components.numbers import NumberFields
 from components.params_form import changed_only, field_input, params_form, registry_forms
 from components.poisoning_settings import build_poison_config, more_fields
 from components.state import close_run, data_dir, follow, init_state, my_runs_dir, picked, progress_callback
@@ -79,13 +80,14 @@ with st.expander("Attack setup", expanded=run is None):
     if attack != lab["attack"]:
         st.session_state["lab"] = lab = {**lab, "attack": attack, "attack_params": {}}
         picked("lab_attack_pick")
+    number = NumberFields()
     with st.form("attack_setup"):
         c1, c2, c3 = st.columns(3)
         qsets = available_query_sets()
         queries = c1.selectbox(
             "Questions to attack", qsets, index=qsets.index(lab["queries"]) if lab["queries"] in qsets else 0
         )
-        limit = c1.number_input("How many (first N; 0 = all)", 0, None, int(lab["limit"] or 0))
+        limit = number(c1, "How many (first N; 0 = all)", 0, None, int(lab["limit"] or 0))
         attack_cls = POISONING_ATTACKS.get(attack)
         c2.markdown(f"**{attack} parameters**")
         attack_params = changed_only(
@@ -159,7 +161,9 @@ with st.expander("Attack setup", expanded=run is None):
                 PoisonConfig, lab.get("more"), only=more_fields(), key="poison-more", mappings_as_json=True
             )
         submitted = st.form_submit_button("Prepare attack", type="primary")
-    if submitted:
+    if submitted and number.problems:
+        st.error(md_escape("; ".join(number.problems)) + " — the attack setup was not changed.")
+    elif submitted:
         st.session_state["lab"] = lab = {
             "queries": queries,
             "attack": attack,

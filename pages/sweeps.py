@@ -6,6 +6,7 @@ import streamlit as st
 
 from components.executor import executor_config, executor_section
 from components.job_panel import job_panel
+from components.numbers import NumberFields
 from components.reproduce import reproduce_section
 from components.state import data_dir, init_state, my_sweeps_dir
 from components.text import md_escape
@@ -39,6 +40,7 @@ st.caption(
 )
 job: Job | None = st.session_state.get("sweep_job")
 
+number = NumberFields()
 with st.form("sweep_setup"):
     c1, c2 = st.columns(2)
     corpora = c1.multiselect("Corpora", available_corpora(), default=["clinic_handbook"])
@@ -50,9 +52,9 @@ with st.form("sweep_setup"):
     query_sets = c2.multiselect("Query sets", available_query_sets(), default=["clinic_handbook"])
     targets = c2.multiselect("Targets", [t for t in TARGET_KINDS if t != "custom"], default=["pii", "diagnosis"])
     c3, c4, c5, c6 = st.columns(4)
-    limit = c3.number_input("Questions per set (first N)", 1, 5000, 20)
-    variants = c4.number_input("Target documents per kind (averaged)", 1, 5, 1)
-    k = c5.number_input("K of ASR@K", 1, 20, 2)
+    limit = number(c3, "Questions per set (first N)", 1, 5000, 20)
+    variants = number(c4, "Target documents per kind (averaged)", 1, 5, 1)
+    k = number(c5, "K of ASR@K", 1, 20, 2)
     chunking = c6.selectbox(
         "Chunking",
         list(CHUNKING),
@@ -65,6 +67,7 @@ with st.form("sweep_setup"):
     start = st.form_submit_button("Start sweep", type="primary", disabled=bool(job and job.running))
 if start:
     try:
+        number.check()
         cfg = SweepConfig(
             corpora=tuple(corpora),
             retrievers=tuple(retrievers),
@@ -123,7 +126,21 @@ if job is not None and not job.running and job.result is not None:
         "Darker = the poison reaches the top K for more of the attacked questions. Chunking: "
         + (f"{cfg.chunk_size} retriever tokens." if cfg.chunk_size else "whole documents.")
     )
-    st.dataframe(res.cells.round(3), hide_index=True, width="stretch")
+    dense_only = " Dense retrievers only: BM25 reads whole words with no token window, so its cells stay empty."
+    st.dataframe(
+        res.cells.round(3),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "question_tokens": st.column_config.NumberColumn(
+                help="Median length of the attacked questions in the retriever's tokens." + dense_only
+            ),
+            "target_embedded": st.column_config.NumberColumn(
+                help="Mean share of the attacker's text (around the question) that the retriever's window reads."
+                + dense_only
+            ),
+        },
+    )
     c = st.columns(2)
     c[0].download_button(
         "Cells (CSV)", res.cells.to_csv(index=False), file_name="sweep_cells.csv", mime="text/csv", on_click="ignore"

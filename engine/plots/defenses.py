@@ -31,6 +31,13 @@ def _bars(values: Sequence[float], intervals: Sequence[tuple[float, float] | Non
     return {"type": "data", "array": up, "arrayminus": down, "visible": True, "thickness": 1, "width": 3}
 
 
+def _dodge(i: int, n: int, width: float = 0.5) -> float:
+    """The x offset of line ``i`` of ``n`` drawn side by side within ``width`` of a round (0 for a single line)."""
+    if n < 2:
+        return 0.0
+    return (i - (n - 1) / 2) * min(width / (n - 1), 0.12)
+
+
 def comparison_curves(rows: Sequence[dict[str, Any]], metric: str = MK.CRR) -> go.Figure:
     """Per-round curves of one leakage metric, one line per configuration (and attack, if several); for CRR and
     coverage each point carries its Wilson 95% interval, and the axis starts at 0 so that a gap of one or two
@@ -38,12 +45,25 @@ def comparison_curves(rows: Sequence[dict[str, Any]], metric: str = MK.CRR) -> g
     fig = go.Figure()
     several = len({r["attack"] for r in rows}) > 1
     longest = 1
-    for r in rows:
+    with_bars = metric in SHARES_OF_THE_KB
+    for i, r in enumerate(rows):
         y = list((r.get("curves") or {}).get(metric) or [])
         longest = max(longest, len(y))
-        bars = _bars(y, [share_interval(r, v) for v in y]) if metric in SHARES_OF_THE_KB else None
+        bars = _bars(y, [share_interval(r, v) for v in y]) if with_bars else None
+        rounds = list(range(1, len(y) + 1))
+        # several configurations' bars at the same round would hide each other: each line is drawn a little to
+        # the side of its round (the hover still names the round)
+        shift = _dodge(i, len(rows)) if with_bars else 0.0
         fig.add_trace(
-            go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines+markers", name=_name(r, several), error_y=bars)
+            go.Scatter(
+                x=[x + shift for x in rounds],
+                y=y,
+                customdata=rounds,
+                hovertemplate="round %{customdata}: %{y:.3g}",
+                mode="lines+markers",
+                name=_name(r, several),
+                error_y=bars,
+            )
         )
     fig.update_layout(
         xaxis_title="attack round",

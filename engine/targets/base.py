@@ -157,6 +157,16 @@ def timed_reply(t0: float, answer: str, contexts: Sequence[SourceItem], reported
     return TargetReply(str(answer or ""), tuple(contexts), reported, round(time.perf_counter() - t0, 4), info)
 
 
+def cut_at_limit(info: Mapping[str, Any]) -> bool:
+    """Whether an answer stopped at its token limit rather than where the model ended it: the server's finish
+    reason ``length`` when it gives one, otherwise a completion that used every token of ``token_limit``."""
+    reason = str(info.get("finish_reason") or "")
+    if reason:
+        return reason == "length"
+    limit, used = int(info.get("token_limit") or 0), int(info.get("completion_tokens") or 0)
+    return bool(limit) and used >= limit
+
+
 def as_sources(items: Any, text_keys: tuple[str, ...], id_keys: tuple[str, ...]) -> list[SourceItem]:
     """Contexts as returned by a service or a library — strings, objects with a text and an id, or LlamaIndex
     nodes (``NodeWithScore``) — as :class:`SourceItem` (items with no text are dropped)."""

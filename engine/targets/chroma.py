@@ -333,6 +333,7 @@ class ChromaTarget(Target):
             model=gen.model,
             prompt_tokens=gen.prompt_tokens,
             completion_tokens=gen.completion_tokens,
+            token_limit=n,
         )
 
     # writing ------------------------------------------------------------------------------------

@@ -140,6 +140,7 @@ class PipelineTarget(Target):
             model=g.model if g else "",
             prompt_tokens=g.prompt_tokens if g else 0,
             completion_tokens=g.completion_tokens if g else 0,
+            token_limit=ans.answer_budget,
         )
 
     def reference_corpus(self) -> Corpus:

@@ -27,9 +27,10 @@ def probe(
     data_dir: str | None = None,
 ) -> dict[str, Any]:
     """``{"ok": True, "request" (what was sent, for an HTTP target), "answer", "contexts": [{"id", "text", "score"}],
-    "contexts_reported", "seconds",
+    "contexts_reported", "seconds", "cut" (the answer stopped at the target's token limit, when it says so),
     "endpoint", "can_write", "can_verify", "readable"}`` or ``{"ok": False, "error": one line, "endpoint"}``."""
     from . import make_target
+    from .base import cut_at_limit
 
     endpoint = ""
     t0 = time.perf_counter()
@@ -50,6 +51,8 @@ def probe(
         "question": question,
         "request": sent,
         "answer": reply.answer,
+        "cut": cut_at_limit(reply.info),
+        "token_limit": int(reply.info.get("token_limit") or 0),
         "contexts": [{"id": s.id, "text": s.text, "score": s.score} for s in reply.contexts],
         "contexts_reported": reply.contexts_reported,
         "contexts_hint": target.contexts_hint,

@@ -77,6 +77,40 @@ def test_teaching_level_three_without_a_defense_says_so_before_it_runs():
     assert any("Choose at least one defense" in c.value for c in at.caption)
 
 
+def test_a_number_outside_its_range_is_named_at_start_not_silently_ignored(cache):
+    """Bounded number fields take no widget bounds (Streamlit's own answer to an out-of-range value is a red icon
+    and a submit button that does nothing): the help gives the range, Start names the field in one line and starts
+    nothing, on every page with such a form (comparison, sweeps, audit, poisoning lab)."""
+    at = _app()
+    at.switch_page("pages/defense_comparison.py").run()
+    rounds = next(n for n in at.number_input if n.label == "Rounds (attacker queries)")
+    assert "(allowed: from 1 to 500)" in (rounds.help or "")
+    rounds.set_value(0)
+    next(n for n in at.number_input if n.label == "Tokens per answer").set_value(4096)
+    next(b for b in at.button if b.label == "Start comparison").click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "Rounds (attacker queries): 0 is below the minimum 1; Tokens per answer: 4096 is above the maximum 1024"
+    ]
+    assert at.session_state["cmp_job"] is None if "cmp_job" in at.session_state else True, "nothing started"
+    at.switch_page("pages/sweeps.py").run()
+    next(n for n in at.number_input if n.label == "K of ASR@K").set_value(50)
+    next(b for b in at.button if b.label == "Start sweep").click().run()
+    assert not at.exception and [e.value for e in at.error] == ["K of ASR@K: 50 is above the maximum 20"]
+    at.switch_page("pages/audit.py").run()
+    next(n for n in at.number_input if n.label == "Queries per extraction attack").set_value(0)
+    next(b for b in at.button if b.label == "Run audit").click().run()
+    assert not at.exception and any(
+        "Queries per extraction attack: 0 is below the minimum 1" in e.value for e in at.error
+    )
+    at.switch_page("pages/poisoning_lab.py").run()
+    next(n for n in at.number_input if n.label == "How many (first N; 0 = all)").set_value(-3)
+    next(b for b in at.button if b.label == "Prepare attack").click().run()
+    assert not at.exception
+    assert any("How many (first N; 0 = all): -3 is below the minimum 0" in e.value for e in at.error)
+    assert at.session_state["lab"]["limit"] != -3, "the setup kept its last valid value"
+
+
 @pytest.mark.slow
 def test_tiny_comparison_runs_in_the_background_and_shows_table_and_tradeoff(cache):
     at = _app()

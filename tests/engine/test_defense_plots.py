@@ -106,10 +106,16 @@ def test_repeated_runs_aggregate_to_means_with_their_spread():
 def test_curves_one_line_per_configuration(rows):
     fig = comparison_curves(rows, "crr")
     assert [t.name for t in fig.data] == ["none", "reindex", "cascade", "reindex+cascade"]
-    assert list(fig.data[0].y) == pytest.approx([0.1, 0.15, 0.3]) and list(fig.data[0].x) == [1, 2, 3]
+    assert list(fig.data[0].y) == pytest.approx([0.1, 0.15, 0.3]) and list(fig.data[0].customdata) == [1, 2, 3]
+    # four lines with error bars: each a little beside its round, in legend order, so no bar hides another
+    shifts = [t.x[0] - 1 for t in fig.data]
+    assert shifts == sorted(shifts) and len(set(shifts)) == 4 and all(abs(s) < 0.5 for s in shifts)
+    assert all(list(t.x) == pytest.approx([x + t.x[0] - 1 for x in (1, 2, 3)]) for t in fig.data)
+    assert "round %{customdata}" in fig.data[0].hovertemplate
     assert fig.layout.xaxis.dtick == 1  # one tick a round: no "1 1 2 2 3 3" from half steps printed as integers
     several = comparison_curves(rows + [_row("worm", "none", 0.1, 0.8)], "pii_leaked")
     assert several.data[-1].name == "none · worm" and list(several.data[-1].y) == [1, 2, 3]
+    assert list(several.data[-1].x) == [1, 2, 3], "a count has no bars, so its lines stay on the rounds"
 
 
 def test_tradeoff_one_labelled_point_per_configuration(rows):

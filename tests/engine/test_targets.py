@@ -77,6 +77,23 @@ def test_openai_chat_target_against_llama_cpp_server(llama_server):
     assert not r.contexts_reported and r.info["completion_tokens"] > 0
 
 
+def test_test_connection_says_when_the_answer_stopped_at_the_token_limit(llama_server):
+    """A probe answer cut by the target's max_tokens is marked as cut (the server's finish reason), so a user does
+    not read a clipped sentence as the model's whole answer; one the model ended is not."""
+    from engine.targets.base import cut_at_limit
+    from engine.targets.probe import probe
+
+    params = {"base_url": llama_server, "model": "smol"}
+    cut = probe("openai-chat", {**params, "max_tokens": 3}, question="Count from one to thirty in words.")
+    assert cut["ok"] and cut["cut"], cut
+    whole = probe("openai-chat", {**params, "max_tokens": 256}, question="Reply with the single word: yes")
+    assert whole["ok"] and not whole["cut"], whole
+    # without a finish reason (an in-process pipeline), a completion that used its whole budget is cut
+    assert cut_at_limit({"completion_tokens": 64, "token_limit": 64})
+    assert not cut_at_limit({"completion_tokens": 12, "token_limit": 64}) and not cut_at_limit({})
+    assert not cut_at_limit({"finish_reason": "stop", "completion_tokens": 64, "token_limit": 64})
+
+
 def test_openai_chat_target_reads_the_sources_a_rag_chat_endpoint_returns(rag_service):
     t = make_target("openai-chat", {"base_url": f"{rag_service}/v1", "contexts_path": "sources"})
     with t:
