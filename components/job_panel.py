@@ -1,4 +1,5 @@
-"""One progress panel for the pages that run work in the background (comparisons, sweeps, teaching levels)."""
+"""One progress panel for the pages that run work in the background (comparisons, sweeps, audits, membership
+experiments, teaching levels), and the way a page follows such a job started in another tab or before a reload."""
 
 from __future__ import annotations
 
@@ -6,8 +7,26 @@ from typing import Callable, Optional
 
 import streamlit as st
 
+from components.state import owner
 from components.text import md_escape
-from engine.jobs import Job
+from engine.jobs import Job, running_jobs
+
+
+def follow_running(job_key: str, name: str, *, what: str) -> Optional[Job]:
+    """This session's job under ``job_key``; when it has none, the newest job called ``name`` that this owner
+    started in another tab (or in this one before a reload) and that is still running — followed as this
+    page's own: its page state (``Job.state``) is copied in, so its progress, stop button and results show here."""
+    ss = st.session_state
+    if ss.get(job_key) is not None:
+        return ss[job_key]
+    jobs = running_jobs(name, owner())
+    if not jobs:
+        return None
+    job = jobs[-1]
+    ss.update(job.state)
+    ss[job_key] = job
+    ss[f"{job_key}_followed"] = job
+    return job
 
 
 def job_panel(
@@ -35,6 +54,11 @@ def job_panel(
                 idle()
             return
         share, text = progress(j)
+        if j.running and st.session_state.get(f"{job_key}_followed") is j:
+            st.info(
+                f"Following the {what} started in another tab (or before this page was reloaded): its progress "
+                "and stop button are below, and its results appear here when it ends."
+            )
         if j.running:
             st.progress(min(max(share, 0.0), 1.0), text=md_escape(text) + (" · stopping…" if j.stopped else ""))
             if st.button(stop_label, key=stop_key):

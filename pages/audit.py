@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from components.audit import probe_result, render_report, secrets_section, target_form
-from components.job_panel import job_panel
+from components.job_panel import follow_running, job_panel
 from components.numbers import NumberFields
 from components.state import data_dir, follow, init_state, owner, picked, shared_mode
 from components.text import doc_markdown, doc_plain, md_escape, short
@@ -40,7 +40,7 @@ st.caption(
     "OWASP / MITRE ATLAS tags and the defenses to try. The same audit runs in CI: python -m engine audit."
 )
 local_runtime_notice()
-job: Job | None = ss.get("audit_job")
+job: Job | None = follow_running("audit_job", "audit", what="audit")
 running = bool(job and job.running)
 
 kinds = [k for k in TARGETS.names() if not (shared_mode() and TARGETS.get(k).server_side)]
@@ -209,15 +209,16 @@ def start_audit(cfg: AuditConfig, out: Path) -> None:
     """Run (or resume) ``cfg`` into ``out`` in the background; a stop returns ``{"stopped": why}``, not an error."""
     keys = dict(ss.get("audit_secrets") or {})
     finished = Audit(cfg, out).preflight()  # a resume: its finished cells count in the progress bar
-    ss.update(
-        audit_dir=str(out),
-        audit_cells=len(cfg.extraction_attacks) + len(cfg.poisoning_attacks),
-        audit_done=[None] * finished,
-        audit_resumed=finished if (out / "audit.json").is_file() else None,
-        audit_probe=None,
-        audit_view=None,
-    )
-    done: list = ss["audit_done"]
+    state = {
+        "audit_dir": str(out),
+        "audit_cells": len(cfg.extraction_attacks) + len(cfg.poisoning_attacks),
+        "audit_done": [None] * finished,
+        "audit_resumed": finished if (out / "audit.json").is_file() else None,
+        "audit_probe": None,
+        "audit_view": None,
+    }
+    ss.update(state)
+    done: list = state["audit_done"]
 
     def work(progress, stop):
         try:
@@ -232,7 +233,7 @@ def start_audit(cfg: AuditConfig, out: Path) -> None:
         except AuditStopped as e:
             return {"stopped": str(e)}
 
-    ss["audit_job"] = Job("audit", work).start()
+    ss["audit_job"] = Job("audit", work, owner=owner(), state=state).start()
 
 
 if start:

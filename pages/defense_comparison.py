@@ -6,7 +6,7 @@ import streamlit as st
 
 from components.comparison import long_run_section, render_results
 from components.executor import executor_config, executor_section
-from components.job_panel import job_panel
+from components.job_panel import follow_running, job_panel
 from components.numbers import NumberFields
 from components.params_form import registry_forms
 from components.state import data_dir, init_state, my_comparisons_dir, owner
@@ -49,7 +49,7 @@ st.caption(
     "questions). It runs in the background: you can switch pages and come back, or stop it."
 )
 local_runtime_notice()
-job: Job | None = st.session_state.get("cmp_job")
+job: Job | None = follow_running("cmp_job", "compare", what="comparison")
 adaptive_ok = any(supports_adaptive(a) for a in ATTACKS)
 
 number = NumberFields()
@@ -193,7 +193,8 @@ if start:
         out = new_comparison_dir(owner())
         live: list[dict] = []
         failed: list[dict] = []
-        st.session_state.update(cmp_cfg=cfg, cmp_dir=str(out), cmp_live=live, cmp_failed=failed)
+        state = {"cmp_cfg": cfg, "cmp_dir": str(out), "cmp_live": live, "cmp_failed": failed}
+        st.session_state.update(state)
         st.session_state["cmp_job"] = job = Job(
             "compare",
             lambda progress, stop: run_comparison(
@@ -205,6 +206,8 @@ if start:
                 executor=executor,
                 failed=failed,
             ),
+            owner=owner(),
+            state=state,
         ).start()
         st.rerun()
     except EngineError as e:

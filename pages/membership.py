@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components.job_panel import job_panel
+from components.job_panel import follow_running, job_panel
 from components.membership import membership_dir, render_membership, table_section
 from components.params_form import params_form, registry_forms
 from components.runtime_notice import local_runtime_notice
-from components.state import data_dir, init_state
+from components.state import data_dir, init_state, owner
 from components.text import md_escape
 from engine.attacks.membership import MEMBERSHIP_ATTACKS
 from engine.config import MembershipConfig
@@ -43,7 +43,7 @@ st.caption(
     "apart: AUROC 0.5 is a coin flip, 1.0 a perfect test."
 )
 local_runtime_notice()
-job: Job | None = st.session_state.get("mia_job")
+job: Job | None = follow_running("mia_job", "membership", what="experiment")
 base = MembershipConfig()
 
 a1, a2 = st.columns(2)
@@ -96,6 +96,7 @@ if start:
             lambda progress, stop: run_membership(
                 cfg, out_dir=folder, progress=lambda stage, d, t: progress(d, t, stage), stop=stop
             ),
+            owner=owner(),
         ).start()
         st.rerun()
     except EngineError as e:

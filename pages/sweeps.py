@@ -5,10 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from components.executor import executor_config, executor_section
-from components.job_panel import job_panel
+from components.job_panel import follow_running, job_panel
 from components.numbers import NumberFields
 from components.reproduce import reproduce_section
-from components.state import data_dir, init_state, my_sweeps_dir
+from components.state import data_dir, init_state, my_sweeps_dir, owner
 from components.text import md_escape
 from engine.analysis.paper_tables import side_by_side
 from engine.attacks.poisoning import TARGET_KINDS
@@ -38,7 +38,7 @@ st.caption(
     "questions of a set with each target kind and reports the top-K attack success rate. It runs in the "
     "background: you can switch pages and come back, or stop it."
 )
-job: Job | None = st.session_state.get("sweep_job")
+job: Job | None = follow_running("sweep_job", "sweep", what="sweep")
 
 number = NumberFields()
 with st.form("sweep_setup"):
@@ -83,12 +83,13 @@ if start:
             raise EngineError("choose at least one corpus, retriever, query set and target")
         executor = executor_config("sweep", executor_values)
         folder = my_sweeps_dir() / sweep_key(cfg)  # every finished cell lands here; the same grid resumes
-        st.session_state["sweep_cfg"] = cfg
-        st.session_state["sweep_folder"] = str(folder)
-        st.session_state["sweep_already"] = len(finished_cells(cfg, folder))
+        state = {"sweep_cfg": cfg, "sweep_folder": str(folder), "sweep_already": len(finished_cells(cfg, folder))}
+        st.session_state.update(state)
         st.session_state["sweep_job"] = job = Job(
             "sweep",
             lambda progress, stop: run_sweep(cfg, progress=progress, stop=stop, executor=executor, out_dir=folder),
+            owner=owner(),
+            state=state,
         ).start()
         st.rerun()
     except EngineError as e:

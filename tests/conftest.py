@@ -37,6 +37,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def no_job_outlives_its_test():
+    """A background job a test leaves running (a page test that moved on) is stopped and waited for after it, so
+    that no later test's page follows it as its own (pages follow a running job of theirs: engine.jobs)."""
+    yield
+    from engine.jobs import running_jobs
+
+    for job in running_jobs(any_owner=True):
+        job.stop()
+        job.wait(300)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> str:
     if not DATA_DIR or not Path(DATA_DIR).is_dir():

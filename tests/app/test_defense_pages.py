@@ -126,11 +126,21 @@ def test_tiny_comparison_runs_in_the_background_and_shows_table_and_tradeoff(cac
     next(b for b in at.button if b.label == "Start comparison").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.session_state["cmp_job"].running or at.session_state["cmp_job"].result is not None
+    # a second tab (or this one after a reload) follows the running comparison: its progress, then its results
+    other = _app()
+    other.switch_page("pages/defense_comparison.py").run()
+    assert not other.exception
+    assert other.session_state["cmp_job"] is at.session_state["cmp_job"]
+    if at.session_state["cmp_job"].running:
+        assert any("Following the comparison started in another tab" in i.value for i in other.info)
+        assert any(b.label == "Stop after this run" for b in other.button)
     _wait(at, "cmp_job", 1500)
     job = at.session_state["cmp_job"]
     assert job.error is None, job.error
     table = at.dataframe[0].value
     assert list(table["configuration"]) == ["none", "system-prompt"]
+    other.run()
+    assert not other.exception and list(other.dataframe[0].value["configuration"]) == ["none", "system-prompt"]
     assert {"crr", "pii_leaked", "utility_acc", "utility_acc_drop"} <= set(table.columns)
     charts = [c.proto for c in at.get("plotly_chart")]
     assert len(charts) >= 2  # curves + trade-off (ratio bars only when a ratio exists)
