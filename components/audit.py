@@ -77,7 +77,10 @@ def probe_result(got: Mapping[str, Any]) -> None:
     if got.get("request"):
         st.caption("Request sent:")
         st.text(got["request"][:1500])
-    st.caption("Answer (as parsed):")
+    elif got.get("question"):
+        st.caption("Question asked:")
+        st.text(got["question"])
+    st.caption("Answer (as parsed, verbatim — markdown is not rendered):")
     answer = got["answer"]
     st.text((answer[:3000] + (" …" if len(answer) > 3000 else "")) or "(empty answer)")
     if len(answer) > 3000:

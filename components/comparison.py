@@ -96,6 +96,11 @@ def render_results(
         )
     if any(r.get(f"{metric}_ratio") is not None for r in rows):
         st.plotly_chart(ratio_bars(rows, metric), width="stretch", key=f"{key}_ratios")
+        if metric == MK.CRR and any(r.get(MK.CRR_VS_NONE) == "not distinguishable" for r in rows):
+            st.caption(
+                "Faded bars marked *tie*: their CRR interval overlaps no protection's — at this budget the two "
+                "cannot be ranked, whatever the ratio says (more rounds or repetitions narrow the intervals)."
+            )
 
     has_utility = any(r.get(MK.UTILITY_ACC) is not None for r in rows)
     st.subheader("Security vs utility")

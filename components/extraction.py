@@ -30,6 +30,7 @@ from engine.attacks.extraction import EXTRACTION_ATTACKS
 from engine.generators import GENERATORS
 from engine.events import Event, event_to_json, jsonable, read_jsonl
 from engine.saved import list_runs
+from engine.tenancy import filter_label
 from engine.generators.litellm_gen import LiteLLMGenerator
 from engine.generators.llama_local import on_model_wait
 from engine.generators.models import MODELS
@@ -39,6 +40,7 @@ from engine.plots.extraction import cascade_bars, coverage_map, leakage_curves, 
 from engine.views.extraction import (
     attacker_state,
     budget_note,
+    canary_line,
     cascade_rows,
     LEAK_KINDS,
     cost_line,
@@ -282,6 +284,9 @@ def render_metrics(events: list[Event]) -> None:
         line, crossed = tenancy_line(s)
         if line:
             (st.error if crossed else st.success)(md_escape(line))
+        line, hit = canary_line(s)
+        if line:
+            (st.error if hit else st.info)(md_escape(line))
 
 
 def stream_round(run: ExtractionRun) -> None:
@@ -338,7 +343,8 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
     if v is None:
         st.warning(f"Round {rnd} has no query on record.")
         return
-    left, mid, right = st.columns([2, 2, 1])
+    # a multi-tenant run's table has a column more (whose chunk each is): the middle gets the room
+    left, mid, right = st.columns([2, 3, 1] if v["tenancy"] else [2, 2, 1])
     with left:
         st.markdown(f"**Attacker — round {rnd}/{done}**")
         st.text(v["query"])
@@ -379,12 +385,14 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
             column_config={
                 "score": st.column_config.TextColumn(width=60),
                 "in context": st.column_config.CheckboxColumn(width=75),
-                "tenant": st.column_config.TextColumn(width=110),
+                "tenant": st.column_config.TextColumn(width=95),
             },
         )
         if ten:
             st.caption(
-                md_escape(f"querying as {ten['identity']} · tenant filter: {ten['mode']}")
+                md_escape(
+                    f"querying as {ten['identity']} (🟢 own: its chunks) · tenant filter: {filter_label(ten['mode'])}"
+                )
                 + (f" · {len(cut)} result(s) cut after the top-K (score 'cut')" if cut else "")
             )
     with right:
@@ -392,7 +400,8 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
         if not v["actions"]:
             st.caption("no defense acted")
         for a in v["actions"]:
-            st.markdown(f"{md_code(a['defense'])} ({md_escape(a['stage'])}): {md_escape(a['action'])}")
+            what = "" if a["action"] in ("", a["defense"]) else f": {md_escape(a['action'])}"  # no "x (prompt): x"
+            st.markdown(f"{md_code(a['defense'])} ({md_escape(a['stage'])}){what}")
             if a["detail"]:
                 st.caption(md_escape(json.dumps(jsonable(a["detail"]), default=str)[:300]))
     st.markdown("**Generator's answer**" + (f" — blocked by {md_code(v['blocked_by'])}" if v["blocked_by"] else ""))

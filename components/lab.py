@@ -295,6 +295,12 @@ def render_detectors(run) -> None:
                 key=f"hist_{e.detector}",
             )
             st.caption("Clean held-out documents vs poisons; everything right of the dashed line is flagged.")
+            if hi - lo < 1e-5:  # e.g. the ℓ2-norm of normalised embeddings: 1 ± rounding for every document
+                st.caption(
+                    f"Every score here lies within {hi - lo:.1e} of the others: floating-point rounding, not a "
+                    "signal. A retriever that normalises its embeddings gives every document the norm 1, so a "
+                    "norm filter is at chance by construction (the universal-poisoning paper, §5)."
+                )
             curves[e.detector] = (rep["clean_scores"], rep["poison_scores"])
     st.plotly_chart(roc_from_scores(curves), width="stretch", key="roc")
     st.caption(

@@ -32,8 +32,13 @@ def render_sidebar(page: str = "Home") -> None:
     with st.sidebar:
         st.markdown("**Pipeline**")
         st.caption(
-            f"corpus `{p.get('corpus')}` · chunks {p.get('chunk_size')}/{p.get('chunk_overlap')} · "
-            f"retriever `{p.get('retriever')}` · top-{p.get('top_k')}"
+            f"corpus `{p.get('corpus')}` · "
+            + (
+                f"chunks of {p.get('chunk_size')} tokens ({p.get('chunk_overlap')} overlap) · "
+                if p.get("chunk_size")
+                else "whole documents · "
+            )
+            + f"retriever `{p.get('retriever')}` · top-{p.get('top_k')}"
         )
         run = st.session_state.get("lab_run")
         st.markdown("**Poisoning run**")

@@ -30,7 +30,7 @@ def extraction_summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
             "knowledge base": s["kb"],
             "attack": s["attack"],
             "defenses": ", ".join(s["defenses"]) or "none",
-            "rounds": s["rounds"],
+            "rounds played": s["rounds"],
             "KB chunks": s["kb_size"],
             "CRR": s[MK.CRR],
             "retrieved coverage": s[MK.RETRIEVED_COVERAGE],
@@ -49,8 +49,13 @@ def extraction_summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
                 "other tenants' chunks in a context": t.get(MK.CROSS_TENANT_CHUNKS),
                 **cols[name],
             }
-    # one column mixes text and numbers: render every cell as text (Arrow needs one type per column)
-    return pd.DataFrame(cols).map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
+    # one column mixes text and numbers: render every cell as text (Arrow needs one type per column); a row only
+    # some runs have (a one-owner run beside multi-tenant ones) reads "—", not "nan"
+    return pd.DataFrame(cols).map(
+        lambda v: (
+            "—" if v is None or (isinstance(v, float) and v != v) else f"{v:.4g}" if isinstance(v, float) else str(v)
+        )
+    )
 
 
 def load_run(path: str | Path) -> list[Event]:

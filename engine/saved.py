@@ -98,10 +98,12 @@ def list_runs(root: Path | None = None, kind: str | None = None) -> list[dict[st
         }
         if k in ("extract", "membership"):
             row.update(
-                corpus=cfg.get("kb"), defenses=", ".join(cfg.get("defenses") or ()) or "none", rounds=cfg.get("rounds")
+                corpus=cfg.get("kb"),
+                defenses=", ".join(cfg.get("defenses") or ()) or "none",
+                **{"round budget": cfg.get("rounds")},
             )
             if cfg.get("tenants"):  # multi-tenant runs differ by their filter, not their defenses
-                row["tenant filter"] = f"{cfg.get('tenant_filter', 'inside')} (as {cfg.get('identity')})"
+                row["tenant filter"] = f"{cfg.get('tenant_filter', 'inside')} (as {cfg.get('identity') or 'tenant-1'})"
             if k == "membership" and row["finished"]:  # the headline, from the summary written at the end
                 try:
                     s = json.loads((d.parent / "summary.json").read_text(encoding="utf-8"))
@@ -121,8 +123,9 @@ def list_runs(root: Path | None = None, kind: str | None = None) -> list[dict[st
 
 def describe_run(row: dict[str, Any]) -> str:
     """One line naming a listed extraction run: id, attack, KB, defenses, rounds, and its state."""
-    return f"{row['run_id']} · {row['attack']} on {row['corpus']} · {row['defenses']} · {row['rounds']} rounds" + (
-        state_suffix(row)
+    return (
+        f"{row['run_id']} · {row['attack']} on {row['corpus']} · {row['defenses']} · {row['round budget']} rounds"
+        + (state_suffix(row))
     )
 
 

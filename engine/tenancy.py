@@ -43,6 +43,14 @@ FILTER_WORDS = {  # each mode in a few words, for a form
     "none": "not at all",
     OBSERVED: "by the target itself",
 }
+
+
+def filter_label(mode: str) -> str:
+    """A tenant filter mode as every view names it: its name and its few words ("none (not at all)")."""
+    words = FILTER_WORDS.get(mode)
+    return f"{mode} ({words})" if words else str(mode)
+
+
 FILTER_SENTENCES = {  # "This deployment …": each mode as a sentence's predicate
     "inside": "filters inside the vector search",
     "after": "filters after the top-K",

@@ -189,6 +189,8 @@ def config() -> AuditConfig:
     )
 
 
+# a Run audit error goes here, under the buttons — not below a long Test-connection answer, out of sight
+start_error = st.container()
 if test:
     try:
         cfg = config()
@@ -253,7 +255,7 @@ if start:
         if job is not None and not job.running and job.error:  # a stale failure's message would sit beside this
             ss.pop("audit_job", None)
             job = None
-        st.error(md_escape(e))
+        start_error.error(md_escape(e))
 
 
 def audit_progress(j: Job) -> tuple[float, str]:
@@ -323,7 +325,7 @@ if folder and (Path(folder) / "report.json").is_file():
                 st.rerun()
             except (EngineError, OSError, ValueError, KeyError) as e:
                 st.error(f"Cannot resume it: {md_escape(e)}")
-elif job is None:
+elif job is None and ss.get("audit_probe") is None:
     st.info(
         "Choose the target and its fields, press **Test connection** to see what one answer looks like, then "
         "**Run audit**. The built-in demo target needs nothing else: the quick battery takes a few minutes."

@@ -40,7 +40,7 @@ from engine.defenses import DEFENSES
 from engine.embedders import offline_retrievers
 from engine.generators import GENERATORS, plugin_generators
 from engine.errors import EngineError
-from engine.saved import describe_run
+from engine.saved import describe_run, is_busy
 from engine.secrets import scrub
 from engine.views.extraction import config_summary, rounds_played, run_config, run_status
 from engine.events import read_events
@@ -366,13 +366,16 @@ def render_saved(folder: str) -> None:
         )
     cfg = run_config(events)
     status = run_status(events)
+    shown = status
+    if status == "in progress":  # no end recorded: held by a session now, or stopped before its end (the list's words)
+        shown = "being written" if is_busy(folder) else "unfinished"
     done, total = rounds_played(events), cfg.get("rounds", 0)
     ids, texts = kb_texts(cfg, folder)
     c = st.columns([6, 1, 1], vertical_alignment="center")
     c[0].markdown(
         f"**Saved run {md_code(Path(folder).name)}** · {md_escape(cfg.get('attack'))} on "
         f"{md_escape(cfg.get('kb'))} vs {md_escape('+'.join(cfg.get('defenses') or []) or 'no defense')} · "
-        f"{done}/{total} rounds · {status}"
+        f"{done}/{total} rounds · {shown}"
     )
     if status != "completed" and c[1].button("Resume", type="primary", key="btn_extract_resume"):
         resume(folder)

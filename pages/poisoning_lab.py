@@ -68,7 +68,11 @@ def prepare() -> None:
         bar.empty()
 
 
-with st.expander("Attack setup", expanded=run is None):
+# Home's "Run the demo": prepared and playing at once — its progress at the top, the setup folded away (under an
+# open form the bar sat below the fold, and a first start that embeds the corpus looked stuck)
+autoprepare = st.session_state.pop("lab_autoprepare", False)
+top = st.container()
+with st.expander("Attack setup", expanded=run is None and not autoprepare):
     attacks = POISONING_ATTACKS.names()
     follow("lab_attack_pick", lab["attack"], attacks)
     attack = st.selectbox(
@@ -184,8 +188,10 @@ with st.expander("Attack setup", expanded=run is None):
         prepare()
         st.rerun()
 
-if st.session_state.pop("lab_autoprepare", False):  # Home's "Run the demo": prepared and playing at once
-    prepare()
+if autoprepare:
+    with top:
+        st.caption("Preparing the demo: loading the models and embedding the corpus (the first time, up to 2 min)…")
+        prepare()
     st.session_state["lab_playing"] = st.session_state["lab_run"] is not None
     st.rerun()
 

@@ -29,7 +29,20 @@ else:
     kind = st.radio("Kind", kinds, horizontal=True, format_func=KINDS.get) if len(kinds) > 1 else kinds[0]
     runs = [r for r in runs if r["kind"] == kind]
     listed = pd.DataFrame(runs).drop(columns=["path", "folder"]).dropna(axis=1, how="all")
-    st.dataframe(listed.round(3), hide_index=True, width="stretch")
+    if "tenant filter" in listed:  # a one-owner run has no tenant filter at all: "—", never a "None" read as "none"
+        listed["tenant filter"] = listed["tenant filter"].fillna("—")
+    st.dataframe(
+        listed.round(3),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "round budget": st.column_config.NumberColumn(help="Rounds the run was given (played: open it)"),
+            "tenant filter": st.column_config.TextColumn(
+                width="medium", help="Multi-tenant runs: where the tenant filter sits, and whom the attacker asks as"
+            ),
+            "corpus": st.column_config.TextColumn(width="medium"),
+        },
+    )
 if runs and kind == "membership":
     st.caption(
         "Membership experiments open, with their ROC and every record's score, on the Membership inference page "

@@ -9,7 +9,11 @@ ROC curve and the TPR at a low FPR rather than accuracy alone), as the RAG attac
   no curve integration.
 * Its interval: a stratified percentile bootstrap (members and non-members resampled separately, each with
   replacement, ``n_boot`` times, seeded): the 2.5th and 97.5th percentiles. Stratified because the class sizes
-  are the experiment's design, not random.
+  are the experiment's design, not random. Where every resample gives the same AUROC (a perfect separation,
+  1.0 or 0.0, or scores all tied) the percentile bootstrap collapses to a point — [1.00, 1.00] from 3 + 3 records
+  would claim a certainty no sample that small gives. There (a choice, documented) the interval is the Wilson
+  interval of the AUROC read as a proportion of min(members, non-members) trials: 3 + 3 perfectly separated gives
+  [0.44, 1.00], 200 + 200 gives [0.98, 1.00].
 * TPR at FPR ≤ α: the threshold is the lowest score that keeps the non-members' false-positive share at or below
   α (every score tied with it counts as positive); the TPR at that threshold with its Wilson interval over the
   members. With m non-members an FPR of α allows ⌊α·m⌋ false positives: at 1% with fewer than 100 non-members
@@ -65,6 +69,9 @@ def auroc_interval(
     for i in range(n_boot):
         stats[i] = auroc(a[rng.integers(0, len(a), len(a))], b[rng.integers(0, len(b), len(b))])
     lo, hi = np.percentile(stats, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
+    if hi - lo < 1e-12:  # every resample alike: a point is no interval (see the module's note)
+        n = min(len(a), len(b))
+        return wilson(int(round(float(lo) * n)), n)
     return float(lo), float(hi)
 
 

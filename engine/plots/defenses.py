@@ -94,7 +94,9 @@ def tradeoff_scatter(rows: Sequence[dict[str, Any]], x: str = MK.UTILITY_ACC, y:
                 mode="markers+text",
                 name=label,
                 text=[label],
-                textposition="top center",
+                # a label centred on a point at the axis' end is cut by the plot's edge: it leans inwards there
+                textposition="top left" if xv > 0.85 else "top right" if xv < 0.15 else "top center",
+                cliponaxis=False,
                 marker={"size": 14},
                 error_x=_bars([xv], [x_ci]),
                 error_y=_bars([yv], [y_ci]),
@@ -112,14 +114,32 @@ def tradeoff_scatter(rows: Sequence[dict[str, Any]], x: str = MK.UTILITY_ACC, y:
 
 
 def ratio_bars(rows: Sequence[dict[str, Any]], metric: str = MK.CRR) -> go.Figure:
-    """Each configuration's leakage as a ratio to no protection (1 = no change)."""
+    """Each configuration's leakage as a ratio to no protection (1 = no change), its value written on the bar. For
+    CRR, a bar whose interval overlaps no protection's (``crr_vs_none``: not distinguishable at this budget) is drawn
+    faded and says "tie": a 3× from one chunk against none is not a finding."""
     fig = go.Figure()
     for attack in dict.fromkeys(r["attack"] for r in rows):
         sub = [r for r in rows if r["attack"] == attack]
+        ratios = [r.get(f"{metric}_ratio") for r in sub]
+        tie = [metric == MK.CRR and r.get(MK.CRR_VS_NONE) == "not distinguishable" for r in sub]
         fig.add_trace(
-            go.Bar(x=[r["configuration"] for r in sub], y=[r.get(f"{metric}_ratio") for r in sub], name=attack)
+            go.Bar(
+                x=[r["configuration"] for r in sub],
+                y=ratios,
+                name=attack,
+                text=["" if v is None else f"{v:.2g}×" + (" (tie)" if t else "") for v, t in zip(ratios, tie)],
+                textposition="outside",
+                cliponaxis=False,
+                marker={"opacity": [0.35 if t else 1.0 for t in tie]},
+            )
         )
-    fig.add_hline(y=1.0, line_dash="dot", annotation_text="no protection")
+    fig.add_hline(
+        y=1.0,
+        line_dash="dot",
+        annotation_text="no protection",
+        annotation_position="top left",
+        annotation_bgcolor="rgba(255,255,255,0.85)",
+    )
     fig.update_layout(yaxis_title=f"{_LABELS.get(metric, metric)} ÷ none", barmode="group", margin={"t": 30})
     return fig
 

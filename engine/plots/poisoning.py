@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from ..metrics import asr_curve, detector_scores, roc_points
 from ..events import DetectorFitted, Event
 from .axes import whole_ticks
+from .layers import layer_style
 
 
 def table1_heatmap(table: pd.DataFrame, k: int) -> go.Figure:
@@ -41,18 +42,11 @@ def table1_heatmap(table: pd.DataFrame, k: int) -> go.Figure:
 def asr_curves(events: Sequence[Event], ks: Sequence[int] = (1, 2, 5)) -> go.Figure:
     """Running ASR@K after each attacked query, one line per K in ``ks``."""
     fig = go.Figure()
-    styles = [("solid", "circle", 9), ("dash", "diamond", 7), ("dot", "square", 5)]
-    for i, k in enumerate(ks):
+    for i, k in enumerate(ks):  # ASR@1 ≤ ASR@2 ≤ ASR@5 often coincide: layered, each visible around the next
         y = asr_curve(events, k)
-        dash, symbol, size = styles[i % len(styles)]
         fig.add_trace(
             go.Scatter(
-                x=list(range(1, len(y) + 1)),
-                y=y,
-                mode="lines+markers",
-                name=f"ASR@{k}",
-                line={"dash": dash, "width": 2},
-                marker={"symbol": symbol, "size": size},
+                x=list(range(1, len(y) + 1)), y=y, mode="lines+markers", name=f"ASR@{k}", **layer_style(i, len(ks))
             )
         )
     n = max(1, len(asr_curve(events, ks[0])))
@@ -193,10 +187,12 @@ def asr_compare(runs: dict[str, Sequence[Event]], k: int = 2) -> go.Figure:
     """Running ASR@K of several runs overlaid."""
     fig = go.Figure()
     longest = 1
-    for name, events in runs.items():
+    for i, (name, events) in enumerate(runs.items()):
         y = asr_curve(list(events), k)
         longest = max(longest, len(y))
-        fig.add_trace(go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines", name=name))
+        fig.add_trace(
+            go.Scatter(x=list(range(1, len(y) + 1)), y=y, mode="lines+markers", name=name, **layer_style(i, len(runs)))
+        )
     fig.update_layout(
         xaxis_title="queries attacked",
         yaxis_title=f"ASR@{k}",

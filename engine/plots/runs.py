@@ -9,16 +9,19 @@ import plotly.graph_objects as go
 from ..events import Event, LeakScored
 from ..metrics.catalog import MK, label
 from .axes import whole_ticks
+from .layers import layer_style
 
 
 def leakage_compare(runs: dict[str, Sequence[Event]], metric: str = MK.CRR) -> go.Figure:
     """One line per run: the cumulative leakage ``metric`` after each round."""
     fig = go.Figure()
     longest = 1
-    for name, events in runs.items():
+    for i, (name, events) in enumerate(runs.items()):  # runs that leak alike coincide: layered, each visible
         ys = [e.metrics.get(metric, 0) for e in events if isinstance(e, LeakScored)]
         longest = max(longest, len(ys))
-        fig.add_scatter(x=list(range(1, len(ys) + 1)), y=ys, mode="lines+markers", name=name)
+        fig.add_scatter(
+            x=list(range(1, len(ys) + 1)), y=ys, mode="lines+markers", name=name, **layer_style(i, len(runs))
+        )
     fig.update_layout(
         xaxis_title="round",
         xaxis=whole_ticks(longest),

@@ -24,7 +24,7 @@ from ..events import (
 )
 from ..metrics.overlap import rouge_l, shared_spans, stemmed_tokens
 from ..metrics.catalog import MK
-from ..tenancy import FILTER_WORDS
+from ..tenancy import filter_label
 
 UNTOUCHED, RETRIEVED, LEAKED = 0, 1, 2
 COVERAGE_LABELS = ("untouched", "retrieved", "leaked")
@@ -135,10 +135,11 @@ def round_view(events: Sequence[Event], rnd: int) -> dict[str, Any] | None:
 
 
 def tenant_label(owner: str, identity: str) -> str:
-    """A chunk's tenant as the round view shows it: the querying tenant's own in green, another's in red."""
+    """A chunk's tenant as the round view shows it, short enough for a narrow column: the querying tenant's own in
+    green ("🟢 own"), another's in red with its name ("🔴 tenant-2")."""
     if not owner:
         return ""
-    return f"🟢 {owner} (own)" if owner == identity else f"🔴 {owner}"
+    return "🟢 own" if owner == identity else f"🔴 {owner}"
 
 
 def tenancy_line(summary: Mapping[str, Any]) -> tuple[str, bool]:
@@ -151,7 +152,7 @@ def tenancy_line(summary: Mapping[str, Any]) -> tuple[str, bool]:
 
     leaked = bool(t[MK.CROSS_TENANT_CHUNKS])
     line = (
-        f"Querying as {t['identity']} ({t['own_chunks']} of its own chunks; tenant filter: {t['mode']}): "
+        f"Querying as {t['identity']} ({t['own_chunks']} of its own chunks; tenant filter: {filter_label(t['mode'])}): "
         f"{t[MK.CROSS_TENANT_ROUNDS]:.0%} of rounds reached another tenant "
         f"{fmt_interval(t.get(MK.CROSS_TENANT_ROUNDS + '_ci'), 2)}, {t[MK.CROSS_TENANT_CHUNKS]} of their chunks "
         f"reached the context, {t['cross_tenant_leaked_chunks']} of {t['foreign_chunks']} were recovered "
@@ -163,6 +164,28 @@ def tenancy_line(summary: Mapping[str, Any]) -> tuple[str, bool]:
             "itself tells the attacker another tenant holds something close"
         )
     return line, leaked
+
+
+def canary_line(summary: Mapping[str, Any]) -> tuple[str, bool]:
+    """One line on a run's canaries (empty when none were planted) and whether any leaked: how many of the planted
+    canaries the answers carried, the Wilson interval of that share (an estimate of the share of the knowledge base
+    that left it, usable when the scorer does not know the KB's text), and what a hit proves."""
+    planted = int(summary.get("canaries_planted") or 0)
+    if not planted:
+        return "", False
+    from ..metrics.intervals import fmt_interval
+
+    leaked = int(summary.get("canaries_leaked") or 0)
+    line = (
+        f"Canaries: {leaked} of {planted} planted leaked ({leaked / planted:.0%}, 95% interval "
+        f"{fmt_interval(summary.get('canaries_ci'), 2)}) — "
+        + (
+            "each one is proof that its chunk left the knowledge base (a canary exists nowhere else)"
+            if leaked
+            else "none of the answers carried one so far (a hit would be proof: a canary exists nowhere else)"
+        )
+    )
+    return line, bool(leaked)
 
 
 def budget_note(view: Mapping[str, Any]) -> tuple[str, bool]:
@@ -226,7 +249,7 @@ def config_summary(cfg: Mapping[str, Any]) -> str:
     defenses = "+".join(cfg.get("defenses") or ()) or "no defense"
     tenants = (
         f" · {cfg['tenants']} tenants, querying as {cfg.get('identity') or 'tenant-1'}, tenant filter: "
-        f"{FILTER_WORDS.get(str(cfg.get('tenant_filter', 'inside')), cfg.get('tenant_filter'))}"
+        f"{filter_label(str(cfg.get('tenant_filter', 'inside')))}"
         if cfg.get("tenants")
         else ""
     )

@@ -9,7 +9,7 @@ from ..events import Event, Generated, MembershipScored, QueryIssued, TenantsAss
 from ..metrics.catalog import MK
 from ..metrics.intervals import fmt_interval
 from ..corpora import parent_of
-from ..tenancy import FILTER_WORDS, owners_of
+from ..tenancy import filter_label, owners_of
 
 
 def record_rows(events: Sequence[Event], texts: dict[str, str] | None = None, width: int = 140) -> list[dict[str, Any]]:
@@ -77,8 +77,7 @@ def tenancy_lines(summary: dict[str, Any]) -> list[str]:
         return f"n/a ({n} members)" if v is None else f"{v:.2f} {fmt_interval(t.get(f'auroc_{side}_ci'), 2)} ({n})"
 
     return [
-        f"{t['tenants']} tenants; the attacker asks as {t['identity']}; tenant filter: {t['mode']} "
-        f"({FILTER_WORDS.get(t['mode'], t['mode'])}).",
+        f"{t['tenants']} tenants; the attacker asks as {t['identity']}; tenant filter: {filter_label(t['mode'])}.",
         f"AUROC, members of its own tenant: {auc('own')}; members of other tenants: {auc('foreign')} (0.5: the "
         "other tenants' records cannot be told from records outside the knowledge base).",
         f"Questions whose context held another tenant's chunk: {t[MK.CROSS_TENANT_ROUNDS]:.0%} "

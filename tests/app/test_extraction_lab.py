@@ -143,15 +143,22 @@ def test_the_tenant_demo_shows_whose_chunks_came_back(cache):
     at = app()
     at.selectbox(key="extract_preset").set_value("tenant-isolation-demo").run()
     at.button(key="btn_extract_preset").click().run()
-    setup(at, "rag-thief", **{"Rounds (query budget)": 1})
+    setup(at, "rag-thief", **{"Rounds (query budget)": 1, "Canaries (share of chunks)": 0.1})
     step(prepare(at))
     run = at.session_state["extract_run"]
     assert run.config.tenants == 4 and run.config.tenant_filter == "none" and run.done
     retrieved = next(d.value for d in at.dataframe if "tenant" in d.value.columns)
     assert list(retrieved.columns[:2]) == ["chunk", "tenant"]
     owners = run.tenancy.owners
-    assert [t.split()[1] for t in retrieved["tenant"]] == [owners[c] for c in retrieved["chunk"]]
-    assert any("4 tenants, querying as tenant-1, tenant filter: not at all" in c.value for c in at.caption)
+    assert list(retrieved["tenant"]) == [
+        "🟢 own" if owners[c] == "tenant-1" else f"🔴 {owners[c]}" for c in retrieved["chunk"]
+    ]
+    # the canaries planted are counted in the run's headline, leaked or not (a hit is proof: red)
+    s = run.summary()
+    assert s["canaries_planted"] > 0
+    line = f"Canaries: {s['canaries_leaked']} of {s['canaries_planted']} planted leaked"
+    assert any(line in b.value for b in (*at.error, *at.info)), [b.value for b in (*at.error, *at.info)]
+    assert any("4 tenants, querying as tenant-1, tenant filter: none (not at all)" in c.value for c in at.caption)
     crossed = run.summary()["tenancy"]["cross_tenant_chunks"] > 0
     box = at.error if crossed else at.success
     assert any("Querying as tenant-1" in b.value for b in box)
@@ -252,7 +259,7 @@ def test_reopen_after_restart_and_resume(cache):
     choice.set_value(str(cache / "runs" / run_id)).run()
     at.button(key="btn_extract_reopen").click().run()
     assert not at.exception and at.session_state["extract_view"]
-    assert any("1/2 rounds" in m.value and "in progress" in m.value for m in at.markdown)
+    assert any("1/2 rounds · unfinished" in m.value for m in at.markdown)
     assert {m.label: m.value for m in at.metric} == shown
     at.button(key="btn_extract_resume").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]

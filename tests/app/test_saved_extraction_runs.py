@@ -69,7 +69,7 @@ def test_runs_and_analysis_pages_show_extraction_runs(saved_run):
     assert not an.exception and len(an.get("plotly_chart")) >= 1
 
 
-def test_membership_experiments_and_tenant_runs_are_told_apart_on_the_saved_runs_page():
+def test_membership_experiments_and_tenant_runs_are_told_apart_on_the_saved_runs_page(saved_run):
     """A membership experiment is listed with its AUROC and sends the user to its page; multi-tenant extraction
     runs carry their tenant filter in the list and in the comparison table (their defenses are all 'none')."""
     from engine.config import MembershipConfig
@@ -105,7 +105,11 @@ def test_membership_experiments_and_tenant_runs_are_told_apart_on_the_saved_runs
     assert "auroc" in listed.columns and "folder" not in listed.columns
     assert any("Membership inference page" in c.value for c in at.caption)
     next(r for r in at.radio if r.label == "Kind").set_value("extract").run()
-    next(m for m in at.multiselect if m.label.startswith("Open")).set_value(tenant_runs).run()
+    listed = at.dataframe[0].value.set_index("run_id")
+    assert listed.loc[saved_run.run_id, "tenant filter"] == "—", "a one-owner run has no filter: not 'None'"
+    assert listed.loc[saved_run.run_id, "round budget"] == 3
+    next(m for m in at.multiselect if m.label.startswith("Open")).set_value([*tenant_runs, saved_run.run_id]).run()
     assert not at.exception
     table = at.dataframe[1].value
-    assert list(table.loc["tenant filter"]) == ["none (as tenant-1)", "after (as tenant-1)"]
+    assert list(table.loc["tenant filter"]) == ["none (as tenant-1)", "after (as tenant-1)", "—"]
+    assert "nan" not in set(table.to_numpy().ravel()) and list(table.loc["rounds played"]) == ["1", "1", "3"]

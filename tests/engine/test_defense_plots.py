@@ -130,6 +130,13 @@ def test_tradeoff_one_labelled_point_per_configuration(rows):
 def test_ratio_bars_and_table(rows):
     fig = ratio_bars(rows, "crr")
     assert len(fig.data) == 1 and list(fig.data[0].y) == pytest.approx([1.0, 2 / 3, 0.5, 1 / 3])
+    # 10 chunks: every CRR interval overlaps no protection's, so each bar is a faded "tie", its ratio written on it
+    assert list(fig.data[0].text) == ["1×", "0.67× (tie)", "0.5× (tie)", "0.33× (tie)"]
+    assert list(fig.data[0].marker.opacity) == [1.0, 0.35, 0.35, 0.35]
+    rows[3]["kb_size"] = 100_000  # the same shares of a KB of 100,000 chunks: narrow intervals, apart
+    rows[0]["kb_size"] = rows[3]["kb_size"]
+    add_ratios(rows)
+    assert ratio_bars(rows, "crr").data[0].text[3] == "0.33×", "intervals apart: a finding, drawn solid"
     t = comparison_table(rows)
     assert list(t["configuration"]) == ["none", "reindex", "cascade", "reindex+cascade"]
     assert t.loc[2, "utility_acc_drop"] == pytest.approx(0.2) and "curves" not in t.columns

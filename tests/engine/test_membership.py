@@ -50,6 +50,17 @@ def test_auroc_interval_is_seeded_and_holds_the_estimate():
     assert auroc_interval([], non) is None
 
 
+def test_a_perfect_separation_of_few_records_is_not_reported_as_certain():
+    """3 + 3 records perfectly separated: every bootstrap resample separates them too, so the percentile interval
+    would be [1, 1]; the Wilson interval over min(m, n) trials says how little six records show."""
+    lo, hi = auroc_interval([0.9, 0.8, 0.7], [0.1, 0.2, 0.3])
+    assert hi == pytest.approx(1.0) and lo == pytest.approx(0.438, abs=0.01)
+    lo200, _ = auroc_interval(np.linspace(0.6, 1, 200), np.linspace(0, 0.4, 200))
+    assert 0.97 < lo200 < 0.99, "more records, a tighter bound"
+    lo0, hi0 = auroc_interval([0.1, 0.2, 0.3], [0.9, 0.8, 0.7])
+    assert lo0 == pytest.approx(0.0) and hi0 == pytest.approx(0.562, abs=0.01)
+
+
 def test_tpr_at_a_low_fpr_passes_no_more_false_positives_than_allowed():
     non = [0.1 * i for i in range(20)]  # 0.0 … 1.9
     mem = [1.85, 1.95, 2.5, 3.0, 0.5]
