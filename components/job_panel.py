@@ -57,7 +57,8 @@ def job_panel(
         if j.running and st.session_state.get(f"{job_key}_followed") is j:
             st.info(
                 f"Following the {what} started in another tab (or before this page was reloaded): its progress "
-                "and stop button are below, and its results appear here when it ends."
+                "and stop button are below, and its results appear here when it ends. It runs with the settings "
+                "it was started with; the form above shows its own."
             )
         if j.running:
             st.progress(min(max(share, 0.0), 1.0), text=md_escape(text) + (" · stopping…" if j.stopped else ""))

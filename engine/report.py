@@ -41,12 +41,17 @@ def extraction_summary_table(runs: dict[str, Sequence[Event]]) -> pd.DataFrame:
             "blocked queries": s["blocked"],
             "completion tokens": s["tokens"]["completion"],
         }
+        if s.get("canaries_planted"):  # planted canaries: how many the answers carried (a leak with no false positive)
+            cols[name]["canaries leaked"] = f"{s['canaries_leaked']} of {s['canaries_planted']}"
         t = s.tenancy or {}
         if t:  # a multi-tenant run: the filter is what tells such runs apart
             cols[name] = {
                 "tenant filter": f"{t.get('mode')} (as {t.get('identity')})",
-                "cross-tenant rounds": t.get(MK.CROSS_TENANT_ROUNDS),
-                "other tenants' chunks in a context": t.get(MK.CROSS_TENANT_CHUNKS),
+                # a share of the rounds played: "100%", never a "1" read as one round
+                "cross-tenant rounds": (
+                    f"{t[MK.CROSS_TENANT_ROUNDS]:.0%}" if t.get(MK.CROSS_TENANT_ROUNDS) is not None else None
+                ),
+                "other tenants' chunks": t.get(MK.CROSS_TENANT_CHUNKS),
                 **cols[name],
             }
     # one column mixes text and numbers: render every cell as text (Arrow needs one type per column); a row only

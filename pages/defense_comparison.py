@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from components.comparison import long_run_section, render_results
@@ -261,8 +263,10 @@ with st.expander("Saved comparisons"):
         )
         if st.button("Open", key="cmp_open"):
             try:
-                conf, rows = load_comparison(next(s["path"] for s in saved if s["id"] == pick))
-                st.session_state["cmp_view"] = {"config": conf, "rows": rows, "dir": pick, "complete": True}
+                path = next(s["path"] for s in saved if s["id"] == pick)
+                conf, rows = load_comparison(path)
+                folder = str(Path(path).parent)  # where it lies, as a fresh run's caption says
+                st.session_state["cmp_view"] = {"config": conf, "rows": rows, "dir": folder, "complete": True}
             except EngineError as e:
                 st.error(md_escape(e))
 

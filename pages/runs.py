@@ -41,6 +41,7 @@ else:
                 width="medium", help="Multi-tenant runs: where the tenant filter sits, and whom the attacker asks as"
             ),
             "corpus": st.column_config.TextColumn(width="medium"),
+            "defenses": st.column_config.TextColumn(width="medium"),
         },
     )
 if runs and kind == "membership":
@@ -71,7 +72,12 @@ elif runs:
                     horizontal=True,
                     format_func=label,
                 )
-                st.plotly_chart(leakage_compare(loaded, metric), width="stretch", key="cmp_x")
+                rows = {r["run_id"]: r for r in runs}
+                named = {  # the legend says what differs: the defenses, or a multi-tenant run's filter
+                    f"{rid} · {rows[rid].get('tenant filter') or rows[rid]['defenses']}": ev
+                    for rid, ev in loaded.items()
+                }
+                st.plotly_chart(leakage_compare(named, metric), width="stretch", key="cmp_x")
                 st.caption("Leakage of each run round by round: where the curves part, the configurations differ.")
             else:
                 k = st.radio("K", [1, 2, 5], index=1, horizontal=True)

@@ -67,8 +67,7 @@ def detector_histogram(events: Sequence[Event], detector: str) -> go.Figure:
     s, y, _ = detector_scores(events, detector)
     if not len(s):
         return fig
-    fig.add_trace(go.Histogram(x=s[y == 0], name="clean (held out)", opacity=0.6, nbinsx=40, marker_color="#1f77b4"))
-    fig.add_trace(go.Histogram(x=s[y == 1], name="poisoned", opacity=0.7, nbinsx=40, marker_color="#d62728"))
+    _clean_and_poisoned(fig, s[y == 0], s[y == 1])
     if fitted is not None:
         fig.add_vline(x=fitted.threshold, line_dash="dash", annotation_text="threshold (out-of-fold 95th pct)")
     fig.update_layout(
@@ -78,6 +77,18 @@ def detector_histogram(events: Sequence[Event], detector: str) -> go.Figure:
         **_score_axes(s[y == 0], s[y == 1]),
     )
     return fig
+
+
+def _clean_and_poisoned(fig: go.Figure, clean: np.ndarray, poison: np.ndarray) -> None:
+    """The two overlaid score histograms, each bar outlined in its colour: where poisons and clean documents share
+    a bin, both outlines show (filled bars alone hid the few clean ones under the red)."""
+    for x, name, colour, fill in (
+        (poison, "poisoned", "#d62728", "rgba(214,39,40,0.45)"),
+        (clean, "clean (held out)", "#1f77b4", "rgba(31,119,180,0.45)"),
+    ):
+        fig.add_trace(
+            go.Histogram(x=x, name=name, nbinsx=40, marker={"color": fill, "line": {"color": colour, "width": 1.5}})
+        )
 
 
 def _score_axes(*samples: np.ndarray) -> dict:
@@ -102,8 +113,7 @@ def roc_figure(events: Sequence[Event], detectors: Sequence[str]) -> go.Figure:
 def score_histogram(clean: np.ndarray, poison: np.ndarray, threshold: float, name: str) -> go.Figure:
     """Clean vs poisoned score distributions with a (possibly user-set) threshold (paper Figure 2)."""
     fig = go.Figure()
-    fig.add_trace(go.Histogram(x=clean, name="clean (held out)", opacity=0.6, nbinsx=40, marker_color="#1f77b4"))
-    fig.add_trace(go.Histogram(x=poison, name="poisoned", opacity=0.7, nbinsx=40, marker_color="#d62728"))
+    _clean_and_poisoned(fig, clean, poison)
     fig.add_vline(x=threshold, line_dash="dash", annotation_text="threshold")
     fig.update_layout(
         barmode="overlay",

@@ -113,3 +113,5 @@ def test_membership_experiments_and_tenant_runs_are_told_apart_on_the_saved_runs
     table = at.dataframe[1].value
     assert list(table.loc["tenant filter"]) == ["none (as tenant-1)", "after (as tenant-1)", "—"]
     assert "nan" not in set(table.to_numpy().ravel()) and list(table.loc["rounds played"]) == ["1", "1", "3"]
+    shares = list(table.loc["cross-tenant rounds"])  # a share of the rounds played, never "1" read as one round
+    assert all(v.endswith("%") for v in shares[:2]) and shares[2] == "—"
