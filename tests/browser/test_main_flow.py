@@ -148,7 +148,7 @@ def main_flow(page):
     form = page.locator('[data-testid="stForm"]')
     expect(form).to_be_visible()
     expect(page.get_by_text("Attack setup")).to_be_visible()
-    how_many = page.get_by_label("How many (first N; 0 = all)")
+    how_many = page.get_by_label("How many (first N; 0 = all)", exact=True)  # not its help button
     how_many.fill("8")
     how_many.press("Tab")
     # the assistant answers each attacked question: the punchline is the answer that repeats the poison
