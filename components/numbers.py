@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.params import out_of_range
 
 
 def with_bounds(text: str | None, lo: Any, hi: Any) -> str | None:
@@ -19,15 +20,6 @@ def with_bounds(text: str | None, lo: Any, hi: Any) -> str | None:
         return text or None
     bound = f"from {lo} to {hi}" if lo is not None and hi is not None else (f"≥ {lo}" if hi is None else f"≤ {hi}")
     return f"{text or ''} (allowed: {bound})".strip()
-
-
-def out_of_range(label: str, value: Any, lo: Any, hi: Any) -> str | None:
-    """The one line that names a value outside ``[lo, hi]`` (as the engine's validation words it), else ``None``."""
-    if lo is not None and value < lo:
-        return f"{label}: {value} is below the minimum {lo}"
-    if hi is not None and value > hi:
-        return f"{label}: {value} is above the maximum {hi}"
-    return None
 
 
 class NumberFields:

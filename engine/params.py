@@ -107,6 +107,16 @@ def _check_type(name: str, value: Any, tp: Any) -> Any:
     return value
 
 
+def out_of_range(name: str, value: Any, lo: Any, hi: Any) -> str | None:
+    """The one line naming a number outside ``[lo, hi]`` ("rounds: 0 is below the minimum 1"), else None; the
+    app's forms word their checks with it too."""
+    if lo is not None and value < lo:
+        return f"{name}: {value} is below the minimum {lo}"
+    if hi is not None and value > hi:
+        return f"{name}: {value} is above the maximum {hi}"
+    return None
+
+
 @dataclass(frozen=True)
 class Params:
     """Base class: validates types, bounds and choices of every field on construction.
@@ -133,11 +143,9 @@ class Params:
                     if v not in meta["choices"]:
                         raise ConfigError(f"{f.name}: {v!r} is not one of {', '.join(map(str, meta['choices']))}")
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                lo, hi = meta.get("min"), meta.get("max")
-                if lo is not None and value < lo:
-                    raise ConfigError(f"{f.name}: {value} is below the minimum {lo}")
-                if hi is not None and value > hi:
-                    raise ConfigError(f"{f.name}: {value} is above the maximum {hi}")
+                problem = out_of_range(f.name, value, meta.get("min"), meta.get("max"))
+                if problem:
+                    raise ConfigError(problem)
         self.validate()
 
     def validate(self) -> None:
