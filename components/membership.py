@@ -40,15 +40,16 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
     st.caption(f"experiment {md_escape(run_id)}" if run_id else "")
     if not summary.get("decisions"):
         st.info(
-            "No record was probed before this experiment stopped: nothing to show yet. It resumes from its folder "
-            "with `python -m engine membership --resume FOLDER`, or run it again above."
+            "No record was probed before this experiment stopped: nothing to show yet. **Resume this experiment** "
+            "under Saved experiments continues it (or `python -m engine membership --resume FOLDER`), or run it "
+            "again above."
         )
         return
     if not complete:
         st.warning(
             f"Not finished (still running, stopped or interrupted): the figures cover the {summary['decisions']} "
-            "records probed so far. A stopped experiment resumes from its folder with "
-            "`python -m engine membership --resume FOLDER`."
+            "records probed so far. A stopped experiment continues with **Resume this experiment** under Saved "
+            "experiments (or `python -m engine membership --resume FOLDER`)."
         )
     c1, c2, c3, c4 = st.columns(4)
     auc = summary.get("auroc")

@@ -399,6 +399,8 @@ def _run_comparison(
         if o.error is None and o.result is not None and on_row:
             on_row(row)
 
+    if out and not (out / "comparison.json").is_file():
+        save()  # a record from the start: a comparison killed in its first cell is listed, and resumes from it
     if cfg.task_limit:  # the KBs' own tasks first: minutes a configuration, where a cell may take hours
         from .compare_task import measure_tasks
 

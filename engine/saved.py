@@ -148,14 +148,33 @@ def list_comparisons(root: Path | None = None) -> list[dict[str, Any]]:
             continue
         cfg = data.get("config", {})
         base = cfg.get("base") or {}
+        kbs = list(cfg.get("kbs") or []) or [base.get("kb")]
+        cells = len(kbs) * len(cfg.get("attacks") or []) * len(cfg.get("configurations") or [])
+        cells *= int(cfg.get("repeats") or 1)
         out.append(
             {
                 "id": p.parent.name,
                 "path": str(p),
-                "kb": ", ".join(cfg.get("kbs") or []) or base.get("kb"),
+                "kb": ", ".join(str(k) for k in kbs if k),
                 "attacks": ", ".join(cfg.get("attacks", [])),
                 "configurations": ", ".join(cfg.get("configurations", [])),
                 "rows": len(data.get("rows", [])),
+                "runs_done": len(data.get("runs") or data.get("rows") or []),
+                "cells": cells,
+                # a record written before "complete" existed was written once, at the end
+                "complete": bool(data.get("complete", True)),
+                "being written": is_busy(p.parent),
             }
         )
     return out
+
+
+def comparison_state(row: dict[str, Any]) -> str:
+    """' · being written' for a listed comparison a session or process runs now, ' · unfinished (k of n runs)' for
+    one stopped or killed before its end (the app's Resume, or the CLI's ``compare --out`` on its folder, continues
+    it), '' for a finished one."""
+    if row.get("being written"):
+        return " · being written"
+    if row.get("complete", True):
+        return ""
+    return f" · unfinished ({row.get('runs_done', 0)} of {row.get('cells') or '?'} runs)"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Sequence
 
 import streamlit as st
 
@@ -34,7 +36,7 @@ from engine.generators.models import MODELS as MODELS_REGISTRY
 from engine.generators import packaged_generator
 from engine.jobs import Job
 from engine.queries import available_query_sets
-from engine.saved import list_comparisons
+from engine.saved import comparison_state, list_comparisons
 
 KBS = ("clinic_records", "healthcaremagic", "enron")
 NEEDS_DATA = ("healthcaremagic", "enron")
@@ -149,6 +151,31 @@ with st.form("cmp_setup"):
     executor_values = executor_section("cmp")
     start = st.form_submit_button("Start comparison", type="primary", disabled=bool(job and job.running))
 
+
+def start_comparison(cfg: ComparisonConfig, out: Path, executor=None, finished: Sequence[dict] = ()) -> None:
+    """Run (or resume) ``cfg`` into ``out`` in the background; ``finished``: the runs a resumed comparison kept
+    (counted in the progress bar)."""
+    live: list[dict] = list(finished)
+    failed: list[dict] = []
+    state = {"cmp_cfg": cfg, "cmp_dir": str(out), "cmp_live": live, "cmp_failed": failed}
+    st.session_state.update(state)
+    st.session_state.pop("cmp_view", None)
+    st.session_state["cmp_job"] = Job(
+        "compare",
+        lambda progress, stop: run_comparison(
+            cfg,
+            out_dir=out,
+            progress=lambda stage, d, t: progress(d, t, stage),
+            stop=stop,
+            on_row=live.append,
+            executor=executor,
+            failed=failed,
+        ),
+        owner=owner(),
+        state=state,
+    ).start()
+
+
 if start:
     try:
         number.check()
@@ -191,26 +218,7 @@ if start:
                 "task_limit": int(task_limit),
             }
         )
-        executor = executor_config("cmp", executor_values)
-        out = new_comparison_dir(owner())
-        live: list[dict] = []
-        failed: list[dict] = []
-        state = {"cmp_cfg": cfg, "cmp_dir": str(out), "cmp_live": live, "cmp_failed": failed}
-        st.session_state.update(state)
-        st.session_state["cmp_job"] = job = Job(
-            "compare",
-            lambda progress, stop: run_comparison(
-                cfg,
-                out_dir=out,
-                progress=lambda stage, d, t: progress(d, t, stage),
-                stop=stop,
-                on_row=live.append,
-                executor=executor,
-                failed=failed,
-            ),
-            owner=owner(),
-            state=state,
-        ).start()
+        start_comparison(cfg, new_comparison_dir(owner()), executor_config("cmp", executor_values))
         st.rerun()
     except EngineError as e:
         st.error(md_escape(e))
@@ -258,17 +266,39 @@ with st.expander("Saved comparisons"):
             "Comparison",
             ids,
             format_func=lambda i: next(
-                f"{s['id']} · {s['kb']} · {s['attacks']} · {s['configurations']}" for s in saved if s["id"] == i
+                f"{s['id']} · {s['kb']} · {s['attacks']} · {s['configurations']}{comparison_state(s)}"
+                for s in saved
+                if s["id"] == i
             ),
         )
-        if st.button("Open", key="cmp_open"):
+        chosen = next(s for s in saved if s["id"] == pick)
+        b1, b2 = st.columns([1, 4])
+        if b1.button("Open", key="cmp_open"):
             try:
-                path = next(s["path"] for s in saved if s["id"] == pick)
-                conf, rows = load_comparison(path)
-                folder = str(Path(path).parent)  # where it lies, as a fresh run's caption says
-                st.session_state["cmp_view"] = {"config": conf, "rows": rows, "dir": folder, "complete": True}
+                conf, rows = load_comparison(chosen["path"])
+                folder = str(Path(chosen["path"]).parent)  # where it lies, as a fresh run's caption says
+                st.session_state["cmp_view"] = {
+                    "config": conf,
+                    "rows": rows,
+                    "dir": folder,
+                    "complete": chosen["complete"],
+                }
             except EngineError as e:
                 st.error(md_escape(e))
+        resumable = not chosen["complete"] and not chosen["being written"] and not (job and job.running)
+        if resumable and b2.button(
+            "Resume this comparison",
+            key="cmp_resume",
+            help="Continue it in its folder with its settings: the finished runs are kept, a run cut short continues "
+            "from its last finished round (as `python -m engine compare --out FOLDER` does)",
+        ):
+            try:
+                conf, _ = load_comparison(chosen["path"])
+                kept = json.loads(Path(chosen["path"]).read_text(encoding="utf-8")).get("runs") or []
+                start_comparison(ComparisonConfig.from_dict(conf), Path(chosen["path"]).parent, finished=kept)
+                st.rerun()
+            except (EngineError, OSError, ValueError) as e:
+                st.error(f"Cannot resume it: {md_escape(e)}")
 
 view = st.session_state.get("cmp_view")
 if view is not None:

@@ -17,7 +17,7 @@ from engine.errors import EngineError
 from engine.generators import packaged_generator
 from engine.generators.models import MODELS as MODELS_REGISTRY
 from engine.jobs import Job
-from engine.runs.membership import load_membership, run_membership
+from engine.runs.membership import load_membership, resume_membership, run_membership
 from engine.saved import list_runs, state_suffix
 
 FORM_FIELDS = (
@@ -137,12 +137,30 @@ with st.expander("Saved experiments"):
                 if r["folder"] == f
             ),
         )
-        if st.button("Open", key="mia_open"):
+        chosen = next(r for r in saved if r["folder"] == pick)
+        b1, b2 = st.columns([1, 4])
+        if b1.button("Open", key="mia_open"):
             try:
                 summary, events, complete = load_membership(pick)
                 st.session_state["mia_view"] = {"summary": summary, "events": events, "complete": complete}
             except EngineError as e:
                 st.error(md_escape(e))
+        resumable = not chosen["finished"] and not chosen["being written"] and not (job and job.running)
+        if resumable and b2.button(
+            "Resume this experiment",
+            key="mia_resume",
+            help="Continue it in its folder with its settings, after its last probed record (as `python -m engine "
+            "membership --resume FOLDER` does)",
+        ):
+            st.session_state.pop("mia_view", None)
+            st.session_state["mia_job"] = Job(
+                "membership",
+                lambda progress, stop: resume_membership(
+                    pick, progress=lambda stage, d, t: progress(d, t, stage), stop=stop
+                ),
+                owner=owner(),
+            ).start()
+            st.rerun()
 
 view = st.session_state.get("mia_view")
 if view is not None:

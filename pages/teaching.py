@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components.job_panel import job_panel
-from components.state import init_state
+from components.job_panel import follow_running, job_panel
+from components.state import init_state, owner
 from components.text import marked_markdown, md_code, md_escape
 from engine.views.comparison import comparison_table
 from engine.analysis.teaching import (
@@ -38,7 +38,7 @@ st.caption(
     "Each level runs a tiny real experiment (clinic data, a few rounds, small offline models) and the engine "
     "checks whether you reached the goal."
 )
-job: Job | None = ss.get("teach_job")
+job: Job | None = follow_running("teach_job", "teach", what="level")
 
 # a finished level's job: record its result once
 if job is not None and not job.running and ss.get("teach_recorded") is not job:
@@ -63,10 +63,13 @@ if n_met == len(LEVELS):
 
 
 def start(level: int, **kwargs) -> None:
-    ss["teach_job_level"] = level
+    state = {"teach_job_level": level}  # a reload or another tab follows the level (engine.jobs)
+    ss.update(state)
     ss["teach_job"] = Job(
-        f"teach-{level}",
+        "teach",
         lambda progress, stop: RUNNERS[level](progress=lambda stage, d, t: progress(d, t, stage), stop=stop, **kwargs),
+        owner=owner(),
+        state=state,
     ).start()
 
 

@@ -74,6 +74,7 @@ def detector_histogram(events: Sequence[Event], detector: str) -> go.Figure:
         barmode="overlay",
         xaxis_title=f"{detector} score",
         yaxis_title="documents",
+        margin={"t": 40},  # room for the threshold's label, not plotly's 100 px for a title it has none of
         **_score_axes(s[y == 0], s[y == 1]),
     )
     return fig
@@ -106,7 +107,7 @@ def roc_figure(events: Sequence[Event], detectors: Sequence[str]) -> go.Figure:
         if len(fpr):
             fig.add_trace(go.Scatter(x=fpr, y=tpr, mode="lines", name=d))
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot"}, name="chance"))
-    fig.update_layout(xaxis_title="false-positive rate", yaxis_title="true-positive rate")
+    fig.update_layout(xaxis_title="false-positive rate", yaxis_title="true-positive rate", margin={"t": 30})
     return fig
 
 

@@ -28,6 +28,7 @@ def leakage_compare(runs: dict[str, Sequence[Event]], metric: str = MK.CRR) -> g
         yaxis_title=label(metric),
         yaxis={"rangemode": "tozero"},  # leakage is never negative: an all-zero run would otherwise reach −0.5
         height=380,
+        margin={"t": 30},  # plotly keeps 100 px for a title by default: blank above the chart
         legend={"orientation": "h", "y": -0.25},
     )
     return fig

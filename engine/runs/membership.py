@@ -399,6 +399,17 @@ def run_membership(
     return run
 
 
+def resume_membership(run_dir: str | Path, *, progress: Progress | None = None, stop: Any = None) -> MembershipRun:
+    """Continue a stopped or killed experiment in its folder (its own settings, after its last finished record) to
+    its end or until ``stop``; returns the closed run, as :func:`run_membership` does."""
+    run = MembershipRun.resume(run_dir, progress=progress)
+    try:
+        run.run(stop)
+    finally:
+        run.close()
+    return run
+
+
 def load_membership(folder: str | Path) -> tuple[dict[str, Any], list[Event], bool]:
     """A saved experiment's summary (from its events), events, and whether it ran to its end."""
     path = events_file(Path(folder))

@@ -153,15 +153,80 @@ def test_tiny_comparison_runs_in_the_background_and_shows_table_and_tradeoff(cac
     assert not at.exception and list(at.dataframe[0].value["configuration"]) == ["none", "system-prompt"]
 
 
-def _run_level(level: int, timeout: float):
-    """Open the teaching page, run one level to its end; (AppTest, the level's result)."""
+@pytest.mark.slow
+def test_a_comparison_cut_short_is_listed_unfinished_and_resumes_in_the_app(cache):
+    """A comparison stopped (or killed by an app restart) after its first run: Saved comparisons names it
+    unfinished with its count, Resume continues it in its folder — the finished run kept, not played again."""
+    import json
+    import threading
+
+    from engine.compare import run_comparison
+    from engine.config import ComparisonConfig
+
+    cfg = ComparisonConfig.from_dict(
+        {
+            "base": {
+                "kb": "clinic_records",
+                "attack": "zeng",
+                "attacker_llm": "",
+                "rounds": 1,
+                "top_k": 2,
+                "generator": "local",
+                "generator_params": {"model": "smollm2-135m"},
+                "max_tokens": 16,
+                "answer_budget": "fixed",
+            },
+            "attacks": ["zeng"],
+            "configurations": ["none", "system-prompt"],
+            "utility_limit": 1,
+        }
+    )
+    stop = threading.Event()
+    out = cache / "20261206-100000-cut000"
+    run_comparison(cfg, out_dir=out, stop=stop, on_row=lambda row: stop.set())
+    first = json.loads((out / "comparison.json").read_text())
+    assert first["complete"] is False and len(first["runs"]) == 1
+    at = _app()
+    at.switch_page("pages/defense_comparison.py").run()
+    pick = next(s for s in at.selectbox if s.label == "Comparison")
+    assert any(o.endswith(" · unfinished (1 of 2 runs)") for o in pick.options), pick.options
+    next(b for b in at.button if b.label == "Resume this comparison").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    _wait(at, "cmp_job", 600)
+    assert at.session_state["cmp_job"].error is None, at.session_state["cmp_job"].error
+    record = json.loads((out / "comparison.json").read_text())
+    assert record["complete"] is True and [r["configuration"] for r in record["runs"]] == ["none", "system-prompt"]
+    assert record["runs"][0]["run_id"] == first["runs"][0]["run_id"], "the finished run is kept, not played again"
+    assert len(list((out / "runs").iterdir())) == 2
+    assert list(at.dataframe[0].value["configuration"]) == ["none", "system-prompt"]
+    assert not any(b.label == "Resume this comparison" for b in at.button)
+
+
+def _run_level(level: int, timeout: float, follow: bool = False):
+    """Open the teaching page, run one level to its end; (AppTest, the level's result). ``follow``: a second tab
+    (or this one after a reload) follows the running level and records its result too."""
     at = _app()
     at.switch_page("pages/teaching.py").run()
     next(b for b in at.button if b.label == f"Run level {level}").click().run()
     assert not at.exception
+    other = None
+    if follow:
+        other = _app()
+        other.switch_page("pages/teaching.py").run()
+        assert not other.exception
+        if "teach_job" in other.session_state:
+            assert other.session_state["teach_job"] is at.session_state["teach_job"]
+            if at.session_state["teach_job"].running:
+                assert any("Following the level started in another tab" in i.value for i in other.info)
+        else:  # nothing to follow only when the level ended before the second tab opened
+            assert not at.session_state["teach_job"].running
+            other = None
     _wait(at, "teach_job", timeout)
     res = at.session_state["teach"]["results"][level]
     assert "error" not in res, res
+    if other is not None:
+        other.run()
+        assert not other.exception and other.session_state["teach"]["results"][level]["met"] == res["met"]
     return at, res
 
 
@@ -176,7 +241,7 @@ def test_teaching_level_one_runs_and_reports_its_goal():
 
 
 def test_teaching_level_two_leaks_and_shows_the_record_beside_the_answer():
-    at, res = _run_level(2, 600)
+    at, res = _run_level(2, 600, follow=True)  # ~25 s: a second tab opens while it runs, and follows it
     assert res["met"] and res["metrics"]["PII items leaked"] > 0 and res["leaks"]
     assert any("Goal met" in s.value for s in at.success)
     assert any(c.value == "Private record (source)" for c in at.caption)

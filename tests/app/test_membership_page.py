@@ -90,6 +90,57 @@ def test_a_tiny_experiment_runs_shows_its_figures_and_reopens(runs):
     assert not at.exception and len(at.dataframe[0].value) == 4
 
 
+@pytest.mark.slow
+def test_an_experiment_cut_short_is_listed_unfinished_and_resumes_in_the_app(runs):
+    """An experiment stopped (or killed by an app restart) after its first record: Saved experiments names it
+    unfinished, Resume continues it in its folder after that record, to its end."""
+    import threading
+
+    from engine.config import MembershipConfig
+    from engine.runs.membership import run_membership
+
+    cfg = MembershipConfig.from_dict(
+        {
+            "kb": "clinic_records",
+            "attack": "direct",
+            "members": 2,
+            "non_members": 2,
+            "max_tokens": 16,
+            "generator": "local",
+            "generator_params": {"model": "smollm2-135m"},
+        },
+        where="test",
+    )
+    stop = threading.Event()
+    first = run_membership(
+        cfg,
+        out_dir=runs / "membership",
+        stop=stop,
+        progress=lambda stage, d, t: stop.set() if stage == "probing" and d >= 1 else None,
+    )
+    assert not first.finished and 1 <= first.rounds_done < 4
+    at = _page()
+    pick = next(s for s in at.selectbox if s.label == "Experiment")
+    assert any(o.endswith(" · unfinished") for o in pick.options), pick.options
+    next(b for b in at.button if b.label == "Resume this experiment").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    end = time.time() + 600
+    while at.session_state["mia_job"].running:
+        assert time.time() < end, "the resumed experiment did not finish in 600 s"
+        time.sleep(2)
+        at.run()
+    at.run()
+    job = at.session_state["mia_job"]
+    assert job.error is None, job.error
+    assert job.result.run_id == first.run_id and job.result.finished
+    kinds = [json.loads(line)["kind"] for line in (Path(first.out_dir) / "events.jsonl").read_text().splitlines()]
+    assert kinds.count("run_resumed") == 1 and kinds.count("run_started") == 1
+    assert len(at.dataframe[0].value) == 4, "the records of both sessions, once each"
+    assert not any(b.label == "Resume this experiment" for b in at.button), (
+        "a finished experiment has nothing to resume"
+    )
+
+
 def test_more_records_than_the_knowledge_base_is_one_message(runs):
     at = _page()
     for n in at.number_input:

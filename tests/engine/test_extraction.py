@@ -646,6 +646,13 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     assert rows == []
     half = list((tmp_path / "runs").iterdir())
     assert len(half) == 1 and not (half[0] / "summary.json").exists()
+    # recorded from the start, so a comparison cut short in its first cell is listed as unfinished (and resumes)
+    from engine.saved import comparison_state, list_comparisons
+
+    record = json.loads((tmp_path / "comparison.json").read_text())
+    assert record["complete"] is False and record["runs"] == [] and record["config"] == cfg.to_dict()
+    (listed,) = [c for c in list_comparisons(tmp_path.parent) if c["id"] == tmp_path.name]
+    assert comparison_state(listed) == " · unfinished (0 of 2 runs)"
     # as a long experiment keeps an unfinished run in git between sessions: gzipped, the plain file gone
     import gzip
 
@@ -668,6 +675,8 @@ def test_a_comparison_resumes_cell_by_cell_and_mid_cell(tmp_path):
     kinds = [e.kind for e in read_jsonl(half[0] / "events.jsonl")]
     assert kinds.count("run_resumed") == 1 and kinds.count("round_ended") == 2
     before = json.loads((tmp_path / "comparison.json").read_text())["runs"]
+    (listed,) = [c for c in list_comparisons(tmp_path.parent) if c["id"] == tmp_path.name]
+    assert comparison_state(listed) == "" and listed["runs_done"] == listed["cells"] == 2
     run_comparison(cfg, out_dir=tmp_path)
     assert json.loads((tmp_path / "comparison.json").read_text())["runs"] == before
     assert len(list((tmp_path / "runs").iterdir())) == 2
