@@ -64,6 +64,46 @@ def list_audits(root: Path | None = None) -> list[dict[str, Any]]:
     return out
 
 
+def list_sweeps(root: Path | None = None) -> list[dict[str, Any]]:
+    """The app's sweeps under ``root`` (newest first), one folder per grid: id, folder, the grid's axes as text,
+    finished and total cells, whether it finished and whether a writer holds it now."""
+    root = root or sweeps_dir()
+    out = []
+    for p in sorted(root.glob("*/sweep.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            cfg = json.loads(p.read_text(encoding="utf-8")).get("config") or {}
+            axes = [list(cfg.get(a) or []) for a in ("corpora", "retrievers", "query_sets", "targets")]
+        except (OSError, ValueError, AttributeError, TypeError):
+            continue
+        cells = p.parent / "sweep_cells.csv"
+        try:  # one line a finished cell, after the header
+            done = max(0, len(cells.read_text(encoding="utf-8").splitlines()) - 1) if cells.is_file() else 0
+        except OSError:
+            done = 0
+        total = 1
+        for a in axes:
+            total *= len(a)
+        out.append(
+            {
+                "id": p.parent.name,
+                "folder": str(p.parent),
+                "grid": " × ".join(", ".join(map(str, a)) for a in axes),
+                "done": done,
+                "cells": total,
+                "complete": done >= total,
+                "being written": is_busy(p.parent),
+            }
+        )
+    return out
+
+
+def sweep_state(row: dict[str, Any]) -> str:
+    """' · being written', ' · unfinished (k of n cells)' or '' (finished), for a listed sweep."""
+    if row.get("being written"):
+        return " · being written"
+    return "" if row["complete"] else f" · unfinished ({row['done']} of {row['cells']} cells)"
+
+
 def _first_event(path: Path) -> dict[str, Any] | None:
     try:
         with path.open(encoding="utf-8") as f:

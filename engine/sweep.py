@@ -112,6 +112,29 @@ def finished_cells(cfg: SweepConfig, out_dir: str | Path | None) -> list[dict]:
         return []
 
 
+def load_sweep(folder: str | Path) -> tuple[SweepConfig, SweepResult]:
+    """A saved sweep's configuration and its finished cells (``complete`` when every cell of its grid finished);
+    one ConfigError when the folder holds no sweep."""
+    from .errors import ConfigError
+
+    out = Path(folder)
+    try:
+        cfg = SweepConfig.from_dict(json.loads((out / "sweep.json").read_text(encoding="utf-8"))["config"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"{out} holds no readable sweep (sweep.json): {e}") from None
+    rows = finished_cells(cfg, out)
+    failed_path = out / "sweep_failed.json"
+    try:
+        failed = json.loads(failed_path.read_text(encoding="utf-8")) if failed_path.is_file() else []
+    except (OSError, ValueError):
+        failed = []
+    done = {_cell_key(r) for r in rows}
+    failed = [  # those not finished since (a resumed sweep retries them)
+        f for f in failed if isinstance(f, dict) and all(k in f for k in CELL_KEYS) and _cell_key(f) not in done
+    ]
+    return cfg, SweepResult(pd.DataFrame(rows), len(rows) == len(grid(cfg)), failed)
+
+
 _WORKER_CORPORA: dict[tuple, object] = {}  # a Ray worker's corpora, kept for its next cells (at most 2)
 
 

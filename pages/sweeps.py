@@ -19,7 +19,8 @@ from engine.errors import EngineError
 from engine.jobs import Job
 from engine.plots import table1_heatmap
 from engine.queries import available_query_sets
-from engine.sweep import finished_cells, grid, run_sweep, sweep_key
+from engine.saved import list_sweeps, sweep_state
+from engine.sweep import finished_cells, grid, load_sweep, run_sweep, sweep_key
 
 CHUNKING = {"auto": "auto", "whole": "whole documents", "128": "128 tokens", "256": "256 tokens", "512": "512 tokens"}
 
@@ -65,6 +66,22 @@ with st.form("sweep_setup"):
     )
     executor_values = executor_section("sweep")
     start = st.form_submit_button("Start sweep", type="primary", disabled=bool(job and job.running))
+
+
+def start_sweep(cfg: SweepConfig, executor=None) -> None:
+    """Run (or resume: the same grid, the same folder) ``cfg`` in the background."""
+    folder = my_sweeps_dir() / sweep_key(cfg)  # every finished cell lands here; the same grid resumes
+    state = {"sweep_cfg": cfg, "sweep_folder": str(folder), "sweep_already": len(finished_cells(cfg, folder))}
+    st.session_state.update(state)
+    st.session_state.pop("sweep_view", None)
+    st.session_state["sweep_job"] = Job(
+        "sweep",
+        lambda progress, stop: run_sweep(cfg, progress=progress, stop=stop, executor=executor, out_dir=folder),
+        owner=owner(),
+        state=state,
+    ).start()
+
+
 if start:
     try:
         number.check()
@@ -81,16 +98,7 @@ if start:
         )
         if not grid(cfg):
             raise EngineError("choose at least one corpus, retriever, query set and target")
-        executor = executor_config("sweep", executor_values)
-        folder = my_sweeps_dir() / sweep_key(cfg)  # every finished cell lands here; the same grid resumes
-        state = {"sweep_cfg": cfg, "sweep_folder": str(folder), "sweep_already": len(finished_cells(cfg, folder))}
-        st.session_state.update(state)
-        st.session_state["sweep_job"] = job = Job(
-            "sweep",
-            lambda progress, stop: run_sweep(cfg, progress=progress, stop=stop, executor=executor, out_dir=folder),
-            owner=owner(),
-            state=state,
-        ).start()
+        start_sweep(cfg, executor_config("sweep", executor_values))
         st.rerun()
     except EngineError as e:
         st.error(md_escape(e))
@@ -111,15 +119,62 @@ job_panel(
     drawn=job is not None and not job.running,
     idle=lambda: st.info("Choose a grid and press **Start sweep**."),
 )
-if job is not None and not job.running and job.result is not None:
-    cfg = st.session_state["sweep_cfg"]
-    res = job.result
+if job is not None and not job.running and job.result is not None and st.session_state.get("sweep_view_job") is not job:
+    st.session_state["sweep_view"] = {
+        "cfg": st.session_state["sweep_cfg"],
+        "result": job.result,
+        "folder": st.session_state.get("sweep_folder"),
+    }
+    st.session_state["sweep_view_job"] = job
+
+with st.expander("Saved sweeps"):
+    saved = list_sweeps(my_sweeps_dir())
+    if not saved:
+        st.caption("None yet: every sweep you run here is saved cell by cell and can be reopened or resumed.")
+    else:
+        pick = st.selectbox(
+            "Sweep",
+            [s["folder"] for s in saved],
+            format_func=lambda f: next(f"{s['grid']}{sweep_state(s)}" for s in saved if s["folder"] == f),
+            help="Corpora × retrievers × query sets × targets of each saved grid",
+        )
+        chosen = next(s for s in saved if s["folder"] == pick)
+        b1, b2 = st.columns([1, 4])
+        if b1.button("Open", key="sweep_open"):
+            try:
+                saved_cfg, saved_result = load_sweep(pick)
+                st.session_state["sweep_view"] = {"cfg": saved_cfg, "result": saved_result, "folder": pick}
+            except EngineError as e:
+                st.error(md_escape(e))
+        if (
+            not chosen["complete"]
+            and not chosen["being written"]
+            and not (job and job.running)
+            and b2.button(
+                "Resume this sweep",
+                key="sweep_resume",
+                help="Run the cells it has not finished, with its settings, into its folder",
+            )
+        ):
+            try:
+                start_sweep(load_sweep(pick)[0])
+                st.rerun()
+            except EngineError as e:
+                st.error(f"Cannot resume it: {md_escape(e)}")
+
+view = st.session_state.get("sweep_view")
+if view is not None:
+    cfg, res = view["cfg"], view["result"]
     for f in res.failed:
         st.error(
             md_escape(f"Cell {f['corpus']} / {f['retriever']} / {f['query_set']} / {f['target']} failed: {f['error']}")
         )
     if not res.complete and not res.failed:
-        st.warning("Stopped early: the table shows the cells that finished.")
+        st.warning(
+            f"Not finished: {len(res.cells)} of {len(grid(cfg))} cells. **Resume this sweep** under Saved sweeps (or "
+            "starting the same grid again) runs the rest; the finished cells are kept."
+        )
+if view is not None and not view["result"].cells.empty:
     table = res.table1(cfg.k)
     fig = table1_heatmap(table, cfg.k)
     st.plotly_chart(fig, width="stretch", key="sweep_heatmap")
@@ -153,11 +208,11 @@ if job is not None and not job.running and job.result is not None:
         mime="text/html",
         on_click="ignore",
     )
-    folder = st.session_state.get("sweep_folder")
+    folder = view.get("folder")
     if folder:
         st.caption(
-            "Every finished cell is saved in this folder; starting the same grid again (after a refresh or "
-            "a restart) resumes from there:"
+            "Every finished cell is saved in this folder as it ends; after a stop, a refresh or a restart, "
+            "**Resume this sweep** (Saved sweeps) or the same grid started again continues from there:"
         )
         st.code(folder, language=None)
         if side_by_side(res.cells, 2).empty:  # nothing the paper's Table 1 has: no button into an empty table
@@ -171,6 +226,7 @@ if job is not None and not job.running and job.result is not None:
                 key="sweep_to_reproduce",
                 on_click=lambda: st.session_state.update(t1_folder=folder),
             )
+
 
 st.divider()
 reproduce_section()

@@ -359,6 +359,25 @@ def test_sweep_runs_in_the_background_and_draws_the_heat_map(tmp_path, monkeypat
     assert any("already running" in e.value for e in third.error) and not third.exception
     assert (folder / "sweep_cells.csv").read_bytes() == saved  # the other run's cells kept
 
+    # an app restart during a sweep leaves its finished cells on disk (here: 2 of 4); a new session lists it as
+    # unfinished, opens what finished, and resumes the rest with its own settings (not the form's)
+    pd.read_csv(folder / "sweep_cells.csv").head(2).to_csv(folder / "sweep_cells.csv", index=False)
+    after = app()
+    after.switch_page("pages/sweeps.py").run()
+    pick = next(s for s in after.selectbox if s.label == "Sweep")
+    assert any(o.endswith(" · unfinished (2 of 4 cells)") for o in pick.options), pick.options
+    next(b for b in after.button if b.label == "Open").click().run()
+    assert not after.exception and len(after.dataframe[0].value) == 2
+    assert any("Not finished: 2 of 4 cells" in w.value for w in after.warning)
+    next(b for b in after.button if b.label == "Resume this sweep").click().run()
+    job = after.session_state["sweep_job"]
+    job.wait(300)
+    after.run()
+    assert job.error is None and job.result.complete and job.done_count == 4  # 2 kept + 2 run
+    assert not after.exception and len(after.dataframe[0].value) == 4
+    assert len(pd.read_csv(folder / "sweep_cells.csv")) == 4
+    assert not any(b.label == "Resume this sweep" for b in after.button), "a finished sweep has nothing to resume"
+
 
 def test_the_sweep_form_says_how_corpora_are_chunked(tmp_path, monkeypatch):
     """Chunking is a field of the form (auto: BioASQ whole, as the Table-1 preset; other corpora 512 tokens)."""
