@@ -3,13 +3,30 @@ experiments, teaching levels), and the way a page follows such a job started in 
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+import re
+from typing import Any, Callable, Optional
 
 import streamlit as st
 
 from components.state import owner
 from components.text import md_escape
 from engine.jobs import Job, running_jobs
+
+
+MAIN_STAGES = ("attacking", "probing", "answering")  # the stages whose count is the job's own (not its preparation)
+
+
+def stage_share(last: Any, done: int, total: int) -> float:
+    """The share of a job done, from its latest progress report, never going back when a stage ends: preparation
+    (loading, embedding, indexing) counts as 0 — its own count stays in the text — and a comparison's ``[i/n] …``
+    prefix counts the cells before this one."""
+    text = str(last or "")
+    inner = done / total if total and any(s in text for s in MAIN_STAGES) else 0.0
+    cell = re.match(r"\[(\d+)/(\d+)\]", text)
+    if cell:
+        i, n = int(cell[1]), int(cell[2])
+        return (i - 1 + inner) / max(n, 1)
+    return inner
 
 
 def follow_running(job_key: str, name: str, *, what: str) -> Optional[Job]:
@@ -54,6 +71,12 @@ def job_panel(
                 idle()
             return
         share, text = progress(j)
+        resumed = st.session_state.get(f"{job_key}_resumed")
+        if j.running and resumed and st.session_state.get(f"{job_key}_followed") is not j:
+            st.info(
+                f"Resuming {md_escape(resumed)} with the settings it was started with (the form above holds the next "
+                f"{what}'s): what finished before is kept, the rest runs now."
+            )
         if j.running and st.session_state.get(f"{job_key}_followed") is j:
             st.info(
                 f"Following the {what} started in another tab (or before this page was reloaded): its progress "

@@ -152,12 +152,14 @@ with st.form("cmp_setup"):
     start = st.form_submit_button("Start comparison", type="primary", disabled=bool(job and job.running))
 
 
-def start_comparison(cfg: ComparisonConfig, out: Path, executor=None, finished: Sequence[dict] = ()) -> None:
+def start_comparison(
+    cfg: ComparisonConfig, out: Path, executor=None, finished: Sequence[dict] = (), resumed: str | None = None
+) -> None:
     """Run (or resume) ``cfg`` into ``out`` in the background; ``finished``: the runs a resumed comparison kept
-    (counted in the progress bar)."""
+    (counted in the progress bar); ``resumed``: what the panel names while it runs (a resumed comparison)."""
     live: list[dict] = list(finished)
     failed: list[dict] = []
-    state = {"cmp_cfg": cfg, "cmp_dir": str(out), "cmp_live": live, "cmp_failed": failed}
+    state = {"cmp_cfg": cfg, "cmp_dir": str(out), "cmp_live": live, "cmp_failed": failed, "cmp_job_resumed": resumed}
     st.session_state.update(state)
     st.session_state.pop("cmp_view", None)
     st.session_state["cmp_job"] = Job(
@@ -295,7 +297,12 @@ with st.expander("Saved comparisons"):
             try:
                 conf, _ = load_comparison(chosen["path"])
                 kept = json.loads(Path(chosen["path"]).read_text(encoding="utf-8")).get("runs") or []
-                start_comparison(ComparisonConfig.from_dict(conf), Path(chosen["path"]).parent, finished=kept)
+                start_comparison(
+                    ComparisonConfig.from_dict(conf),
+                    Path(chosen["path"]).parent,
+                    finished=kept,
+                    resumed=f"comparison {chosen['id']}",
+                )
                 st.rerun()
             except (EngineError, OSError, ValueError) as e:
                 st.error(f"Cannot resume it: {md_escape(e)}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components.job_panel import follow_running, job_panel
+from components.job_panel import follow_running, job_panel, stage_share
 from components.membership import membership_dir, render_membership, table_section
 from components.params_form import params_form, registry_forms
 from components.runtime_notice import local_runtime_notice
@@ -91,6 +91,7 @@ if start:
         )
         folder = membership_dir()
         st.session_state.pop("mia_view", None)
+        st.session_state["mia_job_resumed"] = None
         st.session_state["mia_job"] = Job(
             "membership",
             lambda progress, stop: run_membership(
@@ -106,8 +107,8 @@ if start:
 def mia_progress(j: Job) -> tuple[float, str]:
     if not j.last:
         return 0.0, "starting…"
-    step = "records probed" if j.last == "probing" else j.last  # earlier stages: embedding, indexing the KB
-    return (j.done_count / j.total if j.total else 0.0), f"{step}: {j.done_count:,}/{j.total:,}"
+    step = "records probed" if j.last == "probing" else f"preparing · {j.last}"  # embedding, indexing the KB
+    return stage_share(j.last, j.done_count, j.total), f"{step}: {j.done_count:,}/{j.total:,}"
 
 
 job_panel(
@@ -132,7 +133,7 @@ with st.expander("Saved experiments"):
             "Experiment",
             [r["folder"] for r in saved],
             format_func=lambda f: next(
-                f"{r['run_id']} · {r['attack']} on {r['corpus']} · {r['defenses']}" + state_suffix(r)
+                f"{r['run_id']} · {r['attack']} on {r['corpus']} · defenses: {r['defenses']}" + state_suffix(r)
                 for r in saved
                 if r["folder"] == f
             ),
@@ -153,12 +154,15 @@ with st.expander("Saved experiments"):
             "membership --resume FOLDER` does)",
         ):
             st.session_state.pop("mia_view", None)
+            state = {"mia_job_resumed": f"experiment {chosen['run_id']}"}
+            st.session_state.update(state)
             st.session_state["mia_job"] = Job(
                 "membership",
                 lambda progress, stop: resume_membership(
                     pick, progress=lambda stage, d, t: progress(d, t, stage), stop=stop
                 ),
                 owner=owner(),
+                state=state,
             ).start()
             st.rerun()
 

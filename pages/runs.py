@@ -57,9 +57,11 @@ elif runs:
     if chosen:
         try:
             loaded = {rid: load_run(next(r["path"] for r in runs if r["run_id"] == rid)) for rid in chosen}
-            st.dataframe(  # the row names (metrics) are the index: wide enough to read whole
-                summary_table(loaded),
+            table = summary_table(loaded)
+            st.dataframe(  # the row names (metrics) are the index: wide enough to read whole; every row shown
+                table,
                 width="stretch",
+                height=35 * (len(table) + 1) + 3,
                 column_config={"_index": st.column_config.Column(width="medium")},
             )
             if all(run_kind(ev) == "extract" for ev in loaded.values()):

@@ -68,10 +68,12 @@ with st.form("sweep_setup"):
     start = st.form_submit_button("Start sweep", type="primary", disabled=bool(job and job.running))
 
 
-def start_sweep(cfg: SweepConfig, executor=None) -> None:
-    """Run (or resume: the same grid, the same folder) ``cfg`` in the background."""
+def start_sweep(cfg: SweepConfig, executor=None, resumed: str | None = None) -> None:
+    """Run (or resume: the same grid, the same folder) ``cfg`` in the background; ``resumed``: what the panel
+    names while it runs (a saved sweep resumed)."""
     folder = my_sweeps_dir() / sweep_key(cfg)  # every finished cell lands here; the same grid resumes
-    state = {"sweep_cfg": cfg, "sweep_folder": str(folder), "sweep_already": len(finished_cells(cfg, folder))}
+    already = len(finished_cells(cfg, folder))
+    state = {"sweep_cfg": cfg, "sweep_folder": str(folder), "sweep_already": already, "sweep_job_resumed": resumed}
     st.session_state.update(state)
     st.session_state.pop("sweep_view", None)
     st.session_state["sweep_job"] = Job(
@@ -157,7 +159,7 @@ with st.expander("Saved sweeps"):
             )
         ):
             try:
-                start_sweep(load_sweep(pick)[0])
+                start_sweep(load_sweep(pick)[0], resumed=f"the sweep {chosen['grid']}")
                 st.rerun()
             except EngineError as e:
                 st.error(f"Cannot resume it: {md_escape(e)}")

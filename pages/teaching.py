@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components.job_panel import follow_running, job_panel
+from components.job_panel import follow_running, job_panel, stage_share
 from components.state import init_state, owner
 from components.text import marked_markdown, md_code, md_escape
 from engine.views.comparison import comparison_table
@@ -176,37 +176,39 @@ def show_result(level: int) -> None:
         )
 
 
+def level_progress(j: Job) -> tuple[float, str]:
+    stage = f"{j.last}: {j.done_count:,}/{j.total:,}" if j.last else "starting"
+    return stage_share(j.last, j.done_count, j.total), f"Level {ss['teach_job_level']} running · {stage}"
+
+
 busy = bool(job and job.running)
+running_level = ss.get("teach_job_level") if job is not None else None
 for lv in LEVELS:
     done = lv.number in progress_state["met"]
+    here = running_level == lv.number
     with st.expander(
         f"{'✅' if done else '⬜'} Level {lv.number}: {lv.title}",
-        # the next level to play opens; so does the level just run, whose feedback would otherwise be folded away
-        expanded=(not done and all(n in progress_state["met"] for n in range(1, lv.number)))
-        or (ss.get("teach_job_level") == lv.number and lv.number in progress_state["results"]),
+        # the next level to play opens; so does the level running or just run (its progress, its feedback)
+        expanded=(not done and all(n in progress_state["met"] for n in range(1, lv.number)) and not busy)
+        or (here and (busy or lv.number in progress_state["results"])),
     ):
         st.markdown(f"**Goal.** {lv.goal}")
         st.markdown(f"**Settings.** {lv.settings}")
         controls(lv.number, busy)
+        if here:  # the level's progress and stop button inside it, where the player looks
+            job_panel(
+                "teach_job",
+                what="level",
+                progress=level_progress,
+                stop_label="Stop",
+                stop_key="teach_stop",
+                drawn=ss.get("teach_recorded") is job,
+                show_error=False,
+            )
         show_result(lv.number)
         if lv.number in progress_state["results"]:
             st.info(f"**What to notice.** {lv.notice}")
 
-
-def level_progress(j: Job) -> tuple[float, str]:
-    stage = f"{j.last}: {j.done_count:,}/{j.total:,}" if j.last else "starting"
-    return j.done_count / max(j.total, 1), f"Level {ss['teach_job_level']} running · {stage}"
-
-
-job_panel(
-    "teach_job",
-    what="level",
-    progress=level_progress,
-    stop_label="Stop",
-    stop_key="teach_stop",
-    drawn=ss.get("teach_recorded") is job,
-    show_error=False,
-)
 if st.button("Start over", key="teach_reset", disabled=busy):
     ss["teach"] = {"met": [], "results": {}, "errors": {}}
     st.rerun()

@@ -192,6 +192,10 @@ def test_a_comparison_cut_short_is_listed_unfinished_and_resumes_in_the_app(cach
     assert any(o.endswith(" · unfinished (1 of 2 runs)") for o in pick.options), pick.options
     next(b for b in at.button if b.label == "Resume this comparison").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    if at.session_state["cmp_job"].running:  # the form holds the defaults: the panel says whose settings run
+        assert any(
+            "Resuming comparison 20261206-100000-cut000 with the settings it was started" in i.value for i in at.info
+        )
     _wait(at, "cmp_job", 600)
     assert at.session_state["cmp_job"].error is None, at.session_state["cmp_job"].error
     record = json.loads((out / "comparison.json").read_text())

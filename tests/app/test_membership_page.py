@@ -121,9 +121,11 @@ def test_an_experiment_cut_short_is_listed_unfinished_and_resumes_in_the_app(run
     assert not first.finished and 1 <= first.rounds_done < 4
     at = _page()
     pick = next(s for s in at.selectbox if s.label == "Experiment")
-    assert any(o.endswith(" · unfinished") for o in pick.options), pick.options
+    assert any(o.endswith(" · defenses: none · unfinished") for o in pick.options), pick.options
     next(b for b in at.button if b.label == "Resume this experiment").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    if at.session_state["mia_job"].running:
+        assert any(f"Resuming experiment {first.run_id} with the settings" in i.value for i in at.info)
     end = time.time() + 600
     while at.session_state["mia_job"].running:
         assert time.time() < end, "the resumed experiment did not finish in 600 s"
