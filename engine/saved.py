@@ -64,46 +64,6 @@ def list_audits(root: Path | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def list_sweeps(root: Path | None = None) -> list[dict[str, Any]]:
-    """The app's sweeps under ``root`` (newest first), one folder per grid: id, folder, the grid's axes as text,
-    finished and total cells, whether it finished and whether a writer holds it now."""
-    root = root or sweeps_dir()
-    out = []
-    for p in sorted(root.glob("*/sweep.json"), key=lambda p: p.stat().st_mtime, reverse=True):
-        try:
-            cfg = json.loads(p.read_text(encoding="utf-8")).get("config") or {}
-            axes = [list(cfg.get(a) or []) for a in ("corpora", "retrievers", "query_sets", "targets")]
-        except (OSError, ValueError, AttributeError, TypeError):
-            continue
-        cells = p.parent / "sweep_cells.csv"
-        try:  # one line a finished cell, after the header
-            done = max(0, len(cells.read_text(encoding="utf-8").splitlines()) - 1) if cells.is_file() else 0
-        except OSError:
-            done = 0
-        total = 1
-        for a in axes:
-            total *= len(a)
-        out.append(
-            {
-                "id": p.parent.name,
-                "folder": str(p.parent),
-                "grid": " × ".join(", ".join(map(str, a)) for a in axes),
-                "done": done,
-                "cells": total,
-                "complete": done >= total,
-                "being written": is_busy(p.parent),
-            }
-        )
-    return out
-
-
-def sweep_state(row: dict[str, Any]) -> str:
-    """' · being written', ' · unfinished (k of n cells)' or '' (finished), for a listed sweep."""
-    if row.get("being written"):
-        return " · being written"
-    return "" if row["complete"] else f" · unfinished ({row['done']} of {row['cells']} cells)"
-
-
 def _first_event(path: Path) -> dict[str, Any] | None:
     try:
         with path.open(encoding="utf-8") as f:
@@ -120,10 +80,10 @@ def list_runs(root: Path | None = None, kind: str | None = None) -> list[dict[st
     out = []
     for d in sorted(root.glob("*/events.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True):
         first = _first_event(d)
-        if first is None:
-            continue
-        cfg = first.get("config") or {}
-        k = (first.get("manifest") or {}).get("kind", "poison")
+        cfg, manifest = (first.get("config"), first.get("manifest")) if first is not None else (None, None)
+        if not isinstance(cfg, dict) or not isinstance(manifest or {}, dict):
+            continue  # not a run's first event (a damaged or foreign file)
+        k = (manifest or {}).get("kind", "poison")
         if kind and k != kind:
             continue
         row = {
@@ -148,7 +108,7 @@ def list_runs(root: Path | None = None, kind: str | None = None) -> list[dict[st
                 try:
                     s = json.loads((d.parent / "summary.json").read_text(encoding="utf-8"))
                     row.update(members=s.get("n_members"), auroc=s.get("auroc"), tpr_at_1fpr=s.get("tpr_at_1fpr"))
-                except (OSError, ValueError):
+                except (OSError, ValueError, AttributeError):  # a damaged summary: listed without its headline
                     pass
         else:
             row.update(
@@ -178,34 +138,36 @@ def state_suffix(row: dict[str, Any]) -> str:
 
 
 def list_comparisons(root: Path | None = None) -> list[dict[str, Any]]:
-    """Saved comparisons (newest first) with their headline configuration."""
+    """Saved comparisons (newest first) with their headline configuration, finished and total runs; a record that
+    cannot be read is listed with ``damaged`` (why) — not hidden, so its folder of runs is not forgotten."""
     root = root or comparisons_dir()
     out = []
     for p in sorted(root.glob("*/comparison.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        row: dict[str, Any] = {"id": p.parent.name, "path": str(p), "being written": is_busy(p.parent)}
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        cfg = data.get("config", {})
-        base = cfg.get("base") or {}
-        kbs = list(cfg.get("kbs") or []) or [base.get("kb")]
-        cells = len(kbs) * len(cfg.get("attacks") or []) * len(cfg.get("configurations") or [])
-        cells *= int(cfg.get("repeats") or 1)
-        out.append(
-            {
-                "id": p.parent.name,
-                "path": str(p),
-                "kb": ", ".join(str(k) for k in kbs if k),
-                "attacks": ", ".join(cfg.get("attacks", [])),
-                "configurations": ", ".join(cfg.get("configurations", [])),
-                "rows": len(data.get("rows", [])),
-                "runs_done": len(data.get("runs") or data.get("rows") or []),
-                "cells": cells,
+            if not isinstance(data, dict) or not isinstance(data.get("config") or {}, dict):
+                raise ValueError("not a comparison record (no config object)")
+            cfg = data.get("config") or {}
+            base = cfg.get("base") or {}
+            kbs = list(cfg.get("kbs") or []) or [base.get("kb") if isinstance(base, dict) else None]
+            repeats = cfg.get("repeats") or 1  # settings this version refuses say so at Resume, not here
+            cells = len(kbs) * len(cfg.get("attacks") or []) * len(cfg.get("configurations") or [])
+            cells = cells * repeats if isinstance(repeats, int) else None
+            row.update(
+                kb=", ".join(str(k) for k in kbs if k),
+                attacks=", ".join(map(str, cfg.get("attacks") or [])),
+                configurations=", ".join(map(str, cfg.get("configurations") or [])),
+                rows=len(data.get("rows") or []),
+                runs_done=len(data.get("runs") or data.get("rows") or []),
+                cells=cells,
                 # a record written before "complete" existed was written once, at the end
-                "complete": bool(data.get("complete", True)),
-                "being written": is_busy(p.parent),
-            }
-        )
+                complete=bool(data.get("complete", True)),
+            )
+        except (OSError, ValueError, TypeError, AttributeError) as e:
+            row.update(kb="?", attacks="?", configurations="?", rows=0, runs_done=0, cells=0, complete=True)
+            row["damaged"] = f"{type(e).__name__}: {e}"
+        out.append(row)
     return out
 
 
@@ -215,6 +177,8 @@ def comparison_state(row: dict[str, Any]) -> str:
     it), '' for a finished one."""
     if row.get("being written"):
         return " · being written"
+    if row.get("damaged"):
+        return " · damaged: Open says why"
     if row.get("complete", True):
         return ""
     return f" · unfinished ({row.get('runs_done', 0)} of {row.get('cells') or '?'} runs)"

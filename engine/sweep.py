@@ -11,7 +11,7 @@ import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import pandas as pd
 
@@ -33,6 +33,7 @@ class SweepResult:
     cells: pd.DataFrame  # one row per (corpus, retriever, query set, target): ASR@1/2/5, n
     complete: bool
     failed: list = field(default_factory=list)  # cells that failed on Ray: the cell and its error
+    damaged: int = 0  # lines of a saved sweep_cells.csv that could not be read as a cell of this grid
 
     def table1(self, k: int) -> pd.DataFrame:
         """Rows (corpus, retriever, query set), columns target, cells ASR@k — the paper's Table 1 layout."""
@@ -54,10 +55,21 @@ def grid(cfg: SweepConfig) -> list[dict]:
 CELL_KEYS = ("corpus", "retriever", "query_set", "target")
 
 
+_WHERE = ("data_dir", "store", "chroma_host", "chroma_port")  # where things are, not what is measured
+# the fields of December 2026: always part of a sweep's key, so the folders of the sweeps saved since keep their
+# names; a field added later enters the key only when set away from its default (the same grid, the same folder)
+_KEYED_2026 = ("corpora", "retrievers", "query_sets", "targets", "attack", "injection", "variants", "limit", "k")
+_KEYED_2026 += ("detectors", "chunk_size", "chunk_overlap", "seed")
+
+
 def _measured(d: dict) -> str:
-    """The sweep's identity: its config without where things are (data dir, store), as sorted JSON."""
-    where = ("data_dir", "store", "chroma_host", "chroma_port")
-    return json.dumps({k: v for k, v in d.items() if k not in where}, sort_keys=True, default=str)
+    """The sweep's identity: its config without where things are (data dir, store), as sorted JSON. A record
+    written before a field existed reads as that field at its default (so it still matches the same grid)."""
+    try:
+        d = SweepConfig.from_dict({k: v for k, v in d.items() if k not in _WHERE}).to_dict()
+    except (ValueError, TypeError):  # a config this version cannot read: compared as written (never equal)
+        pass
+    return json.dumps({k: v for k, v in d.items() if k not in _WHERE}, sort_keys=True, default=str)
 
 
 def _same_sweep(a: dict, b: dict) -> bool:
@@ -69,7 +81,9 @@ def sweep_key(cfg: SweepConfig) -> str:
     again resumes), wherever its data and store are."""
     import hashlib
 
-    return hashlib.sha256(_measured(cfg.to_dict()).encode()).hexdigest()[:16]
+    default = SweepConfig().to_dict()
+    d = {k: v for k, v in cfg.to_dict().items() if k not in _WHERE and (k in _KEYED_2026 or v != default[k])}
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _refuse_another_sweep(cfg: SweepConfig, out: Path) -> None:
@@ -96,20 +110,45 @@ def _refuse_another_sweep(cfg: SweepConfig, out: Path) -> None:
 
 def finished_cells(cfg: SweepConfig, out_dir: str | Path | None) -> list[dict]:
     """Rows of cells a previous run of the same sweep wrote into ``out_dir`` (empty when none, or when the
-    folder holds a different sweep)."""
+    folder holds a different sweep). A damaged file gives what can be read of it: a torn or malformed line, a row
+    of no cell of this grid, a cell written twice (the first kept) or a row without its ASR are left out — and run
+    again on resume (the file as it was is kept beside, :func:`_keep_damaged`)."""
+    return _readable_cells(cfg, out_dir)[0]
+
+
+def _readable_cells(cfg: SweepConfig, out_dir: str | Path | None) -> tuple[list[dict], int]:
+    """(:func:`finished_cells`, how many lines of ``sweep_cells.csv`` were left out as damaged)."""
     if not out_dir:
-        return []
+        return [], 0
     out = Path(out_dir)
     meta, cells = out / "sweep.json", out / "sweep_cells.csv"
     if not meta.is_file() or not cells.is_file():
-        return []
+        return [], 0
     try:
         saved = json.loads(meta.read_text())
-        if not _same_sweep(saved.get("config") or {}, cfg.to_dict()):
-            return []
-        return pd.read_csv(cells).to_dict(orient="records")
+        if not isinstance(saved, dict) or not _same_sweep(saved.get("config") or {}, cfg.to_dict()):
+            return [], 0
+        lines = max(0, len(cells.read_text(encoding="utf-8").splitlines()) - 1)
+        table = pd.read_csv(cells, on_bad_lines="skip")
     except (OSError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
-        return []
+        return [], 0
+    wanted = {_cell_key(c) for c in grid(cfg)}
+    rows, seen = [], set()
+    if all(k in table.columns for k in (*CELL_KEYS, "asr@1")):
+        for r in table.to_dict(orient="records"):
+            key = tuple(str(r[k]) for k in CELL_KEYS)
+            if key in wanted and key not in seen and pd.notna(r["asr@1"]):
+                seen.add(key)
+                rows.append(r)
+    return rows, lines - len(rows)
+
+
+def _keep_damaged(out: Path) -> None:
+    """Copy a damaged ``sweep_cells.csv`` to ``sweep_cells.damaged.csv`` (once) before the sweep rewrites it with
+    the rows it could read: nothing on disk is dropped without a copy."""
+    src, dst = out / "sweep_cells.csv", out / "sweep_cells.damaged.csv"
+    if src.is_file() and not dst.exists():
+        atomic_write(dst, src.read_text(encoding="utf-8", errors="replace"))
 
 
 def load_sweep(folder: str | Path) -> tuple[SweepConfig, SweepResult]:
@@ -122,7 +161,7 @@ def load_sweep(folder: str | Path) -> tuple[SweepConfig, SweepResult]:
         cfg = SweepConfig.from_dict(json.loads((out / "sweep.json").read_text(encoding="utf-8"))["config"])
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ConfigError(f"{out} holds no readable sweep (sweep.json): {e}") from None
-    rows = finished_cells(cfg, out)
+    rows, damaged = _readable_cells(cfg, out)
     failed_path = out / "sweep_failed.json"
     try:
         failed = json.loads(failed_path.read_text(encoding="utf-8")) if failed_path.is_file() else []
@@ -132,7 +171,47 @@ def load_sweep(folder: str | Path) -> tuple[SweepConfig, SweepResult]:
     failed = [  # those not finished since (a resumed sweep retries them)
         f for f in failed if isinstance(f, dict) and all(k in f for k in CELL_KEYS) and _cell_key(f) not in done
     ]
-    return cfg, SweepResult(pd.DataFrame(rows), len(rows) == len(grid(cfg)), failed)
+    return cfg, SweepResult(pd.DataFrame(rows), len(rows) == len(grid(cfg)), failed, damaged)
+
+
+def list_sweeps(root: Path | None = None) -> list[dict[str, Any]]:
+    """The app's sweeps under ``root`` (newest first), one folder per grid: id, folder, the grid's axes as text,
+    finished and total cells (counted as Open reads them: :func:`load_sweep`), whether it finished,
+    whether a writer holds it now, and ``damaged`` (why it cannot be read) for a folder whose record is damaged —
+    listed, not hidden, so its files are not forgotten."""
+    from .errors import ConfigError
+    from .folder_lock import is_busy
+    from .saved import sweeps_dir
+
+    root = root or sweeps_dir()
+    out = []
+    for p in sorted(root.glob("*/sweep.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        row: dict[str, Any] = {"id": p.parent.name, "folder": str(p.parent), "being written": is_busy(p.parent)}
+        try:
+            cfg, result = load_sweep(p.parent)
+        except ConfigError as e:
+            out.append({**row, "grid": p.parent.name, "done": 0, "cells": 0, "complete": True, "damaged": str(e)})
+            continue
+        axes = (cfg.corpora, cfg.retrievers, cfg.query_sets, cfg.targets)
+        out.append(
+            {
+                **row,
+                "grid": " × ".join(", ".join(map(str, a)) for a in axes),
+                "done": len(result.cells),
+                "cells": len(grid(cfg)),
+                "complete": result.complete,
+            }
+        )
+    return out
+
+
+def sweep_state(row: dict[str, Any]) -> str:
+    """' · being written', ' · damaged (…)', ' · unfinished (k of n cells)' or '' (finished), for a listed sweep."""
+    if row.get("being written"):
+        return " · being written"
+    if row.get("damaged"):
+        return " · damaged: Open says why"
+    return "" if row["complete"] else f" · unfinished ({row['done']} of {row['cells']} cells)"
 
 
 _WORKER_CORPORA: dict[tuple, object] = {}  # a Ray worker's corpora, kept for its next cells (at most 2)
@@ -275,11 +354,13 @@ def _run_sweep(
     order = {_cell_key(c): i for i, c in enumerate(cells)}
     if out_dir and not overwrite:
         _refuse_another_sweep(cfg, Path(out_dir))
-    rows = finished_cells(cfg, out_dir)
+    rows, damaged = _readable_cells(cfg, out_dir)
     done = {_cell_key(r) for r in rows}
     out = Path(out_dir) if out_dir else None
     if out:
         out.mkdir(parents=True, exist_ok=True)
+        if damaged:
+            _keep_damaged(out)
         atomic_write(
             out / "sweep.json", json.dumps({"config": cfg.to_dict(), "cells": len(cells)}, indent=2, default=str)
         )

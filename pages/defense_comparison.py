@@ -268,7 +268,9 @@ with st.expander("Saved comparisons"):
             "Comparison",
             ids,
             format_func=lambda i: next(
-                f"{s['id']} · {s['kb']} · {s['attacks']} · {s['configurations']}{comparison_state(s)}"
+                f"{s['id']}{comparison_state(s)}"
+                if s.get("damaged")
+                else f"{s['id']} · {s['kb']} · {s['attacks']} · {s['configurations']}{comparison_state(s)}"
                 for s in saved
                 if s["id"] == i
             ),

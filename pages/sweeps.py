@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from components.executor import executor_config, executor_section
@@ -19,8 +21,7 @@ from engine.errors import EngineError
 from engine.jobs import Job
 from engine.plots import table1_heatmap
 from engine.queries import available_query_sets
-from engine.saved import list_sweeps, sweep_state
-from engine.sweep import finished_cells, grid, load_sweep, run_sweep, sweep_key
+from engine.sweep import finished_cells, grid, list_sweeps, load_sweep, run_sweep, sweep_key, sweep_state
 
 CHUNKING = {"auto": "auto", "whole": "whole documents", "128": "128 tokens", "256": "256 tokens", "512": "512 tokens"}
 
@@ -68,10 +69,10 @@ with st.form("sweep_setup"):
     start = st.form_submit_button("Start sweep", type="primary", disabled=bool(job and job.running))
 
 
-def start_sweep(cfg: SweepConfig, executor=None, resumed: str | None = None) -> None:
+def start_sweep(cfg: SweepConfig, executor=None, resumed: str | None = None, folder: Path | None = None) -> None:
     """Run (or resume: the same grid, the same folder) ``cfg`` in the background; ``resumed``: what the panel
-    names while it runs (a saved sweep resumed)."""
-    folder = my_sweeps_dir() / sweep_key(cfg)  # every finished cell lands here; the same grid resumes
+    names while it runs (a saved sweep resumed, in its own ``folder``)."""
+    folder = folder or my_sweeps_dir() / sweep_key(cfg)  # every finished cell lands here; the same grid resumes
     already = len(finished_cells(cfg, folder))
     state = {"sweep_cfg": cfg, "sweep_folder": str(folder), "sweep_already": already, "sweep_job_resumed": resumed}
     st.session_state.update(state)
@@ -159,7 +160,7 @@ with st.expander("Saved sweeps"):
             )
         ):
             try:
-                start_sweep(load_sweep(pick)[0], resumed=f"the sweep {chosen['grid']}")
+                start_sweep(load_sweep(pick)[0], resumed=f"the sweep {chosen['grid']}", folder=Path(pick))
                 st.rerun()
             except EngineError as e:
                 st.error(f"Cannot resume it: {md_escape(e)}")
@@ -170,6 +171,12 @@ if view is not None:
     for f in res.failed:
         st.error(
             md_escape(f"Cell {f['corpus']} / {f['retriever']} / {f['query_set']} / {f['target']} failed: {f['error']}")
+        )
+    if res.damaged:
+        st.warning(
+            f"{res.damaged} line(s) of this sweep's sweep_cells.csv could not be read as a cell of its grid (torn, "
+            "malformed or written twice): they are left out here and run again on resume; the file as it was is "
+            "kept beside it as sweep_cells.damaged.csv."
         )
     if not res.complete and not res.failed:
         st.warning(

@@ -137,7 +137,17 @@ def load_comparison(path: str | Path) -> tuple[dict[str, Any], list[dict[str, An
         raise ConfigError(f"cannot read the comparison {path}: {e}") from None
     if not isinstance(data, dict) or "rows" not in data:
         raise ConfigError(f"{path} is not a saved comparison")
-    return dict(data.get("config") or {}), list(data["rows"])
+    rows, config = data["rows"], data.get("config") or {}
+    if not isinstance(rows, list) or not isinstance(config, dict):
+        raise ConfigError(f"{path} is damaged: its rows are not a list or its config is not an object")
+    for i, row in enumerate(rows, 1):  # what the results view draws from; a damaged row is named, never a traceback
+        missing = [k for k in ("attack", "configuration", MK.CRR) if not isinstance(row, dict) or k not in row]
+        if missing:
+            raise ConfigError(
+                f"{path} is damaged: row {i} has no {missing[0]!r} (the runs themselves are kept under "
+                f"{path.parent / 'runs'})"
+            )
+    return dict(config), list(rows)
 
 
 def supports_adaptive(attack: str) -> bool:

@@ -206,6 +206,22 @@ def test_a_comparison_cut_short_is_listed_unfinished_and_resumes_in_the_app(cach
     assert not any(b.label == "Resume this comparison" for b in at.button)
 
 
+def test_a_damaged_saved_comparison_is_listed_and_opening_it_says_why(cache):
+    """A comparison.json that is not a record any more (a disk fault, a hand edit): the page still draws everything,
+    lists the entry as damaged, and Open names the fault in one line — no traceback, nothing deleted."""
+    (cache / "20261206-090000-bad000").mkdir()
+    (cache / "20261206-090000-bad000" / "comparison.json").write_text("[]")
+    at = _app()
+    at.switch_page("pages/defense_comparison.py").run()
+    assert not at.exception
+    pick = next(s for s in at.selectbox if s.label == "Comparison")
+    assert pick.options == ["20261206-090000-bad000 · damaged: Open says why"]
+    assert not any(b.label == "Resume this comparison" for b in at.button)
+    next(b for b in at.button if b.label == "Open").click().run()
+    assert not at.exception and any("is not a saved comparison" in e.value for e in at.error)
+    assert (cache / "20261206-090000-bad000" / "comparison.json").read_text() == "[]"
+
+
 def _run_level(level: int, timeout: float, follow: bool = False):
     """Open the teaching page, run one level to its end; (AppTest, the level's result). ``follow``: a second tab
     (or this one after a reload) follows the running level and records its result too."""

@@ -8,8 +8,7 @@ import pytest
 
 from engine.config import SweepConfig
 from engine.errors import ConfigError
-from engine.saved import list_sweeps, sweep_state
-from engine.sweep import grid, load_sweep
+from engine.sweep import grid, list_sweeps, load_sweep, sweep_state
 
 
 def _saved(folder, cfg: SweepConfig, rows: int, failed=()) -> None:
@@ -47,3 +46,83 @@ def test_a_folder_without_a_sweep_is_one_clear_error(tmp_path):
     (tmp_path / "sweep.json").write_text("{not json")
     with pytest.raises(ConfigError, match="holds no readable sweep"):
         load_sweep(tmp_path)
+
+
+def _grid2() -> SweepConfig:
+    return SweepConfig(
+        corpora=("clinic_handbook",),
+        retrievers=("bm25",),
+        query_sets=("clinic_handbook",),
+        targets=("pii", "diagnosis"),
+        limit=2,
+    )
+
+
+def test_a_record_written_before_a_field_existed_still_reads_as_the_same_grid(tmp_path):
+    """A later version adds a field to SweepConfig: the saved sweeps keep their cells, their key and their Resume."""
+    from engine.sweep import finished_cells, sweep_key
+
+    cfg = _grid2()
+    _saved(tmp_path / "old", cfg, 1)
+    record = json.loads((tmp_path / "old" / "sweep.json").read_text())
+    del record["config"]["chunk_overlap"]  # as if written before chunk_overlap existed
+    (tmp_path / "old" / "sweep.json").write_text(json.dumps(record))
+    (listed,) = list_sweeps(tmp_path)
+    assert sweep_state(listed) == " · unfinished (1 of 2 cells)"
+    assert len(finished_cells(cfg, tmp_path / "old")) == 1 and len(load_sweep(tmp_path / "old")[1].cells) == 1
+    assert sweep_key(cfg) == "930d55760aca7c4a"  # a key is a folder name: it never changes for the same grid
+
+
+@pytest.mark.parametrize(
+    ("damage", "readable"),
+    [
+        ("torn", 1),  # a kill mid-write: the last line cut
+        ("extra fields", 1),  # a malformed line
+        ("twice", 1),  # the same cell written twice: the first kept
+        ("renamed header", 0),  # no cell can be read
+    ],
+)
+def test_a_damaged_cells_file_gives_what_can_be_read_and_the_list_agrees(tmp_path, damage, readable):
+    cfg = _grid2()
+    _saved(tmp_path / "s", cfg, 1)
+    path = tmp_path / "s" / "sweep_cells.csv"
+    text = path.read_text()
+    lines = text.splitlines()
+    if damage == "torn":
+        text += "clinic_handbook,bm25,clin\n"
+    elif damage == "extra fields":
+        text += lines[1] + ",1,2,3\n"
+    elif damage == "twice":
+        text += lines[1] + "\n"
+    else:
+        text = text.replace("target", "tgt", 1)
+    path.write_text(text)
+    _, result = load_sweep(tmp_path / "s")
+    (listed,) = list_sweeps(tmp_path)
+    assert len(result.cells) == listed["done"] == readable and not result.complete
+    assert result.damaged >= 1 and sweep_state(listed) == f" · unfinished ({readable} of 2 cells)"
+
+
+def test_a_sweep_resumed_over_a_damaged_file_keeps_it_beside_and_runs_what_is_missing(tmp_path):
+    """The rows it can read are kept (not run again), the rest run, and the file as it was stays beside."""
+    from engine.sweep import run_sweep
+
+    cfg = _grid2()
+    first = run_sweep(cfg, out_dir=tmp_path)
+    assert first.complete
+    path = tmp_path / "sweep_cells.csv"
+    lines = path.read_text().splitlines()
+    damaged = "\n".join(lines[:2]) + "\nclinic_handbook,bm25,clin\n"  # the second cell torn by a kill
+    path.write_text(damaged)
+    kept = pd.read_csv(path, on_bad_lines="skip").iloc[0].to_dict()
+    again = run_sweep(cfg, out_dir=tmp_path)
+    assert again.complete and len(pd.read_csv(path)) == 2
+    assert pd.read_csv(path).iloc[0].to_dict() == kept, "the readable cell is kept as it was"
+    assert (tmp_path / "sweep_cells.damaged.csv").read_text() == damaged
+
+
+def test_a_damaged_sweep_record_is_listed_not_hidden(tmp_path):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "sweep.json").write_text('{"config": ')
+    (listed,) = list_sweeps(tmp_path)
+    assert listed["damaged"] and sweep_state(listed) == " · damaged: Open says why" and listed["complete"]
