@@ -62,7 +62,8 @@ def render_membership(summary: Mapping[str, Any], events: Sequence[Event], *, co
     c4.metric("Queries / record", f"{summary['queries_per_decision']:.1f}", help="Questions one decision cost")
     seen = summary.get("members_retrieved")
     c4.caption(
-        f"{summary['n_members']} members · {summary['n_non_members']} non-members"
+        f"{summary['n_members']} member{'' if summary['n_members'] == 1 else 's'} · "
+        f"{summary['n_non_members']} non-member{'' if summary['n_non_members'] == 1 else 's'}"
         + (f" · {seen:.0%} of members retrieved" if seen is not None else "")
     )
     res = summary.get("fpr_resolution")

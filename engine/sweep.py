@@ -190,13 +190,19 @@ def list_sweeps(root: Path | None = None) -> list[dict[str, Any]]:
         try:
             cfg, result = load_sweep(p.parent)
         except ConfigError as e:
-            out.append({**row, "grid": p.parent.name, "done": 0, "cells": 0, "complete": True, "damaged": str(e)})
+            out.append(
+                {**row, "grid": p.parent.name, "label": p.parent.name, "done": 0, "cells": 0, "complete": True}
+                | {"damaged": str(e)}
+            )
             continue
         axes = (cfg.corpora, cfg.retrievers, cfg.query_sets, cfg.targets)
+        grid_text = " × ".join(", ".join(map(str, a)) for a in axes)
         out.append(
             {
                 **row,
-                "grid": " × ".join(", ".join(map(str, a)) for a in axes),
+                "grid": grid_text,
+                # unique: grids may differ in one number only (a list of equal labels cannot be chosen from)
+                "label": f"{grid_text} · first {cfg.limit} questions · top-{cfg.k} · {p.parent.name[:8]}",
                 "done": len(result.cells),
                 "cells": len(grid(cfg)),
                 "complete": result.complete,

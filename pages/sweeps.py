@@ -120,7 +120,7 @@ job_panel(
     stop_label="Stop after this cell",
     stop_key="sweep_stop",
     drawn=job is not None and not job.running,
-    idle=lambda: st.info("Choose a grid and press **Start sweep**."),
+    idle=lambda: None if st.session_state.get("sweep_view") else st.info("Choose a grid and press **Start sweep**."),
 )
 if job is not None and not job.running and job.result is not None and st.session_state.get("sweep_view_job") is not job:
     st.session_state["sweep_view"] = {
@@ -138,8 +138,9 @@ with st.expander("Saved sweeps"):
         pick = st.selectbox(
             "Sweep",
             [s["folder"] for s in saved],
-            format_func=lambda f: next(f"{s['grid']}{sweep_state(s)}" for s in saved if s["folder"] == f),
-            help="Corpora × retrievers × query sets × targets of each saved grid",
+            format_func=lambda f: next(f"{s['label']}{sweep_state(s)}" for s in saved if s["folder"] == f),
+            help="Corpora × retrievers × query sets × targets of each saved grid, its questions per set, K, and "
+            "its folder's name (two grids may differ in one number only)",
         )
         chosen = next(s for s in saved if s["folder"] == pick)
         b1, b2 = st.columns([1, 4])
@@ -175,8 +176,13 @@ if view is not None:
     if res.damaged:
         st.warning(
             f"{res.damaged} line(s) of this sweep's sweep_cells.csv could not be read as a cell of its grid (torn, "
-            "malformed or written twice): they are left out here and run again on resume; the file as it was is "
-            "kept beside it as sweep_cells.damaged.csv."
+            "malformed or written twice): they are left out here. "
+            + (
+                "Every cell of the grid was read from the other lines, so nothing is missing."
+                if res.complete
+                else "Their cells run again on resume, and the file as it was is then kept beside it as "
+                "sweep_cells.damaged.csv."
+            )
         )
     if not res.complete and not res.failed:
         st.warning(

@@ -126,3 +126,13 @@ def test_a_damaged_sweep_record_is_listed_not_hidden(tmp_path):
     (tmp_path / "x" / "sweep.json").write_text('{"config": ')
     (listed,) = list_sweeps(tmp_path)
     assert listed["damaged"] and sweep_state(listed) == " · damaged: Open says why" and listed["complete"]
+
+
+def test_grids_that_differ_in_one_number_get_labels_that_can_be_told_apart(tmp_path):
+    """A select box of equal labels cannot be chosen from (the browser tour picked the first whatever was clicked)."""
+    for i, limit in enumerate((3, 4)):
+        _saved(tmp_path / f"{i}abcdef0123", _grid2().replace(limit=limit), 1)
+    labels = [r["label"] for r in list_sweeps(tmp_path)]
+    assert len(set(labels)) == 2 and {"first 3 questions", "first 4 questions"} <= {
+        part for label in labels for part in label.split(" · ")
+    }
