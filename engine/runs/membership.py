@@ -391,18 +391,17 @@ def run_membership(
     """Run an experiment to its end, or until ``stop`` (a stop token: anything with ``is_set()``) is set between
     two records; returns the closed run (``events``; ``summary()`` covers the records probed so far, and a stopped
     run with an ``out_dir`` resumes with :meth:`MembershipRun.resume`)."""
-    run = MembershipRun(cfg, out_dir=out_dir, progress=progress, generator=generator)
-    try:
-        run.run(stop)
-    finally:
-        run.close()
-    return run
+    return _to_the_end(MembershipRun(cfg, out_dir=out_dir, progress=progress, generator=generator), stop)
 
 
 def resume_membership(run_dir: str | Path, *, progress: Progress | None = None, stop: Any = None) -> MembershipRun:
     """Continue a stopped or killed experiment in its folder (its own settings, after its last finished record) to
     its end or until ``stop``; returns the closed run, as :func:`run_membership` does."""
-    run = MembershipRun.resume(run_dir, progress=progress)
+    return _to_the_end(MembershipRun.resume(run_dir, progress=progress), stop)
+
+
+def _to_the_end(run: MembershipRun, stop: Any) -> MembershipRun:
+    """Play ``run`` until its end or ``stop``, and close it whatever happens."""
     try:
         run.run(stop)
     finally:
