@@ -244,6 +244,29 @@ def _server_build_lock(client: Any, name: str, ready: Callable[[], bool], poll: 
         return
 
 
+@contextlib.contextmanager
+def _file_build_lock(settings: StoreSettings | None, name: str) -> Iterator[bool]:
+    """Many processes sharing one embedded store (the app, a CLI run and an example service started at once on a
+    fresh cache; test workers): an exclusive ``flock`` on ``<store>/locks/<name>.lock`` lets one fill a base
+    collection while the others wait, then find it complete. Without it a second process took the half-filled
+    collection for an interrupted build and deleted it under the first one's inserts. The lock dies with its
+    holder (the kernel releases it), so no stale lock is ever left. Where ``fcntl`` is missing (Windows) nothing
+    is locked: one process per store there."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on the platforms tested
+        yield True
+        return
+    root = Path((settings or StoreSettings()).path or str(cache_dir("chroma")))
+    (root / "locks").mkdir(parents=True, exist_ok=True)
+    with open(root / "locks" / f"{name}.lock", "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield True
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
 def _metadatas(docs: Sequence[Document]) -> list[dict[str, Any]]:
     """Chroma metadata of base chunks: not a poison, and the chunk's tenant where it has one (what an
     ``inside`` tenant filter searches with)."""
@@ -258,9 +281,9 @@ def _filled_collection(
     settings: StoreSettings | None,
     progress: Progress | None,
 ) -> Any:
-    """The Chroma collection ``name`` holding ``vecs`` for the corpus ids; filled once, then reused. On a
-    Chroma server many processes may ask at once: one fills it (under a lock held on the server), the others
-    wait and reuse it."""
+    """The Chroma collection ``name`` holding ``vecs`` for the corpus ids; filled once, then reused. Many
+    processes may ask at once: one fills it (under a lock held on the Chroma server, or a file lock beside an
+    embedded store), the others wait and reuse it."""
     global fills
     client = chroma_client(settings)
     space = _space(retriever.similarity)
@@ -275,7 +298,8 @@ def _filled_collection(
         except Exception:  # noqa: BLE001 - no such collection yet
             return False
 
-    with lock, _server_build_lock(client, name, ready) if remote else contextlib.nullcontext(True) as mine:
+    guard = _server_build_lock(client, name, ready) if remote else _file_build_lock(settings, name)
+    with lock, guard as mine:
         col = client.get_or_create_collection(name, embedding_function=None, configuration={"hnsw": {"space": space}})
         if mine and not _complete(col, len(corpus)):
             fills += 1

@@ -22,4 +22,14 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 if [ -z "${RAG_PLAYGROUND_DATA_DIR:-}" ] && [ -d ../shared/corpora ]; then
   export RAG_PLAYGROUND_DATA_DIR="$(cd ../shared/corpora && pwd)"
 fi
+# two test processes (pytest-xdist, each file whole in one of them): one process leaves about a quarter of two
+# cores idle (imports, subprocess start-ups, a browser's waits), and the local models take one thread per free core
+# (engine/cpu_share.py), so two share the machine without the spinning slowdown. RAG_PLAYGROUND_TEST_WORKERS=1 runs
+# them in one process; more workers only help on more cores.
+WORKERS="${RAG_PLAYGROUND_TEST_WORKERS:-2}"
+if [ "$WORKERS" -gt 1 ] 2>/dev/null; then
+  set -- -n "$WORKERS" --dist loadfile "$@"
+else
+  set -- -p no:xdist "$@"
+fi
 exec .venv/bin/python -m pytest -q "$@"

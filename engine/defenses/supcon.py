@@ -352,7 +352,8 @@ def _corpus_fingerprint(texts: Sequence[str]) -> str:
 
 
 def _save(path_base: str, r: ReindexResult) -> None:
-    tmp_npz, tmp_json = path_base + ".tmp.npz", path_base + ".json.tmp"
+    # temporary names of this process's own: two processes training the same key at once each write whole files
+    tmp_npz, tmp_json = f"{path_base}.{os.getpid()}.tmp.npz", f"{path_base}.{os.getpid()}.json.tmp"
     np.savez(
         tmp_npz,
         doc_vectors=r.doc_vectors,

@@ -258,6 +258,42 @@ def test_a_server_build_waits_for_the_lock_another_builder_holds(chroma_server, 
     assert client.get_collection(oname).count() == len(other)
 
 
+_BUILD_IN_A_PROCESS = """
+import sys, engine.store as s
+from engine.corpora import load_corpus
+from engine.embedders import make_retriever
+corpus = load_corpus("clinic_handbook", chunk_size=88)
+index = s.BaseIndex.build(corpus, make_retriever("minilm"), settings=s.StoreSettings(path=sys.argv[1]))
+print(s.fills, index.collection.count(), len(corpus))
+"""
+
+
+def test_two_processes_building_one_base_in_an_embedded_store_fill_it_once(tmp_path, minilm):
+    """The app, a CLI run and an example service started at once on a fresh cache share one embedded store: one
+    process fills the base while the other waits on the file lock, then both use it (a second builder used to take
+    the half-filled collection for an interrupted build and delete it under the first one's inserts)."""
+    from engine.corpora import load_corpus
+
+    minilm.encode_documents(load_corpus("clinic_handbook", chunk_size=88).texts)  # cached: both only index
+    store = tmp_path / "chroma"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _BUILD_IN_A_PROCESS, str(store)],
+            cwd=Path(__file__).resolve().parents[2],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    got = [tuple(int(x) for x in out.split()[-3:]) for out, _ in outs]
+    assert sum(g[0] for g in got) == 1  # filled once, by one of the two
+    assert all(g[1] == g[2] for g in got)
+    assert (store / "locks").is_dir()
+
+
 @pytest.mark.slow
 def test_ray_workers_share_the_servers_base_collection_built_once(chroma_server):
     """Two Ray workers build the same base on one Chroma server at the same moment: one fills it, both use it;
