@@ -14,19 +14,38 @@ from engine.jobs import Job, running_jobs
 
 
 MAIN_STAGES = ("attacking", "probing", "answering")  # the stages whose count is the job's own (not its preparation)
+PREPARATION_SHARE = 0.05  # the start of the bar (of a job, or of a comparison's cell) that its preparation fills
 
 
 def stage_share(last: Any, done: int, total: int) -> float:
-    """The share of a job done, from its latest progress report, never going back when a stage ends: preparation
-    (loading, embedding, indexing) counts as 0 — its own count stays in the text — and a comparison's ``[i/n] …``
-    prefix counts the cells before this one."""
+    """The share of a job done, from its latest progress report: preparation (loading, embedding, indexing) fills
+    the first :data:`PREPARATION_SHARE` of the bar by its own count — a long embedding moves the bar a little
+    instead of leaving it at 0 — the job's own stages the rest, and a comparison's ``[i/n] …`` prefix counts the
+    cells before this one. Each preparation stage starts its band over; :func:`job_panel` never shows a share
+    below one it has shown for the same job."""
     text = str(last or "")
-    inner = done / total if total and any(s in text for s in MAIN_STAGES) else 0.0
+    frac = min(max(done / total, 0.0), 1.0) if total else 0.0
+    if any(s in text for s in MAIN_STAGES):
+        inner = PREPARATION_SHARE + (1 - PREPARATION_SHARE) * frac
+    else:
+        inner = PREPARATION_SHARE * frac if text else 0.0
     cell = re.match(r"\[(\d+)/(\d+)\]", text)
     if cell:
         i, n = int(cell[1]), int(cell[2])
         return (i - 1 + inner) / max(n, 1)
     return inner
+
+
+def monotone_share(job_key: str, job: Job, share: float) -> float:
+    """``share`` clipped to [0, 1], never below the largest this session has shown for ``job`` (a preparation
+    stage that starts its count over, a stage that ends, must not move the bar back)."""
+    share = min(max(share, 0.0), 1.0)
+    key = f"{job_key}_shown"
+    shown = st.session_state.get(key)
+    if shown is not None and shown[0] is job:
+        share = max(share, shown[1])
+    st.session_state[key] = (job, share)
+    return share
 
 
 def follow_running(job_key: str, name: str, *, what: str) -> Optional[Job]:
@@ -84,7 +103,7 @@ def job_panel(
                 "it was started with; the form above shows its own."
             )
         if j.running:
-            st.progress(min(max(share, 0.0), 1.0), text=md_escape(text) + (" · stopping…" if j.stopped else ""))
+            st.progress(monotone_share(job_key, j, share), text=md_escape(text) + (" · stopping…" if j.stopped else ""))
             if st.button(stop_label, key=stop_key):
                 j.stop()
             return

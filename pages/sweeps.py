@@ -10,6 +10,7 @@ from components.executor import executor_config, executor_section
 from components.job_panel import follow_running, job_panel
 from components.numbers import NumberFields
 from components.reproduce import reproduce_section
+from components.sweep_table import sweep_cells_table
 from components.state import data_dir, init_state, my_sweeps_dir, owner
 from components.text import md_escape
 from engine.analysis.paper_tables import side_by_side
@@ -197,21 +198,7 @@ if view is not None and not view["result"].cells.empty:
         "Darker = the poison reaches the top K for more of the attacked questions. Chunking: "
         + (f"{cfg.chunk_size} retriever tokens." if cfg.chunk_size else "whole documents.")
     )
-    dense_only = " Dense retrievers only: BM25 reads whole words with no token window, so its cells stay empty."
-    st.dataframe(
-        res.cells.round(3),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "question_tokens": st.column_config.NumberColumn(
-                help="Median length of the attacked questions in the retriever's tokens." + dense_only
-            ),
-            "target_embedded": st.column_config.NumberColumn(
-                help="Mean share of the attacker's text (around the question) that the retriever's window reads."
-                + dense_only
-            ),
-        },
-    )
+    sweep_cells_table(res.cells)
     c = st.columns(2)
     c[0].download_button(
         "Cells (CSV)", res.cells.to_csv(index=False), file_name="sweep_cells.csv", mime="text/csv", on_click="ignore"

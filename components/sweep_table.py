@@ -1,0 +1,48 @@
+"""The sweep's cells table as the Sweeps page shows it: short headers, one decimal form, and "—" where a
+retriever has no value (the CSV download keeps the engine's column names and empty fields)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import pandas as pd
+import streamlit as st
+
+DENSE_ONLY = " Dense retrievers only: BM25 reads whole words with no token window, so its cells read —."
+NAMES = {"query_set": "query set", "n_queries": "questions", "poisons_over_window": "over window"}
+
+
+def cell_column_labels(columns: Iterable[str]) -> dict[str, Any]:
+    """Headers for the cells table: ASR@k, each detector's TPR / FPR / AUROC, the counts in words; the two token
+    columns with what they measure."""
+    out: dict[str, Any] = {}
+    for c in columns:
+        if c in NAMES:
+            out[c] = NAMES[c]
+        elif c.startswith("asr@"):
+            out[c] = "ASR@" + c[4:].replace("_by_variant", " by variant")
+        elif c.endswith(("_tpr", "_fpr", "_auroc")):
+            det, _, m = c.rpartition("_")
+            out[c] = f"{det} {m.upper()}"
+    out["question_tokens"] = st.column_config.NumberColumn(
+        "question tokens", help="Median length of the attacked questions in the retriever's tokens." + DENSE_ONLY
+    )
+    out["target_embedded"] = st.column_config.NumberColumn(
+        "target read",
+        help="Mean share of the attacker's text (around the question) that the retriever's window reads." + DENSE_ONLY,
+    )
+    return out
+
+
+def sweep_cells_table(cells: pd.DataFrame) -> None:
+    """Draw a sweep's cells; a column with one value in every cell of a multi-cell grid (the variant count) is
+    left out — the form says it."""
+    constant = [c for c in ("variants",) if c in cells.columns and len(cells) > 1 and cells[c].nunique() <= 1]
+    shown = cells.drop(columns=constant)
+    st.dataframe(
+        # a cell a retriever has no value for (BM25's token columns) reads "—", not a grey "None"
+        shown.style.format(precision=3, na_rep="—"),
+        hide_index=True,
+        width="stretch",
+        column_config=cell_column_labels(shown.columns),
+    )
