@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -21,6 +22,8 @@ from .errors import EngineError
 LOCK_NAME = ".running.lock"
 _held: set[str] = set()
 _guard = threading.Lock()
+COLLECT_EVERY_S = 30.0  # is_busy collects garbage at most this often (~0.3 s with the models loaded)
+_collected_at = 0.0
 
 
 class FolderBusyError(EngineError):
@@ -94,10 +97,21 @@ def is_busy(folder: str | Path) -> bool:
     """Whether a writer holds ``folder`` now (a live or resumed run in this process, e.g. another browser
     session's, or a run of another process), without taking it: a saved-runs list tells a run still being
     written from one that stopped. Where ``fcntl`` does not exist only this process's writers are seen."""
+    global _collected_at
     path = Path(folder).resolve()
-    with _guard:  # no gc.collect() here, unlike acquire(): ~0.3 s with the models loaded, and pages list runs
-        if str(path) in _held:  # on every rerun; a closed session's run reads "being written" until Python collects it
-            return True
+    with _guard:
+        held = str(path) in _held
+    if held and time.monotonic() - _collected_at > COLLECT_EVERY_S:
+        # perhaps by a run nobody references any more (a closed browser session's, in a reference cycle): collect,
+        # at most every COLLECT_EVERY_S (pages list runs on every rerun), outside the guard its release takes
+        import gc
+
+        _collected_at = time.monotonic()
+        gc.collect()
+        with _guard:
+            held = str(path) in _held
+    if held:
+        return True
     if not (path / LOCK_NAME).is_file():
         return False
     try:

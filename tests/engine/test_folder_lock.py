@@ -104,3 +104,40 @@ def test_the_saved_runs_list_tells_a_run_being_written_from_one_that_stopped(tmp
         lock.release()
     (row,) = list_runs(tmp_path)
     assert not row["being written"] and state_suffix(row) == " · unfinished"
+
+
+def test_a_writer_nobody_references_any_more_is_not_busy_once_collected(tmp_path, monkeypatch):
+    """A closed browser session's run, left in a reference cycle: the saved-runs list read "being written" until
+    Python happened to collect it; is_busy now collects (at most every COLLECT_EVERY_S) and sees it gone, while a
+    writer still referenced stays busy."""
+    import gc
+
+    import engine.folder_lock as fl
+    from engine.folder_lock import run_lock
+
+    class Session:  # what a session's state holds: a run that refers back to it
+        pass
+
+    gc.disable()  # keep the cycle until is_busy collects it
+    try:
+        s = Session()
+        s.lock = run_lock(tmp_path / "gone", "r1")
+        s.lock.acquire()
+        s.self = s
+        kept = run_lock(tmp_path / "kept", "r2")
+        kept.acquire()
+        del s
+        monkeypatch.setattr(fl, "_collected_at", 0.0)
+        assert not is_busy(tmp_path / "gone")
+        assert is_busy(tmp_path / "kept")
+        monkeypatch.setattr(fl, "_collected_at", __import__("time").monotonic())  # collected just now: not again
+        s2 = Session()
+        s2.lock = run_lock(tmp_path / "again", "r3")
+        s2.lock.acquire()
+        s2.self = s2
+        del s2
+        assert is_busy(tmp_path / "again")  # within the interval: read as held, as before
+        kept.release()
+    finally:
+        gc.enable()
+        gc.collect()
