@@ -51,9 +51,13 @@ def render_sidebar(page: str = "Home") -> None:
                 if POISONING_ATTACKS.get(run.config.attack).takes_target()
                 else run.config.attack  # jamming, trigger's own target…: the run's target setting is not used
             )
-            st.caption(
-                f"{what} · {done}/{len(run.queries)} queries · ASR@2 {asr(run.events, 2).value:.2f}"
-                if done
-                else f"{what} · ready, 0/{len(run.queries)} queries"
-            )
+            if st.session_state.get("lab_playing") and not run.done:
+                # the lab plays in a fragment: a count drawn here would stay at the one before Play
+                st.caption(f"{what} · playing: {len(run.queries)} queries, its count and ASR in the lab")
+            else:
+                st.caption(
+                    f"{what} · {done}/{len(run.queries)} queries · ASR@2 {asr(run.events, 2).value:.2f}"
+                    if done
+                    else f"{what} · ready, 0/{len(run.queries)} queries"
+                )
         render_sidebar_status(key_box=False)

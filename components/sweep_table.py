@@ -24,12 +24,15 @@ def cell_column_labels(columns: Iterable[str]) -> dict[str, Any]:
         elif c.endswith(("_tpr", "_fpr", "_auroc")):
             det, _, m = c.rpartition("_")
             out[c] = f"{det} {m.upper()}"
-    out["question_tokens"] = st.column_config.NumberColumn(
-        "question tokens", help="Median length of the attacked questions in the retriever's tokens." + DENSE_ONLY
+    out["question_tokens"] = st.column_config.TextColumn(
+        "question tokens",
+        help="Median length of the attacked questions in the retriever's tokens." + DENSE_ONLY,
+        alignment="right",
     )
-    out["target_embedded"] = st.column_config.NumberColumn(
+    out["target_embedded"] = st.column_config.TextColumn(
         "target read",
         help="Mean share of the attacker's text (around the question) that the retriever's window reads." + DENSE_ONLY,
+        alignment="right",
     )
     return out
 
@@ -38,7 +41,12 @@ def sweep_cells_table(cells: pd.DataFrame) -> None:
     """Draw a sweep's cells; a column with one value in every cell of a multi-cell grid (the variant count) is
     left out — the form says it."""
     constant = [c for c in ("variants",) if c in cells.columns and len(cells) > 1 and cells[c].nunique() <= 1]
-    shown = cells.drop(columns=constant)
+    shown = cells.drop(columns=constant).copy()
+    # the two dense-only columns as text: the browser draws a number column's empty cell as a grey "None" whatever
+    # the Styler says, and a token count reads "11", not "11.000"
+    for col, fmt in (("question_tokens", lambda v: f"{round(v, 1):g}"), ("target_embedded", lambda v: f"{v:.3f}")):
+        if col in shown.columns:
+            shown[col] = [fmt(float(v)) if pd.notna(v) else "—" for v in shown[col]]
     st.dataframe(
         # a cell a retriever has no value for (BM25's token columns) reads "—", not a grey "None"
         shown.style.format(precision=3, na_rep="—"),

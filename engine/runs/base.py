@@ -104,6 +104,19 @@ class EventRunner:
         if self.progress:
             self.progress(stage, done, total)
 
+    def _load_models(self, *models: Any) -> None:
+        """Load the answering models now, under their own progress stage: loaded on the first round's question
+        instead, a page's bar read the index's "indexing N/N" for the tens of seconds a GGUF load takes."""
+        models = tuple(m for m in models if m is not None)
+        if not models:
+            return
+        self._tick("loading the generator", 0, 1)
+        for m in models:
+            load = getattr(m, "load", None)  # a generator a test or a caller passed in may load lazily only
+            if load is not None:
+                load()
+        self._tick("loading the generator", 1, 1)
+
     def _hold(self, folder: Path) -> None:
         """Take the run folder's lock (one writer per run: a live run, or a resume), unless held already."""
         if self._lock is None:

@@ -294,6 +294,8 @@ class ExtractionRun(EventRunner):
             if self._corpus_override is not None or (c.external and c.kb == "target"):
                 save_kb(corpus, self.out_dir)
         self._index_events(retriever)
+        if not c.external:  # a target answers with its own models
+            self._load_models(generator)
         self.tracker = LeakageTracker(
             corpus,
             retriever=retriever,

@@ -283,6 +283,7 @@ class MembershipRun(EventRunner):
         )
         for a in actions:
             self._emit(DefenseApplied, round=0, defense=a.defense, stage=a.stage, action=a.action, detail=a.detail)
+        self._load_models(self.system.generator)
         self._prepared = True
         return self.events[start:]
 

@@ -205,6 +205,7 @@ class PoisoningRun(EventRunner):
         for i, p in enumerate(self.poisons):
             self._poisons_of.setdefault(p.query_id, []).append(i)
             self._poison_row[p.doc.id] = i
+        self._tick("injecting poisons", 0, 1)
         if c.injection == "all-at-once":
             self.store.inject([p.doc for p in self.poisons], self._pvecs)
             self._emit(
@@ -219,15 +220,13 @@ class PoisoningRun(EventRunner):
             # (a Chroma metadata filter + the same mask in exact scoring): each round then sees the
             # corpus plus its own poison alone, as if injected and removed around the query
             self.store.inject([p.doc for p in self.poisons], self._pvecs, groups=[p.query_id for p in self.poisons])
+        self._tick("injecting poisons", 1, 1)
         self._fit_detectors()
         if c.generate:
-            self._tick("loading the generator", 0, 1)
             self._generator = GENERATORS.create(c.generator, c.answer_generator_params())
-            self._generator.load()
             if c.judge:
                 self._judge = GENERATORS.create(c.judge, {"max_tokens": 4, **dict(c.judge_params or {})})
-                self._judge.load()
-            self._tick("loading the generator", 1, 1)
+            self._load_models(self._generator, self._judge if c.judge else None)
         self._defenses = make_defenses(c.defenses, c.defense_params)
         self._dctx = DefenseContext(corpus, retriever, self._generator, settings, self._tick)
         self._prepared = True
@@ -487,7 +486,8 @@ class PoisoningRun(EventRunner):
             return
         anchors, _, held, held_ids = self.detection_split()
         per = dict(c.detector_params or {})
-        for name in c.detectors:
+        for i, name in enumerate(c.detectors):
+            self._tick("fitting detectors", i, len(c.detectors))
             det = DETECTORS.create(name, per.get(name))
             try:
                 det.fit(anchors)
@@ -516,6 +516,7 @@ class PoisoningRun(EventRunner):
                     labels=(0,) * len(held),
                     flagged=tuple(bool(x) for x in s > cal.threshold),
                 )
+        self._tick("fitting detectors", len(c.detectors), len(c.detectors))
 
     def _score_round_poisons(self, poisons: list[Poison]) -> None:
         if not poisons or not getattr(self, "_detectors", None):

@@ -130,6 +130,40 @@ def test_play_and_reset():
     assert at.session_state["lab_run"].rounds_done == 0 and not at.exception
 
 
+def _lab_sidebar(run, playing: bool) -> list[str]:
+    def script(run, playing):
+        import streamlit as st
+
+        from components.sidebar import render_sidebar
+
+        st.session_state.update(
+            pipeline={"corpus": "clinic_handbook", "chunk_size": 512, "chunk_overlap": 32, "retriever": "minilm"},
+            lab_run=run,
+            lab_playing=playing,
+        )
+        render_sidebar("Poisoning lab")
+
+    at = AppTest.from_function(script, kwargs={"run": run, "playing": playing}).run()
+    assert not at.exception
+    return [c.value for c in at.sidebar.caption]
+
+
+def test_the_sidebar_says_playing_while_the_lab_plays():
+    """The lab plays in a fragment and the sidebar is not redrawn until Play ends: it says the run is playing
+    instead of a count frozen at the moment Play was pressed (a tour read "1/105" while the lab was at 79)."""
+    run = PoisoningRun(PoisonConfig(limit=4, detectors=()))
+    try:
+        run.prepare()
+        run.step()
+        assert any(c.endswith("playing: 4 queries, its count and ASR in the lab") for c in _lab_sidebar(run, True))
+        paused = _lab_sidebar(run, False)
+        assert any("1/4 queries · ASR@2" in c for c in paused) and not any("playing" in c for c in paused)
+        run.step(3)
+        assert any("4/4 queries" in c for c in _lab_sidebar(run, True)), "a finished run shows its count"
+    finally:
+        run.close()
+
+
 def test_lab_panels_render_after_steps():
     at = prepare_lab(app(), limit=5)
     for _ in range(3):

@@ -46,6 +46,11 @@ def test_the_cells_table_reads_dash_for_what_bm25_has_not_and_short_headers():
     assert not at.exception
     shown = at.dataframe[0]
     assert "variants" not in shown.value.columns and {"asr@1", "question_tokens"} <= set(shown.value.columns)
+    # the dense-only columns are text in the data itself (a number column's empty cell is drawn "None" whatever
+    # the Styler says): "—" for BM25, a token count without decimals
+    by = shown.value.set_index("retriever")
+    assert by.loc["bm25", "question_tokens"] == "—" and by.loc["bm25", "target_embedded"] == "—"
+    assert by.loc["minilm", "question_tokens"] == "12.5" and by.loc["minilm", "target_embedded"] == "0.912"
     display = shown.proto.arrow_data.styler.display_values
     assert "—".encode() in display and b"0.912" in display and b"None" not in display
     for header in ('"ASR@1"', '"question tokens"', '"target read"', '"mahalanobis TPR"', '"over window"'):

@@ -750,11 +750,17 @@ def test_the_extraction_demo_leaks_within_three_rounds():
     from engine.config import load_preset
 
     kind, cfg, _ = load_preset("quick-extraction-demo")
-    run = ExtractionRun(ExtractionConfig.from_dict({**cfg.to_dict(), "rounds": 3}))
+    stages: list[str] = []
+    run = ExtractionRun(
+        ExtractionConfig.from_dict({**cfg.to_dict(), "rounds": 3}),
+        progress=lambda stage, d, t: stages.append(stage) if not stages or stages[-1] != stage else None,
+    )
     try:
         run.run()
     finally:
         run.close()
+    # the generator loads under its own stage after the index (a page read "indexing N/N" while it loaded)
+    assert "loading the generator" in stages and stages.index("loading the generator") > stages.index("embedding")
     s = run.summary()
     assert s["pii_leaked"] > 0 and s["recovered"] >= 1 and s["exploration"] == 1.0
     assert s["answer_budget"]["capped_rounds"] == 0 and s["corpus_stats"]["over_window"] == 0

@@ -77,6 +77,18 @@ def test_metrics_are_pure_functions_of_events(demo_run):
     assert detection(ev, "mahalanobis")["tpr"].counts["poisons"] == len(rs)
 
 
+def test_preparation_reports_each_stage_it_spends_time_in():
+    """A page's bar reads the stage: after the queries' embedding come the injection and each detector's fit (the
+    bar stood full on "embedding queries and poisons 2/2" while they ran)."""
+    seen: list[tuple[str, int, int]] = []
+    run = PoisoningRun(PoisonConfig(limit=3, detectors=("l2", "mahalanobis")), progress=lambda *a: seen.append(a))
+    run.prepare()
+    run.close()
+    stages = list(dict.fromkeys(s for s, _, _ in seen))
+    assert stages[-3:] == ["embedding queries and poisons", "injecting poisons", "fitting detectors"]
+    assert ("fitting detectors", 2, 2) in seen and ("injecting poisons", 1, 1) in seen
+
+
 def test_stepping_equals_running():
     cfg = PoisonConfig(limit=12, detectors=())
     stepped = PoisoningRun(cfg)
