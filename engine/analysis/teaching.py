@@ -186,6 +186,8 @@ def _play(run: Any, progress: Progress | None, stop: Optional[StopToken]) -> Any
     try:
         run.prepare()
         while not run.done and not stopped(stop):
+            if progress:  # the round under way (the text read the last preparation stage through the first round)
+                progress("attacking", run.rounds_done, run.config.rounds)
             run.step()
             if progress:
                 progress("attacking", run.rounds_done, run.config.rounds)

@@ -764,8 +764,11 @@ def test_the_extraction_demo_leaks_within_three_rounds():
     s = run.summary()
     assert s["pii_leaked"] > 0 and s["recovered"] >= 1 and s["exploration"] == 1.0
     assert s["answer_budget"]["capped_rounds"] == 0 and s["corpus_stats"]["over_window"] == 0
-    level = run_level2()  # teaching level 2 runs the same system
+    seen: list[tuple[str, int, int]] = []
+    level = run_level2(progress=lambda *a: seen.append(a))  # teaching level 2 runs the same system
     assert level["met"] and level["metrics"]["PII items leaked"] > 0
+    # the first round is named while it runs (the text read "loading the generator 1/1" through it)
+    assert seen.index(("attacking", 0, 3)) == seen.index(("loading the generator", 1, 1)) + 1
 
 
 def test_copied_marks_take_in_the_signs_inside_and_touching_a_copied_run():
