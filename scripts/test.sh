@@ -27,7 +27,10 @@ fi
 # (engine/cpu_share.py), so two share the machine without the spinning slowdown. RAG_PLAYGROUND_TEST_WORKERS=1 runs
 # them in one process; more workers only help on more cores.
 WORKERS="${RAG_PLAYGROUND_TEST_WORKERS:-2}"
-if [ "$WORKERS" -gt 1 ] 2>/dev/null; then
+case "$WORKERS" in
+  ''|*[!0-9]*) echo "RAG_PLAYGROUND_TEST_WORKERS must be a whole number of processes (got '$WORKERS')" >&2; exit 2 ;;
+esac
+if [ "$WORKERS" -gt 1 ]; then
   set -- -n "$WORKERS" --dist loadfile "$@"
 else
   set -- -p no:xdist "$@"
