@@ -80,7 +80,10 @@ def chroma_client(settings: StoreSettings | None = None) -> Any:
                     ) from None
             else:
                 path = settings.path or str(cache_dir("chroma"))
-                _clients[key] = chromadb.PersistentClient(path=path, settings=cs)
+                # a fresh store's first open creates its tables: two processes opening it at once both ran
+                # the migrations and the second failed ("table collections already exists")
+                with _store_file_lock(Path(path), "open"):
+                    _clients[key] = chromadb.PersistentClient(path=path, settings=cs)
         return _clients[key]
 
 
@@ -245,19 +248,15 @@ def _server_build_lock(client: Any, name: str, ready: Callable[[], bool], poll: 
 
 
 @contextlib.contextmanager
-def _file_build_lock(settings: StoreSettings | None, name: str) -> Iterator[bool]:
-    """Many processes sharing one embedded store (the app, a CLI run and an example service started at once on a
-    fresh cache; test workers): an exclusive ``flock`` on ``<store>/locks/<name>.lock`` lets one fill a base
-    collection while the others wait, then find it complete. Without it a second process took the half-filled
-    collection for an interrupted build and deleted it under the first one's inserts. The lock dies with its
-    holder (the kernel releases it), so no stale lock is ever left. Where ``fcntl`` is missing (Windows) nothing
-    is locked: one process per store there."""
+def _store_file_lock(root: Path, name: str) -> Iterator[bool]:
+    """An exclusive ``flock`` on ``<store>/locks/<name>.lock``, for processes sharing one embedded store. The
+    lock dies with its holder (the kernel releases it), so no stale lock is ever left. Where ``fcntl`` is missing
+    (Windows) nothing is locked: one process per store there."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not on the platforms tested
         yield True
         return
-    root = Path((settings or StoreSettings()).path or str(cache_dir("chroma")))
     (root / "locks").mkdir(parents=True, exist_ok=True)
     with open(root / "locks" / f"{name}.lock", "a+") as f:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX)
@@ -265,6 +264,14 @@ def _file_build_lock(settings: StoreSettings | None, name: str) -> Iterator[bool
             yield True
         finally:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _file_build_lock(settings: StoreSettings | None, name: str) -> contextlib.AbstractContextManager[bool]:
+    """Many processes sharing one embedded store (the app, a CLI run and an example service started at once on a
+    fresh cache; test workers): one fills a base collection while the others wait, then find it complete. Without
+    it a second process took the half-filled collection for an interrupted build and deleted it under the first
+    one's inserts."""
+    return _store_file_lock(Path((settings or StoreSettings()).path or str(cache_dir("chroma"))), name)
 
 
 def _metadatas(docs: Sequence[Document]) -> list[dict[str, Any]]:

@@ -294,6 +294,34 @@ def test_two_processes_building_one_base_in_an_embedded_store_fill_it_once(tmp_p
     assert (store / "locks").is_dir()
 
 
+def test_a_fresh_embedded_store_is_opened_by_one_process_at_a_time(tmp_path):
+    """Opening a fresh embedded store creates its tables; two processes opening it at once both ran Chroma's
+    migrations and the second failed ("table collections already exists", seen on CI). Opening takes the store's
+    'open' lock: a process waits while another holds it, then opens the store."""
+    import time
+
+    import engine.store as store_mod
+
+    store = tmp_path / "chroma"
+    code = (
+        "import sys, engine.store as s; s.chroma_client(s.StoreSettings(path=sys.argv[1])).heartbeat(); print('opened')"
+    )
+    with store_mod._store_file_lock(store, "open"):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(store)],
+            cwd=Path(__file__).resolve().parents[2],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(8)  # long enough to import chromadb and open a store on a busy machine
+        assert proc.poll() is None, proc.communicate()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    assert out.strip().endswith("opened")
+    assert (store / "chroma.sqlite3").exists()
+
+
 @pytest.mark.slow
 def test_ray_workers_share_the_servers_base_collection_built_once(chroma_server):
     """Two Ray workers build the same base on one Chroma server at the same moment: one fills it, both use it;
