@@ -149,8 +149,9 @@ class ExtractionRun(EventRunner):
         generator = self._generator_override or GENERATORS.create(c.generator, dict(c.generator_params or {}))
         self._attacker_llm(generator)
         defenses = make_defenses(c.defenses, dict(c.defense_params or {}))
-        self._tick("loading knowledge base", 0, 1)
+        self._tick("loading the embedding model", 0, 1)  # its first load in a process: ~6 s of imports
         self.window = retriever_window(retriever)
+        self._tick("loading knowledge base", 0, 1)
         corpus = self._corpus_override or load_corpus(
             c.kb, data_dir=data_dir, chunk_size=c.chunk_size, chunk_overlap=c.chunk_overlap, window=self.window
         )
@@ -224,8 +225,9 @@ class ExtractionRun(EventRunner):
         target = self._target_override or make_target(
             c.target, dict(c.target_params or {}), secrets=self._secrets, data_dir=c.data_dir or None
         )
-        self._tick("loading knowledge base", 0, 1)
+        self._tick("loading the embedding model", 0, 1)  # its first load in a process: ~6 s of imports
         self.window = retriever_window(retriever)
+        self._tick("loading knowledge base", 0, 1)
         if self._corpus_override is not None:
             corpus = self._corpus_override
         elif c.kb == "target":

@@ -197,8 +197,9 @@ class MembershipRun(EventRunner):
         defenses = make_defenses(c.defenses, dict(c.defense_params or {}))
         retriever = make_retriever(c.retriever, dict(c.retriever_params or {}))
         generator = self._generator_override or GENERATORS.create(c.generator, dict(c.generator_params or {}))
-        self._tick("loading knowledge base", 0, 1)
+        self._tick("loading the embedding model", 0, 1)  # its first load in a process: ~6 s of imports
         window = retriever_window(retriever)
+        self._tick("loading knowledge base", 0, 1)
         chunking = {"chunk_size": c.chunk_size, "chunk_overlap": c.chunk_overlap, "window": window}
         kb = load_corpus(c.kb, data_dir=data_dir, **chunking)
         # the records as their owners hold them (what is probed); the held-out ones are never indexed

@@ -139,8 +139,9 @@ class PoisoningRun(EventRunner):
         self.queries = load_queries(c.queries, data_dir=self.data_dir, limit=c.limit)
         attack = make_attack(c.attack, c.resolved_attack_params(), seed=c.seed, data_dir=self.data_dir)
         retriever = make_retriever(c.retriever, dict(c.retriever_params or {}))
-        self._tick("loading corpus", 0, 1)
+        self._tick("loading the embedding model", 0, 1)  # its first load in a process: ~6 s of imports
         window = retriever_window(retriever)
+        self._tick("loading corpus", 0, 1)
         corpus = self._corpus_override or load_corpus(
             c.corpus, data_dir=self.data_dir, chunk_size=c.chunk_size, chunk_overlap=c.chunk_overlap, window=window
         )
