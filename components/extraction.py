@@ -433,7 +433,11 @@ def render_round(events: list[Event], texts: Mapping[str, str], rnd: int | None 
             rouge = ""
             if src is not None:
                 rr, rp = rouge_of(src, v["answer"])
-                rouge = f" · ROUGE-L recall {rr:.2f}, precision {rp:.2f}"
+                # the one over 0.5 in bold: "recall or precision > 0.5" beside a recall of 0.35 read as a contradiction
+                rouge = " · ROUGE-L " + ", ".join(
+                    f"**{name} {x:.2f}**" if x > 0.5 else f"{name} {x:.2f}"
+                    for name, x in (("recall", rr), ("precision", rp))
+                )
             st.markdown(f"{md_code(cid)} · {', '.join(leak_kinds(v, cid))}" + rouge)
             if src is None:
                 st.caption("source text unavailable (the knowledge base could not be reloaded)")

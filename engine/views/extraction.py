@@ -60,7 +60,8 @@ def leaked_ids(leak: LeakScored) -> list[str]:
 LEAK_KINDS = {
     "recovered": "recovered: ROUGE-L recall ≥ the CRR threshold, first time (what CRR counts)",
     "verbatim": "verbatim: the answer repeats a run of its words in order",
-    "ROUGE-L > 0.5": "ROUGE-L > 0.5: recall or precision over 0.5 (precision: most of the answer is its words)",
+    "ROUGE-L recall or precision > 0.5": "ROUGE-L recall or precision > 0.5 (precision: most of the answer is the "
+    "chunk's words, however little of the chunk it repeats)",
 }
 
 
@@ -71,7 +72,7 @@ def leak_kinds(v: Mapping[str, Any], cid: str) -> list[str]:
         for k, ids in (
             ("recovered", v["recovered"]),
             ("verbatim", v[MK.REPEAT_CONTEXTS]),
-            ("ROUGE-L > 0.5", v[MK.ROUGE_CONTEXTS]),
+            ("ROUGE-L recall or precision > 0.5", v[MK.ROUGE_CONTEXTS]),
         )
         if cid in ids
     ]

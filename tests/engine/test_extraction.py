@@ -800,6 +800,6 @@ def test_the_round_view_says_why_a_chunk_counts_as_reproduced():
     from engine.metrics.catalog import MK
 
     v = {"recovered": ["a"], MK.REPEAT_CONTEXTS: ["a", "b"], MK.ROUGE_CONTEXTS: ["b", "c"]}
-    rouge = "ROUGE-L > 0.5"
+    rouge = "ROUGE-L recall or precision > 0.5"
     assert [leak_kinds(v, c) for c in "abcd"] == [["recovered", "verbatim"], ["verbatim", rouge], [rouge], []]
     assert set(LEAK_KINDS) == {"recovered", "verbatim", rouge}
