@@ -461,6 +461,9 @@ def render_charts(events: list[Event], ids: list[str], kb_size: int | None, key:
         c2.caption("Leakage curves appear after the first round.")
 
 
+INTERNAL_ITEMS = 50  # items of each attacker list drawn (long-term memory grows to hundreds of chunks)
+
+
 def render_internals(events: list[Event], defenses: list[str], key: str) -> None:
     """What the attacker agent holds after the last round (memory, reflections, schedule) and, when a defense
     reports per-token decoding statistics, its chart."""
@@ -480,13 +483,16 @@ def render_internals(events: list[Event], defenses: list[str], key: str) -> None
         ):
             items = state.get(name) or []
             col.markdown(f"**{title}** ({len(items)})")
-            rows = [x.get("text", "") if isinstance(x, Mapping) else str(x) for x in items]
-            extra = (
-                {"direction": [x.get("direction", "") if isinstance(x, Mapping) else "" for x in items]}
-                if name == "anchors"
-                else {}
-            )
-            col.dataframe(pd.DataFrame({"text": rows, **extra}), hide_index=True, width="stretch", height=220)
+            # a scrolling box of wrapped items (a table clipped every chunk to its first line)
+            box = col.container(height=260, border=True)
+            if not items:
+                box.caption("empty")
+            for i, x in enumerate(items[:INTERNAL_ITEMS], 1):
+                text = x.get("text", "") if isinstance(x, Mapping) else str(x)
+                direction = x.get("direction", "") if isinstance(x, Mapping) and name == "anchors" else ""
+                box.markdown(f"{i}. " + (f"*{md_escape(direction)}* · " if direction else "") + md_escape(text))
+            if len(items) > INTERNAL_ITEMS:
+                box.caption(f"… and {len(items) - INTERNAL_ITEMS} more (the run's events hold them all)")
     elif "history" in state:  # an agent that moves toward targets (Worm)
         hist = state.get("history") or []
         st.caption(f"{agent} after round {rnd}: {state.get('n_extracted', 0)} chunk(s) extracted so far")
@@ -510,8 +516,8 @@ def render_internals(events: list[Event], defenses: list[str], key: str) -> None
 
 def render_exports(events: list[Event], run_id: str) -> None:
     """Download buttons for the run's events (JSONL) and summary (JSON), built when clicked."""
-    c = st.columns(2)
-    c[0].download_button(
+    row = st.container(horizontal=True)
+    row.download_button(
         "Events (JSONL)",
         lambda: "\n".join(event_to_json(e) for e in list(events)) + "\n",
         file_name=f"{run_id}-events.jsonl",
@@ -519,7 +525,7 @@ def render_exports(events: list[Event], run_id: str) -> None:
         on_click="ignore",
         key=f"dl_events_{run_id}",
     )
-    c[1].download_button(
+    row.download_button(
         "Summary (JSON)",
         lambda: json.dumps(jsonable(summarize_extraction(list(events))), indent=2, default=str),
         file_name=f"{run_id}-summary.json",

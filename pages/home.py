@@ -33,14 +33,16 @@ choice = st.selectbox(
     help="A whole configuration: corpus, retriever, query set, target, detectors",
 )
 st.caption(next((p["description"] for p in presets if p["name"] == choice), ""))
-c1, c2 = st.columns(2, vertical_alignment="center")
-if c1.button(
+row = st.container(horizontal=True, vertical_alignment="center")  # side by side, not one per half-page
+run_demo = row.button(
     "Run the demo", type="primary", help="Load the preset, open the poisoning lab and play the attack (Pause stops it)"
-):
+)
+load_only = row.button("Load preset only", help="Load the preset's settings; an attack prepared in the lab is closed")
+if run_demo:
     if apply_preset(choice):
         st.session_state["lab_autoprepare"] = True
         st.switch_page("pages/poisoning_lab.py")
-if c2.button("Load preset only", help="Load the preset's settings; an attack prepared in the lab is closed"):
+if load_only:
     had = st.session_state.get("lab_run")
     if apply_preset(choice):
         st.success(

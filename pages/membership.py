@@ -17,7 +17,7 @@ from engine.errors import EngineError
 from engine.generators import packaged_generator
 from engine.generators.models import MODELS as MODELS_REGISTRY
 from engine.jobs import Job
-from engine.runs.membership import load_membership, resume_membership, run_membership
+from engine.runs.membership import load_membership, membership_config_of, resume_membership, run_membership
 from engine.saved import list_runs, state_suffix
 
 FORM_FIELDS = (
@@ -74,6 +74,22 @@ with st.form("mia_setup"):
         defense_params = registry_forms(DEFENSES, defenses) if defenses else {}
     start = st.form_submit_button("Run experiment", type="primary", disabled=bool(job and job.running))
 
+
+def start_experiment(cfg: MembershipConfig) -> None:
+    """Run ``cfg`` in the background into a new folder of the membership runs, and redraw."""
+    folder = membership_dir()
+    st.session_state.pop("mia_view", None)
+    st.session_state["mia_job_resumed"] = None
+    st.session_state["mia_job"] = Job(
+        "membership",
+        lambda progress, stop: run_membership(
+            cfg, out_dir=folder, progress=lambda stage, d, t: progress(d, t, stage), stop=stop
+        ),
+        owner=owner(),
+    ).start()
+    st.rerun()
+
+
 if start:
     try:
         cfg = MembershipConfig.from_dict(
@@ -89,17 +105,7 @@ if start:
             },
             where="membership",
         )
-        folder = membership_dir()
-        st.session_state.pop("mia_view", None)
-        st.session_state["mia_job_resumed"] = None
-        st.session_state["mia_job"] = Job(
-            "membership",
-            lambda progress, stop: run_membership(
-                cfg, out_dir=folder, progress=lambda stage, d, t: progress(d, t, stage), stop=stop
-            ),
-            owner=owner(),
-        ).start()
-        st.rerun()
+        start_experiment(cfg)
     except EngineError as e:
         st.error(md_escape(e))
 
@@ -139,20 +145,34 @@ with st.expander("Saved experiments"):
             ),
         )
         chosen = next(r for r in saved if r["folder"] == pick)
-        b1, b2 = st.columns([1, 4])
-        if b1.button("Open", key="mia_open"):
+        row = st.container(horizontal=True)
+        opened = row.button("Open", key="mia_open")
+        resumable = not chosen["finished"] and not chosen["being written"] and not (job and job.running)
+        resumed = resumable and row.button(
+            "Resume this experiment",
+            key="mia_resume",
+            help="Continue it in its folder with its settings, after its last probed record (as `python -m engine "
+            "membership --resume FOLDER` does)",
+        )
+        again = row.button(
+            "Run again with its settings",
+            key="mia_again",
+            disabled=bool(job and job.running),
+            help="A new experiment with this one's settings, in a folder of its own (this one stays as it is): "
+            "for a finished experiment, or one that cannot resume because its knowledge base changed",
+        )
+        if opened:
             try:
                 summary, events, complete = load_membership(pick)
                 st.session_state["mia_view"] = {"summary": summary, "events": events, "complete": complete}
             except EngineError as e:
                 st.error(md_escape(e))
-        resumable = not chosen["finished"] and not chosen["being written"] and not (job and job.running)
-        if resumable and b2.button(
-            "Resume this experiment",
-            key="mia_resume",
-            help="Continue it in its folder with its settings, after its last probed record (as `python -m engine "
-            "membership --resume FOLDER` does)",
-        ):
+        if again:
+            try:
+                start_experiment(membership_config_of(pick))
+            except EngineError as e:
+                st.error(md_escape(e))
+        if resumed:
             st.session_state.pop("mia_view", None)
             state = {"mia_job_resumed": f"experiment {chosen['run_id']}"}
             st.session_state.update(state)

@@ -54,9 +54,11 @@ with st.form("sweep_setup"):
     retrievers = c1.multiselect("Retrievers", offline, default=default)
     query_sets = c2.multiselect("Query sets", available_query_sets(), default=["clinic_handbook"])
     targets = c2.multiselect("Targets", [t for t in TARGET_KINDS if t != "custom"], default=["pii", "diagnosis"])
-    c3, c4, c5, c6 = st.columns(4)
+    c3, c4, c5, c6 = st.columns(4, vertical_alignment="bottom")  # inputs in one line if a label wraps
     limit = number(c3, "Questions per set (first N)", 1, 5000, 20)
-    variants = number(c4, "Target documents per kind (averaged)", 1, 5, 1)
+    variants = number(
+        c4, "Targets per kind", 1, 10, 1, help="Target documents per target kind; ASR is averaged over them"
+    )
     k = number(c5, "K of ASR@K", 1, 20, 2)
     chunking = c6.selectbox(
         "Chunking",
@@ -199,11 +201,11 @@ if view is not None and not view["result"].cells.empty:
         + (f"{cfg.chunk_size} retriever tokens." if cfg.chunk_size else "whole documents.")
     )
     sweep_cells_table(res.cells)
-    c = st.columns(2)
-    c[0].download_button(
+    row = st.container(horizontal=True)
+    row.download_button(
         "Cells (CSV)", res.cells.to_csv(index=False), file_name="sweep_cells.csv", mime="text/csv", on_click="ignore"
     )
-    c[1].download_button(
+    row.download_button(
         "Heat map (HTML)",
         lambda: fig.to_html(include_plotlyjs=True),
         file_name="sweep_heatmap.html",

@@ -372,7 +372,8 @@ class MembershipRun(EventRunner):
         if split is None or tuple(d.id for d in run.split[0]) != tuple(split.members):
             raise ConfigError(
                 f"{run_dir}: its split of members and non-members differs from today's (the knowledge base changed, "
-                "or the run was split by chunk: since December 2026 whole records are split); start it again"
+                "or the run was split by chunk: since December 2026 whole records are split); run it again with its "
+                "settings (the membership page's Saved experiments) instead"
             )
         run.system.build(progress=run._tick)
         for e in kept:
@@ -409,6 +410,19 @@ def _to_the_end(run: MembershipRun, stop: Any) -> MembershipRun:
     finally:
         run.close()
     return run
+
+
+def membership_config_of(folder: str | Path) -> MembershipConfig:
+    """The settings a saved experiment ran with (from its ``run_started`` event), to run it again in a new folder:
+    what a user needs where it cannot resume (its split of records changed, or it finished)."""
+    path = events_file(Path(folder))
+    if path is None:
+        raise ConfigError(f"{folder} holds no events.jsonl: not a run folder")
+    events, _ = read_events(path)
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
+    if started is None or (started.manifest or {}).get("kind") != "membership":
+        raise ConfigError(f"{folder} holds no membership run")
+    return MembershipConfig.from_dict(dict(started.config), where=str(folder))
 
 
 def load_membership(folder: str | Path) -> tuple[dict[str, Any], list[Event], bool]:

@@ -350,3 +350,34 @@ def test_the_sidebar_shows_the_pipeline_only_where_a_page_uses_it():
     assert "clinic_handbook" in " ".join(c.value for c in pipe.sidebar.caption)
     assert not [w for w in pipe.sidebar.text_input if w.key == "llm_api_key_box"]
     assert not _sidebar_of("Audit your RAG").sidebar.markdown, "no lab block on the other pages"
+
+
+def _internals_app():
+    import components.extraction as ce
+
+    long_chunk = "Patient record 0042: " + "a long remembered chunk the attacker holds, " * 12 + "END-OF-CHUNK"
+    state = {
+        "short_term": [{"text": "next query *one*"}],
+        "long_term": [{"text": long_chunk}] + [{"text": f"memory {i}"} for i in range(ce.INTERNAL_ITEMS + 4)],
+        "anchors": [{"text": "anchor text", "direction": "forward"}],
+        "reflections": 2,
+    }
+    real = ce.attacker_state
+    ce.attacker_state = lambda events: ("rag-thief", 3, state)  # AppTest runs in this process: put it back
+    try:
+        ce.render_internals([], [], "k")
+    finally:
+        ce.attacker_state = real
+
+
+def test_the_attacker_internals_show_each_item_whole_and_escaped():
+    """The attacker's lists are drawn as wrapped items in scrolling boxes: a table clipped every chunk to its first
+    line; attacker text is escaped (no markdown from the corpus), and a long memory says how many are left out."""
+    at = AppTest.from_function(_internals_app).run()
+    assert not at.exception
+    texts = [m.value for m in at.markdown]
+    assert "**Long-term memory** (55)" in texts
+    assert any(t.startswith("1. Patient record 0042") and t.endswith("END-OF-CHUNK") for t in texts), texts[:4]
+    assert any("next query \\*one\\*" in t for t in texts)
+    assert any("*forward* · anchor text" in t for t in texts)
+    assert any("… and 5 more" in c.value for c in at.caption)

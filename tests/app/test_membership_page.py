@@ -141,6 +141,26 @@ def test_an_experiment_cut_short_is_listed_unfinished_and_resumes_in_the_app(run
     assert not any(b.label == "Resume this experiment" for b in at.button), (
         "a finished experiment has nothing to resume"
     )
+    # ... but it runs again with its settings, into a folder of its own (what an experiment whose knowledge base
+    # changed needs too: it cannot resume)
+    next(b for b in at.button if b.label == "Run again with its settings").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    end = time.time() + 600
+    while at.session_state["mia_job"].running:
+        assert time.time() < end, "the second experiment did not finish in 600 s"
+        time.sleep(2)
+        at.run()
+    again = at.session_state["mia_job"].result
+    assert again.run_id != first.run_id and again.finished and again.out_dir != first.out_dir
+    assert again.config.to_dict() == first.config.to_dict()
+
+
+def test_a_folder_that_holds_no_experiment_has_no_settings_to_run_again(tmp_path):
+    from engine.errors import ConfigError
+    from engine.runs.membership import membership_config_of
+
+    with pytest.raises(ConfigError, match="not a run folder"):
+        membership_config_of(tmp_path)
 
 
 def test_more_records_than_the_knowledge_base_is_one_message(runs):
