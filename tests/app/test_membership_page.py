@@ -28,6 +28,17 @@ def _page() -> AppTest:
     return at
 
 
+def _until_done(at: AppTest, what: str, limit: float) -> None:
+    """Redraw the page until its experiment's job ends (no exception on the way), then once more."""
+    end = time.time() + limit
+    while at.session_state["mia_job"].running:
+        assert time.time() < end, f"{what} did not finish in {limit:.0f} s"
+        time.sleep(2)
+        at.run()
+        assert not at.exception, at.exception
+    at.run()
+
+
 def test_the_page_renders_standalone_and_from_the_app():
     at = AppTest.from_file(str(REPO / "pages/membership.py"), default_timeout=120)
     at.run()
@@ -66,13 +77,7 @@ def test_a_tiny_experiment_runs_shows_its_figures_and_reopens(runs):
     next(s for s in at.selectbox if s.label == "Attack").set_value("direct")
     next(b for b in at.button if b.label == "Run experiment").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    end = time.time() + 900
-    while at.session_state["mia_job"].running:
-        assert time.time() < end, "the experiment did not finish in 900 s"
-        time.sleep(3)
-        at.run()
-        assert not at.exception, at.exception
-    at.run()
+    _until_done(at, "the experiment", 900)
     job = at.session_state["mia_job"]
     assert job.error is None, job.error
     assert {m.label for m in at.metric} >= {"AUROC", "TPR at 1% FPR", "TPR at 5% FPR"}
@@ -126,12 +131,7 @@ def test_an_experiment_cut_short_is_listed_unfinished_and_resumes_in_the_app(run
     assert not at.exception and not at.error, [e.value for e in at.error]
     if at.session_state["mia_job"].running:
         assert any(f"Resuming experiment {first.run_id} with the settings" in i.value for i in at.info)
-    end = time.time() + 600
-    while at.session_state["mia_job"].running:
-        assert time.time() < end, "the resumed experiment did not finish in 600 s"
-        time.sleep(2)
-        at.run()
-    at.run()
+    _until_done(at, "the resumed experiment", 600)
     job = at.session_state["mia_job"]
     assert job.error is None, job.error
     assert job.result.run_id == first.run_id and job.result.finished
@@ -145,11 +145,7 @@ def test_an_experiment_cut_short_is_listed_unfinished_and_resumes_in_the_app(run
     # changed needs too: it cannot resume)
     next(b for b in at.button if b.label == "Run again with its settings").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    end = time.time() + 600
-    while at.session_state["mia_job"].running:
-        assert time.time() < end, "the second experiment did not finish in 600 s"
-        time.sleep(2)
-        at.run()
+    _until_done(at, "the second experiment", 600)
     again = at.session_state["mia_job"].result
     assert again.run_id != first.run_id and again.finished and again.out_dir != first.out_dir
     assert again.config.to_dict() == first.config.to_dict()
