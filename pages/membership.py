@@ -32,6 +32,7 @@ FORM_FIELDS = (
     "identity",
     "tenant_filter",
 )
+LEFT_FIELDS = 5  # the experiment's size in the left column; the model, seed, canaries and tenants in the right
 DEFAULT_MODEL = "qwen2.5-0.5b"  # the smallest model that answers the continuation prompt at all
 
 init_state()
@@ -63,12 +64,12 @@ defenses = a2.multiselect(
 
 with st.form("mia_setup"):
     c1, c2 = st.columns(2)
-    values = params_form(
-        MembershipConfig, {"members": 10, "non_members": 10, "max_tokens": 64}, only=FORM_FIELDS, container=c1
-    )
+    defaults = {"members": 10, "non_members": 10, "max_tokens": 64}
+    values = params_form(MembershipConfig, defaults, only=FORM_FIELDS[:LEFT_FIELDS], container=c1)
     models = tuple(MODELS_REGISTRY)
     wanted = suggested if suggested in models else DEFAULT_MODEL
     model = c2.selectbox("Generator model", models, index=models.index(wanted) if wanted in models else 0)
+    values.update(params_form(MembershipConfig, defaults, only=FORM_FIELDS[LEFT_FIELDS:], container=c2))
     with st.expander("Attack and defense parameters"):
         attack_params = registry_forms(MEMBERSHIP_ATTACKS, [attack])
         defense_params = registry_forms(DEFENSES, defenses) if defenses else {}

@@ -313,6 +313,8 @@ class EventRunner:
         from ..progress import stopped
 
         self.prepare()
+        if not self.done:  # names the stage while the first round runs (it read "loading the generator 1/1")
+            self._tick(self.run_stage, self._round, self.planned_rounds())
         while not self.done and not stopped(stop):
             self.step()
             self._tick(self.run_stage, self._round, self.planned_rounds())

@@ -173,9 +173,14 @@ def test_an_experiment_records_every_decision_and_resumes_after_a_stop(tmp_path,
     run.step(2)
     first = [e for e in run.events if isinstance(e, MembershipScored)]
     run.close()  # stopped after two records, as a killed process leaves it
-    again = MembershipRun.resume(tmp_path / run.run_id, generator=qwen)
+    seen: list[tuple] = []
+    again = MembershipRun.resume(tmp_path / run.run_id, generator=qwen, progress=lambda *a: seen.append(a))
     assert again.rounds_done == 2
     again.run()
+    # the stage is named while the first record of this session is probed (it read "loading the generator 1/1")
+    probing = [a for a in seen if a[0] == "probing"]
+    assert probing[0] == ("probing", 2, 6) and probing[-1] == ("probing", 6, 6)
+    assert all(a[0] == "probing" for a in seen[seen.index(probing[0]) :])
     again.close()
     events, _ = read_events(tmp_path / run.run_id / "events.jsonl")
     scored = [e for e in events if isinstance(e, MembershipScored)]
