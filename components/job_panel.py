@@ -49,15 +49,19 @@ def monotone_share(job_key: str, job: Job, share: float) -> float:
 
 
 def follow_running(job_key: str, name: str, *, what: str) -> Optional[Job]:
-    """This session's job under ``job_key``; when it has none, the newest job called ``name`` that this owner
-    started in another tab (or in this one before a reload) and that is still running — followed as this
-    page's own: its page state (``Job.state``) is copied in, so its progress, stop button and results show here."""
+    """This session's job under ``job_key``; when it has none (or the one it followed has ended), the newest job
+    called ``name`` that this owner started in another tab (or in this one before a reload) and that is still
+    running — followed as this page's own: its page state (``Job.state``) is copied in, so its progress, stop
+    button and results show here."""
     ss = st.session_state
-    if ss.get(job_key) is not None:
-        return ss[job_key]
-    jobs = running_jobs(name, owner())
+    current = ss.get(job_key)
+    # a job this tab started stays its own; one it followed from another tab gives way, once it has ended, to a
+    # newer one of that owner (a tab that followed a run, stopped, kept "Stopped early" while another tab resumed it)
+    if current is not None and (current.running or ss.get(f"{job_key}_followed") is not current):
+        return current
+    jobs = [j for j in running_jobs(name, owner()) if j is not current]
     if not jobs:
-        return None
+        return current
     job = jobs[-1]
     ss.update(job.state)
     ss[job_key] = job

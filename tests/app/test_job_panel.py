@@ -50,3 +50,33 @@ def test_the_panel_never_shows_less_than_it_showed_for_the_same_job(monkeypatch)
     assert shown == sorted(shown) and shown[1] == pytest.approx(P)
     assert job_panel.monotone_share("k", other, 0.0) == 0.0  # type: ignore[arg-type]
     assert job_panel.monotone_share("k", other, 1.7) == 1.0  # type: ignore[arg-type]
+
+
+def test_a_tab_that_followed_a_run_follows_its_resume_and_keeps_its_own_job(monkeypatch):
+    """Tab 2 followed a run another tab started; the run stopped, tab 1 resumed it (a new job): tab 2 now follows
+    the new one (it kept "Stopped early"). A job a tab started itself stays its own whatever runs elsewhere."""
+    import threading
+
+    import streamlit as st
+
+    from components import job_panel
+    from engine.jobs import Job
+
+    monkeypatch.setattr(st, "session_state", {})
+    monkeypatch.setattr(job_panel, "owner", lambda: None)
+    release = threading.Event()
+    first = Job("membership", lambda progress, stop: None).start()
+    first.wait(10)
+    second = Job("membership", lambda progress, stop: release.wait(30)).start()  # the resume, still running
+    try:
+        st.session_state.update({"mia_job": first, "mia_job_followed": first})  # tab 2 followed the first run
+        assert job_panel.follow_running("mia_job", "membership", what="experiment") is second
+        assert st.session_state["mia_job_followed"] is second
+        st.session_state.clear()
+        st.session_state["mia_job"] = first  # a tab whose own run ended: its results stay in view
+        assert job_panel.follow_running("mia_job", "membership", what="experiment") is first
+    finally:
+        release.set()
+        second.wait(10)
+    st.session_state.update({"mia_job": first, "mia_job_followed": first})
+    assert job_panel.follow_running("mia_job", "membership", what="experiment") is first  # nothing newer runs
