@@ -68,6 +68,9 @@ def stepper(
     def pause() -> None:
         ss[f"{state}_playing"] = False
 
+    def ask_step() -> None:
+        ss[f"{state}_step_asked"] = True
+
     @st.fragment(run_every=ss[f"{state}_speed"] if playing else None)
     def panel() -> None:
         r = ss[f"{state}_run"]
@@ -76,13 +79,16 @@ def stepper(
         if ss[f"{state}_playing"] != playing:
             st.rerun()  # Play/Pause changed: a full rerun starts or stops the fragment's timer
         stuck = blocked(r)
+        # a Step click is known before the buttons are drawn (its callback runs first), so they are drawn disabled
+        # while its round streams: they stayed clickable, and a click meanwhile queued another round
+        stepped = bool(ss.pop(f"{state}_step_asked", False)) and not r.done and not stuck
         c = st.columns([1, 1, 1, 1, 8], gap="small", vertical_alignment="center")
-        stepped = c[0].button("Step", disabled=r.done or playing or stuck, key=f"btn_{keys}step")
+        c[0].button("Step", on_click=ask_step, disabled=r.done or playing or stuck or stepped, key=f"btn_{keys}step")
         if playing:
             c[1].button("Pause", on_click=pause, key=f"btn_{keys}pause")
         else:
-            c[1].button("Play", on_click=play, disabled=r.done or stuck, key=f"btn_{keys}play")
-        if c[2].button("Reset", key=f"btn_{keys}reset"):
+            c[1].button("Play", on_click=play, disabled=r.done or stuck or stepped, key=f"btn_{keys}play")
+        if c[2].button("Reset", disabled=stepped, key=f"btn_{keys}reset"):
             reset()
             st.rerun()
         if extra is not None:
