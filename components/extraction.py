@@ -476,10 +476,20 @@ def render_internals(events: list[Event], defenses: list[str], key: str) -> None
             f"{state.get('seed_used', 0)} seed anchors used, {state.get('last_new', 0)} new chunk(s) in the last "
             f"answer it read. It reads round {rnd}'s answer when it chooses its next query: what that answer "
             "gave it shows after the next round."
+            + (
+                f" Anchors dropped (their chunk's other direction gave nothing new): {state['dropped_anchors']}; "
+                f"skipped (too close to one already sent): {state.get('skipped_anchors', 0)}."
+                if state.get("dropped_anchors") or state.get("skipped_anchors")
+                else ""
+            )
         )
+        cur = state.get("current") or {}
+        if cur.get("text"):  # the anchor is taken off the list when it is sent: the list alone often reads empty
+            how = {"seed": "a seed topic"}.get(cur.get("direction", ""), f"{cur.get('direction', '')} continuation")
+            st.markdown(f"**Anchor of round {rnd}'s query** ({md_escape(how)}): {md_escape(cur['text'])}")
         c = st.columns(3)
         for col, (name, title) in zip(
-            c, (("short_term", "Short-term queue"), ("long_term", "Long-term memory"), ("anchors", "Anchors"))
+            c, (("short_term", "Short-term queue"), ("long_term", "Long-term memory"), ("anchors", "Anchors waiting"))
         ):
             items = state.get(name) or []
             col.markdown(f"**{title}** ({len(items)})")

@@ -361,6 +361,8 @@ def _internals_app():
         "long_term": [{"text": long_chunk}] + [{"text": f"memory {i}"} for i in range(ce.INTERNAL_ITEMS + 4)],
         "anchors": [{"text": "anchor text", "direction": "forward"}],
         "reflections": 2,
+        "current": {"text": "what comes after *this*", "direction": "forward", "from": "x"},
+        "dropped_anchors": 3,
     }
     real = ce.attacker_state
     ce.attacker_state = lambda events: ("rag-thief", 3, state)  # AppTest runs in this process: put it back
@@ -381,3 +383,5 @@ def test_the_attacker_internals_show_each_item_whole_and_escaped():
     assert any("next query \\*one\\*" in t for t in texts)
     assert any("*forward* · anchor text" in t for t in texts)
     assert any("… and 5 more" in c.value for c in at.caption)
+    assert "**Anchor of round 3's query** (forward continuation): what comes after \\*this\\*" in texts
+    assert any("Anchors dropped (their chunk's other direction gave nothing new): 3" in c.value for c in at.caption)
