@@ -37,6 +37,7 @@ from .errors import ConfigError, EngineError
 from .params import Params, param
 from .paths import cache_dir
 from .progress import Progress
+from .file_lock import exclusive
 from .types import TENANT_KEY, Document, Hit
 
 _TIE_TOL = 1e-5
@@ -247,23 +248,9 @@ def _server_build_lock(client: Any, name: str, ready: Callable[[], bool], poll: 
         return
 
 
-@contextlib.contextmanager
-def _store_file_lock(root: Path, name: str) -> Iterator[bool]:
-    """An exclusive ``flock`` on ``<store>/locks/<name>.lock``, for processes sharing one embedded store. The
-    lock dies with its holder (the kernel releases it), so no stale lock is ever left. Where ``fcntl`` is missing
-    (Windows) nothing is locked: one process per store there."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not on the platforms tested
-        yield True
-        return
-    (root / "locks").mkdir(parents=True, exist_ok=True)
-    with open(root / "locks" / f"{name}.lock", "a+") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield True
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+def _store_file_lock(root: Path, name: str) -> contextlib.AbstractContextManager[bool]:
+    """An exclusive lock on ``<store>/locks/<name>.lock``, for processes sharing one embedded store."""
+    return exclusive(root / "locks" / f"{name}.lock")
 
 
 def _file_build_lock(settings: StoreSettings | None, name: str) -> contextlib.AbstractContextManager[bool]:

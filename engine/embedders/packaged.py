@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from ..devices import DEVICE_HELP, check_device
+from ..file_lock import exclusive
 from ..files import sha256_file
 from ..errors import ModelUnavailableError
 from ..params import param
@@ -64,7 +65,9 @@ def assemble_mpnet(target: Path | None = None) -> Path:
     root = target or cache_dir("models") / "all-mpnet-base-v2"
     model_dir = root / "all-mpnet-base-v2"
     marker = root / ".verified"
-    with _assemble_lock:
+    # a thread lock, then a file lock: two processes on a fresh cache (test workers, the app beside a CLI run)
+    # shared one temporary folder, and the second removed it while the first unzipped into it
+    with _assemble_lock, exclusive(root.with_name(root.name + ".lock")):
         if marker.is_file() and marker.read_text().strip() == MPNET_SAFETENSORS_SHA256:
             return model_dir
         parts = [_mpnet_part_file(name, i) for i, name in enumerate(MPNET_PARTS, 1)]

