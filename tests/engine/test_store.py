@@ -179,6 +179,25 @@ def test_mpnet_assembly_refuses_a_hash_mismatch(tmp_path, monkeypatch):
     assert not (tmp_path / "mpnet" / ".verified").exists()
 
 
+def _python(code: str, *args: str) -> subprocess.Popen:
+    """``python -c code args`` from the repository root, its output read as text."""
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _in_two_processes(code: str, *args: str, timeout: float = 600) -> list[str]:
+    """Start ``code`` in two processes at once; their outputs once both succeeded (their errors otherwise)."""
+    procs = [_python(code, *args) for _ in range(2)]
+    outs = [p.communicate(timeout=timeout) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    return [out for out, _ in outs]
+
+
 def test_two_processes_assembling_mpnet_at_once_both_get_the_verified_model(tmp_path):
     """Two processes on a fresh cache (test workers; the app beside a CLI run) assemble the packaged mpnet at once:
     they shared one temporary folder, and the second removed it while the first unzipped into it. One assembles
@@ -188,19 +207,7 @@ def test_two_processes_assembling_mpnet_at_once_both_get_the_verified_model(tmp_
         "d = packaged.assemble_mpnet(__import__('pathlib').Path(sys.argv[1])); "
         "print((d / 'model.safetensors').stat().st_size)"
     )
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", code, str(tmp_path / "mpnet")],
-            cwd=Path(__file__).resolve().parents[2],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
-    outs = [p.communicate(timeout=600) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [err[-1500:] for _, err in outs]
-    sizes = {int(out.split()[-1]) for out, _ in outs}
+    sizes = {int(out.split()[-1]) for out in _in_two_processes(code, str(tmp_path / "mpnet"))}
     assert len(sizes) == 1 and sizes.pop() > 100_000_000
     from engine.embedders import packaged
 
@@ -305,19 +312,7 @@ def test_two_processes_building_one_base_in_an_embedded_store_fill_it_once(tmp_p
 
     minilm.encode_documents(load_corpus("clinic_handbook", chunk_size=88).texts)  # cached: both only index
     store = tmp_path / "chroma"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _BUILD_IN_A_PROCESS, str(store)],
-            cwd=Path(__file__).resolve().parents[2],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
-    outs = [p.communicate(timeout=300) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
-    got = [tuple(int(x) for x in out.split()[-3:]) for out, _ in outs]
+    got = [tuple(int(x) for x in out.split()[-3:]) for out in _in_two_processes(_BUILD_IN_A_PROCESS, str(store))]
     assert sum(g[0] for g in got) == 1  # filled once, by one of the two
     assert all(g[1] == g[2] for g in got)
     assert (store / "locks").is_dir()
@@ -336,13 +331,7 @@ def test_a_fresh_embedded_store_is_opened_by_one_process_at_a_time(tmp_path):
         "import sys, engine.store as s; s.chroma_client(s.StoreSettings(path=sys.argv[1])).heartbeat(); print('opened')"
     )
     with store_mod._store_file_lock(store, "open"):
-        proc = subprocess.Popen(
-            [sys.executable, "-c", code, str(store)],
-            cwd=Path(__file__).resolve().parents[2],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = _python(code, str(store))
         time.sleep(8)  # long enough to import chromadb and open a store on a busy machine
         assert proc.poll() is None, proc.communicate()
     out, err = proc.communicate(timeout=120)
