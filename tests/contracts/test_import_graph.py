@@ -19,6 +19,7 @@ LAYERS = [
         "progress",
         "devices",
         "folder_lock",
+        "file_lock",
         "attacker_states",
         "retry",
         "cpu_share",
