@@ -5,10 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from components.sidebar import render_sidebar
-from components.state import init_state
+from components.state import DEFAULT_PIPELINE, init_state
+from components.warmup import start_warmup
 
 st.set_page_config(page_title="RAG Attack & Defense Playground", page_icon="🛡️", layout="wide")
 init_state(entrypoint=True)
+start_warmup(DEFAULT_PIPELINE["retriever"])  # first visit: the embedder loads while the home page is read
 page = st.navigation(
     [
         st.Page("pages/home.py", title="Home", icon="🏠", default=True),

@@ -16,6 +16,9 @@ sys.path.insert(0, str(REPO / "tests"))  # tests/helpers.py
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# the app run in this process (AppTest) loads models when a test's run asks, not in a thread of its own; the real
+# servers of the browser tests warm up as a user's server does (tests/helpers.py)
+os.environ.setdefault("RAG_PLAYGROUND_WARMUP", "0")
 _shared = REPO.parent / "shared" / "corpora"
 if "RAG_PLAYGROUND_DATA_DIR" not in os.environ and _shared.is_dir():
     os.environ["RAG_PLAYGROUND_DATA_DIR"] = str(_shared)

@@ -128,9 +128,14 @@ def streamlit_server(repo, log_path, env=None, timeout: float = 90):
     @contextlib.contextmanager
     def run():
         port = free_port()
-        full_env = dict(
-            os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **(env or {})
-        )
+        full_env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "RAG_PLAYGROUND_WARMUP": "1",  # as a user's server: the embedder loads while the first page is read
+            **(env or {}),
+        }
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "w") as log:
             proc = subprocess.Popen(

@@ -70,4 +70,23 @@ def make_retriever(name: str, params: dict | None = None) -> Retriever:
     return RETRIEVERS.create("sentence-transformers", {**(params or {}), "model": name})
 
 
-__all__ = ["RETRIEVERS", "Retriever", "BM25Index", "make_retriever", "offline_retrievers", "assemble_mpnet"]
+__all__ = [
+    "RETRIEVERS",
+    "Retriever",
+    "BM25Index",
+    "make_retriever",
+    "preload_retriever",
+    "offline_retrievers",
+    "assemble_mpnet",
+]
+
+
+def preload_retriever(name: str, params: dict | None = None) -> Retriever:
+    """Load a retriever's model into this process now (and run one uncached encoding, so the first real batch does
+    not pay for the framework's first call): what a server does before its first user asks, so a run's
+    "loading the embedding model" stage finds the model ready. Returns the retriever."""
+    retriever = make_retriever(name, params)
+    if retriever.dense:
+        retriever.window()
+        retriever.encode_transient(["warming up"])
+    return retriever
