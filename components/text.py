@@ -5,11 +5,26 @@ from __future__ import annotations
 import re
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~$])")
+# Streamlit's own codes, read from the Markdown source before it is parsed: ``:red[…]`` (coloured text: its opening
+# colon is escaped) and ``:smile:`` / ``:material/home:`` (emoji and icons: the closing colon and any slash are
+# escaped; Streamlit shows ``:material/home\:`` as ``:material_home:``), matched
+# after the marks above were escaped (an ``_`` in a name reads ``\_``)
+_DIRECTIVE = re.compile(r":(?=[A-Za-z][\w-]*\\\[)")
+_SHORTCODE = re.compile(r"(:(?:[\w+/-]|\\_)+):")
+# where Streamlit's renderer would turn plain text into a live link (GFM's literal autolinks: an e-mail address —
+# name@host.domain, not ASR@K —, scheme://, www.). Its autolink pass reads the parsed text, after backslash escapes
+# are gone, so an invisible WORD JOINER (U+2060) goes there instead: the text reads the same and no attacker address
+# becomes clickable.
+_LINK_START = re.compile(r"(?<=[\w.+-])(?=@[\w-]+\.\w)|(?<=[A-Za-z0-9])(?=://)|(?<=\bwww)(?=\.)", re.IGNORECASE)
+WORD_JOINER = "\u2060"
 
 
 def md_escape(text: str) -> str:
-    """Backslash-escape Markdown so corpus text or file names render literally in st.markdown/st.error."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+    """Corpus text or a file name as Markdown that renders literally in st.markdown/st.error: every Markdown mark
+    backslash-escaped, Streamlit's colour, emoji and icon codes broken by an escaped colon, and a word joiner where
+    an e-mail address, a URL or a www. name would otherwise become a link."""
+    text = _MD_SPECIAL.sub(r"\\\1", _LINK_START.sub(WORD_JOINER, str(text)))
+    return _SHORTCODE.sub(lambda m: m[1].replace("/", "\\/") + "\\:", _DIRECTIVE.sub(r"\\:", text))
 
 
 def short(text: str, limit: int) -> str:

@@ -141,3 +141,18 @@ def test_a_plugin_description_shows_its_code_marks_as_code_not_as_backticks():
     html = MarkdownIt().render(doc_markdown(line))
     assert "<code>/chat/completions</code>" in html and "`" not in html
     assert MarkdownIt().render(doc_markdown("a *b* ``c*d``")).strip() == "<p>a *b* <code>c*d</code></p>"
+
+
+def test_corpus_text_shows_no_link_emoji_icon_or_colour_of_streamlit_markdown():
+    """What Streamlit's renderer would bring alive in attacker text (checked in a real browser: an e-mail address, a
+    URL and www. become links, ``:smile:`` an emoji, ``:material/home:`` an icon, ``:red[x]`` coloured text) is
+    broken by an invisible word joiner or an escaped colon; ordinary colons stay as they are."""
+    from components.text import WORD_JOINER, md_escape
+
+    out = md_escape("mail jo@example.com, www.evil.com or https://evil.com :smile: :material/home: :red[x] at 10:30")
+    assert f"jo{WORD_JOINER}@example.com" in out and f"www{WORD_JOINER}.evil" in out
+    assert f"https{WORD_JOINER}://evil.com" in out
+    assert r":smile\:" in out and r":material\/home\:" in out and r"\:red\[x\]" in out
+    assert out.endswith("at 10:30")
+    assert md_escape("Gate: fail on: cannot read 'x'") == "Gate: fail on: cannot read 'x'"
+    assert md_escape("K of ASR@K: 50") == "K of ASR@K: 50"  # not an address

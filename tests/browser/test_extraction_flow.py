@@ -176,6 +176,9 @@ def flow(pg) -> None:
     expect(main.get_by_text("Chunks this answer reproduces", exact=False).first).to_be_visible()
     expect(main.get_by_text("Source chunk").first).to_be_visible()
     snap(pg, "extraction_05_leaked_chunk.png")
+    # the leaked records' e-mail addresses read as text, never as live links (attacker-controlled text)
+    assert "@" in main.inner_text()
+    assert main.locator('a[href^="mailto:"]').count() == 0
 
     pg.get_by_role("tab", name="Attacker internals").click()
     expect(pg.get_by_text("Long-term memory")).to_be_visible()
