@@ -79,11 +79,13 @@ def job_panel(
     drawn: bool,
     idle: Optional[Callable[[], None]] = None,
     show_error: bool = True,
+    live: Optional[Callable[[Job], None]] = None,
 ) -> None:
-    """A live panel (refreshed every second while the job runs): a progress bar, a stop button, one full
-    rerun when the job finishes (so the page draws its results or records its error), then the error if it
-    failed. ``progress(job)`` gives (share done, text); ``drawn``: whether this script run already handles the
-    finished job; ``show_error``: False when the page shows the error itself."""
+    """A live panel (refreshed every second while the job runs): a progress bar, a stop button, ``live(job)``'s
+    view of the work so far under them, one full rerun when the job finishes (so the page draws its results or
+    records its error), then the error if it failed. ``progress(job)`` gives (share done, text); ``drawn``: whether
+    this script run already handles the finished job; ``show_error``: False when the page shows the error
+    itself."""
     job: Job | None = st.session_state.get(job_key)
 
     @st.fragment(run_every=1.0 if job and job.running else None)
@@ -110,6 +112,8 @@ def job_panel(
             st.progress(monotone_share(job_key, j, share), text=md_escape(text) + (" · stopping…" if j.stopped else ""))
             if st.button(stop_label, key=stop_key):
                 j.stop()
+            if live is not None:
+                live(j)
             return
         if not drawn:
             st.rerun()  # finished while the timer polled: one full rerun draws the results (or the error)

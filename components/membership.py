@@ -17,6 +17,62 @@ from components.text import md_escape
 from engine.views.membership import record_rows, tenancy_lines
 
 
+LIVE_FOLDER = "mia_live"  # the experiment job's state key: the folder its events are written to while it runs
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _live(folder: str, stamp: tuple) -> tuple[dict[str, Any], dict[str, Any], Any, Any] | None:
+    """A running experiment's summary, latest record and two figures, computed again only when its events file
+    changed (``stamp``: its size and time; a file of 400 records takes about a second to summarize)."""
+    from engine.errors import EngineError
+    from engine.runs.membership import load_membership
+
+    try:
+        summary, events, _ = load_membership(folder)
+    except EngineError:  # no events written yet: still preparing
+        return None
+    rows = record_rows(events, width=600)
+    if not rows:
+        return None
+    return summary, rows[-1], roc_figure(summary), score_figure(events)
+
+
+def render_live(folder: str | None) -> None:
+    """A running experiment so far, read from its folder's events (a reopened experiment reads the same): the
+    latest record's question, answer and score, then the ROC curve and the scores by class of the records probed so
+    far. Nothing before its first record is scored (the bar says what it prepares)."""
+    path = Path(folder) / "events.jsonl" if folder else None
+    try:
+        stamp = (path.stat().st_size, path.stat().st_mtime_ns) if path else None
+    except OSError:
+        return
+    live = _live(str(folder), stamp) if stamp else None
+    if live is None:
+        return
+    summary, last, roc, scores = live
+    box = st.container(border=True)
+    box.markdown(
+        f"**Latest: record {last['#']}** · {md_escape(last['record'])} · **{last['in the KB']}** · score "
+        f"{last['score']:.3f}"
+        + (" · its own record was retrieved" if last["own record retrieved"] else "")
+        + (f" · {last['refused']} question(s) refused" if last["refused"] else "")
+    )
+    q, a = box.columns(2)
+    q.caption("The attacker's question")
+    q.text(last["question"])
+    a.caption("The assistant's answer")
+    a.text(last["answer"] or "(no answer)")
+    auc = summary.get("auroc")
+    st.caption(
+        f"So far: {summary['decisions']} record(s), {summary['n_members']} member(s) and {summary['n_non_members']} "
+        "non-member(s) · AUROC "
+        + ("n/a until both kinds are scored" if auc is None else f"{auc:.2f} {_ci(summary.get('auroc_ci'))}")
+    )
+    f1, f2 = st.columns(2)
+    narrow_chart(f1, roc, key="mia_live_roc")
+    narrow_chart(f2, scores, key="mia_live_scores")
+
+
 def membership_dir() -> Path:
     """This session's folder of membership experiments (beside, not among, the lab runs the Saved-runs page
     lists)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.job_panel import follow_running, job_panel, stage_share
-from components.membership import membership_dir, render_membership, table_section
+from components.membership import LIVE_FOLDER, membership_dir, render_live, render_membership, table_section
 from components.params_form import params_form, registry_forms
 from components.runtime_notice import local_runtime_notice
 from components.state import data_dir, init_state, owner
@@ -17,6 +17,7 @@ from engine.errors import EngineError
 from engine.generators import packaged_generator
 from engine.generators.models import MODELS as MODELS_REGISTRY
 from engine.jobs import Job
+from engine.runs.base import new_run_id
 from engine.runs.membership import load_membership, membership_config_of, resume_membership, run_membership
 from engine.saved import list_runs, state_suffix
 
@@ -77,16 +78,18 @@ with st.form("mia_setup"):
 
 
 def start_experiment(cfg: MembershipConfig) -> None:
-    """Run ``cfg`` in the background into a new folder of the membership runs, and redraw."""
-    folder = membership_dir()
+    """Run ``cfg`` in the background into a new folder of the membership runs (shown live as it fills), and
+    redraw."""
+    folder, run_id = membership_dir(), new_run_id()
     st.session_state.pop("mia_view", None)
     st.session_state["mia_job_resumed"] = None
     st.session_state["mia_job"] = Job(
         "membership",
         lambda progress, stop: run_membership(
-            cfg, out_dir=folder, progress=lambda stage, d, t: progress(d, t, stage), stop=stop
+            cfg, out_dir=folder, progress=lambda stage, d, t: progress(d, t, stage), stop=stop, run_id=run_id
         ),
         owner=owner(),
+        state={LIVE_FOLDER: str(folder / run_id)},
     ).start()
     st.rerun()
 
@@ -125,6 +128,7 @@ job_panel(
     stop_label="Stop after this record",
     stop_key="mia_stop",
     drawn=job is not None and not job.running,
+    live=lambda j: render_live(j.state.get(LIVE_FOLDER)),
 )
 if job is not None and not job.running and job.result is not None and st.session_state.get("mia_view_job") is not job:
     run = job.result
@@ -175,7 +179,7 @@ with st.expander("Saved experiments"):
                 st.error(md_escape(e))
         if resumed:
             st.session_state.pop("mia_view", None)
-            state = {"mia_job_resumed": f"experiment {chosen['run_id']}"}
+            state = {"mia_job_resumed": f"experiment {chosen['run_id']}", LIVE_FOLDER: pick}
             st.session_state.update(state)
             st.session_state["mia_job"] = Job(
                 "membership",

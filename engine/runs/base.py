@@ -58,13 +58,18 @@ def finished_rounds(events: list[Event]) -> tuple[list[Event], int, str]:
     return events[:cut], last, prev
 
 
+def new_run_id() -> str:
+    """A new run's id: when it started, then 8 random hex digits (its folder's name under a runs folder)."""
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+
+
 class EventRunner:
     """Appends numbered, typed events to ``events`` and, once a sink is open, to ``events.jsonl``."""
 
     def __init__(
         self, *, out_dir: str | Path | None = None, progress: Progress | None = None, run_id: str | None = None
     ) -> None:
-        self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+        self.run_id = run_id or new_run_id()
         if out_dir:
             from ..paths import writable_dir
 

@@ -390,11 +390,14 @@ def run_membership(
     progress: Progress | None = None,
     stop: Any = None,
     generator: Any = None,
+    run_id: str | None = None,
 ) -> MembershipRun:
     """Run an experiment to its end, or until ``stop`` (a stop token: anything with ``is_set()``) is set between
     two records; returns the closed run (``events``; ``summary()`` covers the records probed so far, and a stopped
-    run with an ``out_dir`` resumes with :meth:`MembershipRun.resume`)."""
-    return _to_the_end(MembershipRun(cfg, out_dir=out_dir, progress=progress, generator=generator), stop)
+    run with an ``out_dir`` resumes with :meth:`MembershipRun.resume`). ``run_id`` (default: a new one) names its
+    folder ``out_dir/run_id``, for a caller that reads the events there while it runs."""
+    run = MembershipRun(cfg, out_dir=out_dir, progress=progress, generator=generator, run_id=run_id)
+    return _to_the_end(run, stop)
 
 
 def resume_membership(run_dir: str | Path, *, progress: Progress | None = None, stop: Any = None) -> MembershipRun:

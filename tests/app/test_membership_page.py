@@ -28,14 +28,19 @@ def _page() -> AppTest:
     return at
 
 
-def _until_done(at: AppTest, what: str, limit: float) -> None:
-    """Redraw the page until its experiment's job ends (no exception on the way), then once more."""
+def _until_done(at: AppTest, what: str, limit: float, live: list | None = None) -> None:
+    """Redraw the page until its experiment's job ends (no exception on the way), then once more; ``live`` collects
+    what the running experiment's live view showed at each redraw (its latest-record line and texts)."""
     end = time.time() + limit
     while at.session_state["mia_job"].running:
         assert time.time() < end, f"{what} did not finish in {limit:.0f} s"
-        time.sleep(2)
+        time.sleep(1)
         at.run()
         assert not at.exception, at.exception
+        if live is not None:
+            latest = [m.value for m in at.markdown if m.value.startswith("**Latest: record")]
+            if latest:
+                live.append((latest[0], [t.value for t in at.text], len(at.get("plotly_chart"))))
     at.run()
 
 
@@ -77,9 +82,15 @@ def test_a_tiny_experiment_runs_shows_its_figures_and_reopens(runs):
     next(s for s in at.selectbox if s.label == "Attack").set_value("direct")
     next(b for b in at.button if b.label == "Run experiment").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    _until_done(at, "the experiment", 900)
+    live: list = []
+    _until_done(at, "the experiment", 900, live)
     job = at.session_state["mia_job"]
     assert job.error is None, job.error
+    # while it ran, the latest record showed with its class, score, question and answer, and the figures so far
+    assert live, "the running experiment showed no record before it ended"
+    line, texts, charts = live[-1]
+    assert ("non-member" in line or "member" in line) and "score" in line, line
+    assert len(texts) >= 2 and texts[0].strip() and charts == 2, (texts, charts)
     assert {m.label for m in at.metric} >= {"AUROC", "TPR at 1% FPR", "TPR at 5% FPR"}
     assert len(at.get("plotly_chart")) == 2
     table = at.dataframe[0].value
