@@ -41,6 +41,23 @@ def column_help(columns: Any) -> dict[str, Any]:
     return out
 
 
+def render_live_rows(rows: list[dict[str, Any]], planned: int) -> None:
+    """A running comparison's runs finished so far, one row each as it ends (a repeated cell's seeds each their own
+    row: the final table averages them; columns no finished run has a value for yet are left out)."""
+    if not rows:
+        return
+    table = comparison_table(list(rows)).dropna(axis=1, how="all")
+    if "seed" not in table.columns and len({r.get("seed") for r in rows}) > 1:
+        table.insert(list(table.columns).index("configuration") + 1, "seed", [r.get("seed") for r in rows])
+    st.dataframe(
+        table.round(4), hide_index=True, width="stretch", key="cmp_live_table", column_config=column_help(table.columns)
+    )
+    st.caption(
+        f"Finished so far: {len(rows)} of {planned} runs, each row as its run ends. The ratios to no protection, the "
+        "utility and the charts come with the whole comparison."
+    )
+
+
 def render_results(
     config: dict[str, Any], rows: list[dict[str, Any]], *, complete: bool = True, key: str = "cmp"
 ) -> None:

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import streamlit as st
 
-from components.comparison import long_run_section, render_results
+from components.comparison import long_run_section, render_live_rows, render_results
 from components.executor import executor_config, executor_section
 from components.job_panel import follow_running, job_panel
 from components.numbers import NumberFields
@@ -226,9 +226,13 @@ if start:
         st.error(md_escape(e))
 
 
+def planned_runs(cfg: ComparisonConfig) -> int:
+    """Attack × configuration × seed × knowledge-base runs of the comparison."""
+    return len(cfg.attacks) * len(cfg.configurations) * cfg.repeats * len(cfg.knowledge_bases())
+
+
 def comparison_progress(j: Job) -> tuple[float, str]:
-    cfg: ComparisonConfig = st.session_state["cmp_cfg"]
-    n = len(cfg.attacks) * len(cfg.configurations) * cfg.repeats * len(cfg.knowledge_bases())
+    n = planned_runs(st.session_state["cmp_cfg"])
     done = len(st.session_state.get("cmp_live", []))
     stage = f" · {j.last}: {j.done_count:,}/{j.total:,}" if j.last else ""
     return done / max(n, 1), f"{done}/{n} runs{stage}"
@@ -241,6 +245,7 @@ job_panel(
     stop_label="Stop after this run",
     stop_key="cmp_stop",
     drawn=job is not None and not job.running,
+    live=lambda j: render_live_rows(st.session_state.get("cmp_live") or [], planned_runs(st.session_state["cmp_cfg"])),
 )
 if job is not None and not job.running:
     for f in st.session_state.get("cmp_failed", []):  # the other runs are kept; running it again retries these

@@ -17,14 +17,17 @@ def _app() -> AppTest:
     return at
 
 
-def _wait(at: AppTest, key: str, deadline_s: float) -> None:
-    """Rerun the script until the background job in session_state[key] has finished."""
+def _wait(at: AppTest, key: str, deadline_s: float, watch=None) -> None:
+    """Rerun the script until the background job in session_state[key] has finished; ``watch(at)`` after each
+    rerun while it runs (what the page shows meanwhile)."""
     end = time.time() + deadline_s
     while at.session_state[key].running:
         assert time.time() < end, f"{key} did not finish within {deadline_s}s"
         time.sleep(3)
         at.run()
         assert not at.exception, at.exception
+        if watch is not None and at.session_state[key].running:
+            watch(at)
     at.run()
     assert not at.exception, at.exception
 
@@ -134,9 +137,17 @@ def test_tiny_comparison_runs_in_the_background_and_shows_table_and_tradeoff(cac
     if at.session_state["cmp_job"].running:
         assert any("Following the comparison started in another tab" in i.value for i in other.info)
         assert any(b.label == "Stop after this run" for b in other.button)
-    _wait(at, "cmp_job", 1500)
+    live: list = []  # while it runs: each finished run's row as it ends
+
+    def watch(page: AppTest) -> None:
+        if any(c.value.startswith("Finished so far:") for c in page.caption):
+            live.append([c.value for c in page.caption if c.value.startswith("Finished so far:")][0])
+            live.append(list(page.dataframe[0].value["configuration"]))
+
+    _wait(at, "cmp_job", 1500, watch)
     job = at.session_state["cmp_job"]
     assert job.error is None, job.error
+    assert "Finished so far: 1 of 2 runs, each row as its run ends." in live[0] and live[1] == ["none"], live
     table = at.dataframe[0].value
     assert list(table["configuration"]) == ["none", "system-prompt"]
     other.run()
