@@ -53,8 +53,8 @@ def render_live_rows(rows: list[dict[str, Any]], planned: int) -> None:
         table.round(4), hide_index=True, width="stretch", key="cmp_live_table", column_config=column_help(table.columns)
     )
     st.caption(
-        f"Finished so far: {len(rows)} of {planned} runs, each row as its run ends. The ratios to no protection, the "
-        "utility and the charts come with the whole comparison."
+        f"Finished so far: {len(rows)} of {planned} runs, each row as its run ends. The ratios to no protection and "
+        "the charts come with the whole comparison."
     )
 
 
