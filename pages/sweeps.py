@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from components.executor import executor_config, executor_section
@@ -110,9 +111,23 @@ if start:
         st.error(md_escape(e))
 
 
+def live_cells(j: Job) -> None:
+    """The cells finished so far (read from the sweep's folder, as a resume reads them), each as it ends."""
+    cfg = st.session_state["sweep_cfg"]
+    rows = finished_cells(cfg, st.session_state.get("sweep_folder"))
+    if rows:
+        sweep_cells_table(pd.DataFrame(rows))
+        st.caption(
+            f"Finished so far: {len(rows)} of {len(grid(cfg))} cells, each row as its cell ends. The heat map and "
+            "the paper's table beside it come with the whole sweep."
+        )
+
+
 def sweep_progress(j: Job) -> tuple[float, str]:
     n = len(grid(st.session_state["sweep_cfg"]))
-    done = j.done_count + st.session_state.get("sweep_already", 0)  # cells a previous run of this grid saved
+    # its report counts every finished cell of the grid, those a previous run of it saved included; before its first
+    # report, those saved ones
+    done = max(j.done_count, st.session_state.get("sweep_already", 0))
     return done / max(n, 1), f"{done}/{n} cells · running"
 
 
@@ -124,6 +139,7 @@ job_panel(
     stop_key="sweep_stop",
     drawn=job is not None and not job.running,
     idle=lambda: None if st.session_state.get("sweep_view") else st.info("Choose a grid and press **Start sweep**."),
+    live=live_cells,
 )
 if job is not None and not job.running and job.result is not None and st.session_state.get("sweep_view_job") is not job:
     st.session_state["sweep_view"] = {

@@ -1,5 +1,6 @@
 """Streamlit AppTest over every page, the live stepping, session isolation and bad uploads."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -395,6 +396,42 @@ def test_sweep_runs_in_the_background_and_draws_the_heat_map(tmp_path, monkeypat
 
     # an app restart during a sweep leaves its finished cells on disk (here: 2 of 4); a new session lists it as
     # unfinished, opens what finished, and resumes the rest with its own settings (not the form's)
+    pd.read_csv(folder / "sweep_cells.csv").head(2).to_csv(folder / "sweep_cells.csv", index=False)
+    # while a sweep runs, the cells finished so far show under its bar: this resumed sweep is held after its third
+    # cell (its progress report waits), and a page following it reads 3 of 4 from the folder
+    import threading
+
+    from engine.jobs import Job
+    from engine.sweep import load_sweep, run_sweep
+
+    release = threading.Event()
+    grid_cfg = load_sweep(folder)[0]
+
+    def held(progress, stop):
+        return run_sweep(grid_cfg, progress=lambda *a: (progress(*a), release.wait(120)), stop=stop, out_dir=folder)
+
+    try:
+        watcher = app()
+        watcher.switch_page("pages/sweeps.py").run()
+        state = {"sweep_cfg": grid_cfg, "sweep_folder": str(folder), "sweep_already": 2}
+        watcher.session_state["sweep_job"] = Job("sweep", held, state=state).start()
+        for k, v in state.items():
+            watcher.session_state[k] = v
+        deadline = time.time() + 120
+        while watcher.session_state["sweep_job"].done_count < 1 and time.time() < deadline:
+            time.sleep(0.5)
+        watcher.run()
+        live = [c.value for c in watcher.caption if c.value.startswith("Finished so far:")]
+        assert live == [
+            "Finished so far: 3 of 4 cells, each row as its cell ends. The heat map and the paper's table beside it "
+            "come with the whole sweep."
+        ], live
+        assert len(watcher.dataframe[0].value) == 3 and not watcher.exception
+        bar = watcher.get("progress")[0].proto
+        assert bar.text.startswith("3/4 cells") and bar.value == 75, bar  # not 2 saved + 3 reported
+    finally:
+        release.set()
+        watcher.session_state["sweep_job"].wait(120)
     pd.read_csv(folder / "sweep_cells.csv").head(2).to_csv(folder / "sweep_cells.csv", index=False)
     after = app()
     after.switch_page("pages/sweeps.py").run()
