@@ -1,5 +1,5 @@
-"""The sweep's cells table as the Sweeps page shows it: short headers, one decimal form, and "—" where a
-retriever has no value (the CSV download keeps the engine's column names and empty fields)."""
+"""The sweep's cells table as the Sweeps page shows it (finished or still running): short headers, one decimal
+form, and "—" where a retriever has no value (the CSV download keeps the engine's column names and empty fields)."""
 
 from __future__ import annotations
 
@@ -54,3 +54,16 @@ def sweep_cells_table(cells: pd.DataFrame) -> None:
         width="stretch",
         column_config=cell_column_labels(shown.columns),
     )
+
+
+def live_cells(cfg: Any, folder: str | None) -> None:
+    """A running sweep's cells finished so far (read from its folder, as a resume reads them), each as it ends."""
+    from engine.sweep import finished_cells, grid
+
+    rows = finished_cells(cfg, folder)
+    if rows:
+        sweep_cells_table(pd.DataFrame(rows))
+        st.caption(
+            f"Finished so far: {len(rows)} of {len(grid(cfg))} cells, each row as its cell ends. The heat map and "
+            "the paper's table beside it come with the whole sweep."
+        )

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
 from components.executor import executor_config, executor_section
 from components.job_panel import follow_running, job_panel
 from components.numbers import NumberFields
 from components.reproduce import reproduce_section
-from components.sweep_table import sweep_cells_table
+from components.sweep_table import live_cells, sweep_cells_table
 from components.state import data_dir, init_state, my_sweeps_dir, owner
 from components.text import md_escape
 from engine.analysis.paper_tables import side_by_side
@@ -111,18 +110,6 @@ if start:
         st.error(md_escape(e))
 
 
-def live_cells(j: Job) -> None:
-    """The cells finished so far (read from the sweep's folder, as a resume reads them), each as it ends."""
-    cfg = st.session_state["sweep_cfg"]
-    rows = finished_cells(cfg, st.session_state.get("sweep_folder"))
-    if rows:
-        sweep_cells_table(pd.DataFrame(rows))
-        st.caption(
-            f"Finished so far: {len(rows)} of {len(grid(cfg))} cells, each row as its cell ends. The heat map and "
-            "the paper's table beside it come with the whole sweep."
-        )
-
-
 def sweep_progress(j: Job) -> tuple[float, str]:
     n = len(grid(st.session_state["sweep_cfg"]))
     # its report counts every finished cell of the grid, those a previous run of it saved included; before its first
@@ -139,7 +126,7 @@ job_panel(
     stop_key="sweep_stop",
     drawn=job is not None and not job.running,
     idle=lambda: None if st.session_state.get("sweep_view") else st.info("Choose a grid and press **Start sweep**."),
-    live=live_cells,
+    live=lambda j: live_cells(st.session_state["sweep_cfg"], st.session_state.get("sweep_folder")),
 )
 if job is not None and not job.running and job.result is not None and st.session_state.get("sweep_view_job") is not job:
     st.session_state["sweep_view"] = {
