@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
@@ -19,6 +21,7 @@ from engine.audit.gate import fail_on_text
 from engine.audit.report import HEADLINE, ci_command
 from engine.secrets import register_secret
 from engine.targets import TARGETS
+from engine.views.audit import audit_live
 
 SEVERITY_ICONS = {"critical": "🟥", "high": "🟧", "medium": "🟨", "low": "🟦", "info": "⬜"}
 
@@ -146,10 +149,96 @@ def findings_table(report: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def show_findings(report: Mapping[str, Any]) -> None:
+    """The findings table (:func:`findings_table`) with its column widths."""
+    st.dataframe(
+        findings_table(report),
+        hide_index=True,
+        width="stretch",
+        # pixels: "🟨 medium" and three OWASP ids were clipped at "small"; the title, the longest, goes last, where
+        # a narrow window cuts it (each finding's expander has it in full)
+        column_config={
+            "severity": st.column_config.TextColumn(width=105),
+            "cell": st.column_config.TextColumn(width=160),
+            "OWASP": st.column_config.TextColumn(width=250),
+            "headline": st.column_config.TextColumn(width="medium"),
+            "finding": st.column_config.TextColumn(width="large"),
+        },
+    )
+
+
+def _stamp(folder: Path) -> tuple:
+    """What changes when a running audit writes: its state, its report and its cells' events files."""
+    out = []
+    for p in [folder / "audit.json", folder / "report.json", *sorted(folder.glob("cells/*/events.jsonl"))]:
+        try:
+            st_ = p.stat()
+            out.append((p.name, st_.st_size, st_.st_mtime_ns))
+        except OSError:
+            out.append((p.name, None, None))
+    return tuple(out)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _live(folder: str, stamp: tuple) -> dict[str, Any] | None:
+    """:func:`engine.views.audit.audit_live`, read again only when one of the audit's files changed (``stamp``)."""
+    return audit_live(folder)
+
+
+def render_live(folder: str | None) -> None:
+    """A running audit so far, read from its folder (a second tab following it reads the same): the cell under way
+    with its latest round — the attack's question, the target's answer (plain text: attacker-controlled) and what
+    it gave away — then the findings of the cells finished so far, most severe first."""
+    if not folder:
+        return
+    live = _live(str(folder), _stamp(Path(folder)))
+    if live is None:
+        return
+    cur, last = live["current"], live["latest"]
+    if cur is not None:
+        box = st.container(border=True)
+        box.markdown(
+            f"**Cell {cur['number']} of {live['cells']}: {md_escape(cur['id'])}**"
+            + (f" · latest round {last['round']}" if last else " · preparing (no answer yet)")
+        )
+        if last:
+            q, a = box.columns(2)
+            q.caption("The attack's question")
+            q.text(last["question"])
+            a.caption(
+                "The target's answer" + (f" (blocked by {md_escape(last['blocked_by'])})" if last["blocked_by"] else "")
+            )
+            a.text(last["answer"] or "(no answer)")
+            said = []
+            if "leaked" in last:
+                said.append(f"chunks leaked by this answer: {last['leaked']}")
+                if last.get("pii"):
+                    said.append(f"PII items in it: {last['pii']}")
+                if last.get("crr") is not None:
+                    said.append(f"CRR so far: {last['crr']:.1%}")
+            if "carried" in last:
+                said.append(
+                    "the planted document was retrieved"
+                    if last["planted_retrieved"]
+                    else "the planted document was not retrieved"
+                )
+                said.append(
+                    "the answer carried the attacker's text"
+                    if last["carried"]
+                    else "the answer did not carry the attacker's text"
+                )
+            if said:
+                box.caption(" · ".join(said))
+    if live["findings"]:
+        st.caption(
+            f"Findings so far: {len(live['findings'])} of {live['cells']} cells measured, most severe first (the full "
+            "report, with each finding's evidence, opens here when the audit ends)"
+        )
+        show_findings({"findings": live["findings"]})
+
+
 def render_report(report: Mapping[str, Any], folder: str) -> None:
     """The report: counts, the gate, the findings table, each finding's detail, and the downloads."""
-    from pathlib import Path
-
     t = report["target"]
     ref = report.get("reference") or {}
     st.subheader("Report")
@@ -183,20 +272,7 @@ def render_report(report: Mapping[str, Any], folder: str) -> None:
             "No gate was set: this report decides nothing (report.junit.xml fails no test, whatever the severities). "
             "Set *Gate: fail on* — e.g. severity>=high — to make it a pass or fail for CI."
         )
-    st.dataframe(
-        findings_table(report),
-        hide_index=True,
-        width="stretch",
-        # pixels: "🟨 medium" and three OWASP ids were clipped at "small"; the title, the longest, goes last, where
-        # a narrow window cuts it (each finding's expander below has it in full)
-        column_config={
-            "severity": st.column_config.TextColumn(width=105),
-            "cell": st.column_config.TextColumn(width=160),
-            "OWASP": st.column_config.TextColumn(width=250),
-            "headline": st.column_config.TextColumn(width="medium"),
-            "finding": st.column_config.TextColumn(width="large"),
-        },
-    )
+    show_findings(report)
     for f in by_severity(report["findings"]):
         sev = f["severity"] if f["status"] == "done" else f["status"]
         with st.expander(f"{SEVERITY_ICONS.get(sev, '')} {sev} · {f['id']} — {f['title']}"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from components.audit import probe_result, render_report, secrets_section, target_form
+from components.audit import probe_result, render_live, render_report, secrets_section, target_form
 from components.job_panel import follow_running, job_panel
 from components.numbers import NumberFields
 from components.state import data_dir, follow, init_state, owner, picked, shared_mode
@@ -273,6 +273,7 @@ job_panel(
     stop_key="audit_stop",
     drawn=job is not None and not job.running,
     show_error=False,
+    live=lambda j: render_live(j.state.get("audit_dir")),
 )
 if job is not None and not job.running:
     stopped_at = job.result.get("stopped") if isinstance(job.result, dict) else None

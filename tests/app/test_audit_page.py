@@ -45,13 +45,17 @@ def button(at: AppTest, label: str):
     return next(b for b in at.button if b.label == label)
 
 
-def wait(at: AppTest, deadline_s: float) -> None:
+def wait(at: AppTest, deadline_s: float, seen: list[str] | None = None) -> None:
+    """Rerun the page until the audit ends; ``seen`` collects what its live view showed while it ran (markdown,
+    captions and texts)."""
     end = time.time() + deadline_s
     while at.session_state["audit_job"].running:
         assert time.time() < end, "the audit did not finish in time"
-        time.sleep(2)
+        time.sleep(1 if seen is not None else 2)
         at.run()
         assert not at.exception, at.exception
+        if seen is not None and at.session_state["audit_job"].running:
+            seen += [m.value for m in at.markdown] + [c.value for c in at.caption] + [t.value for t in at.text]
     at.run()
     assert not at.exception, at.exception
 
@@ -87,12 +91,16 @@ def test_an_audit_runs_in_the_background_and_shows_its_report(audits, audit_pres
     at = page()
     field(at, "Preset").set_value(audit_preset)
     at.multiselect[0].set_value(["zeng"])
-    field(at, "Queries per extraction attack").set_value(1)
+    field(at, "Queries per extraction attack").set_value(3)
     field(at, "Canaries (share of chunks)").set_value(1.0)
     at.multiselect[1].set_value([])
     button(at, "Run audit").click().run()
     assert not at.exception, at.exception
-    wait(at, 600)
+    seen: list[str] = []
+    wait(at, 600, seen)
+    # while it ran: the cell under way, then its latest round's question and answer and what the answer gave away
+    assert any(s.startswith("**Cell 1 of 1: extraction:zeng**") for s in seen), seen
+    assert "The attack's question" in seen and any(s.startswith("chunks leaked by this answer: ") for s in seen), seen
     assert any("Report" == h.value for h in at.subheader)
     assert any("cell" in df.value.columns and "extraction:zeng" in df.value["cell"].tolist() for df in at.dataframe)
     assert {b.label for b in at.get("download_button")} >= {

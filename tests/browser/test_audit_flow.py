@@ -2,10 +2,10 @@
 
 Flow, as a practitioner: Audit your RAG -> target http, pointed at the example RAG service (the audit test
 system) with its sources and its document API -> a smaller battery chosen in the form (zeng and ikea, one query
-each; universal poisoning, one question) -> Test connection (the parsed answer and contexts) -> Run audit -> the
-report: severity counts, the findings table, a finding's evidence -> the downloaded report.html opened on its own,
-offline. Screenshots: tests/artifacts/audit_*.png; the audit's seconds in tests/artifacts/audit_flow.json
-(measured, never asserted).
+each; universal poisoning, one question) -> Test connection (the parsed answer and contexts) -> Run audit (the
+findings so far while it runs) -> the report: severity counts, the findings table, a finding's evidence -> the
+downloaded report.html opened on its own, offline. Screenshots: tests/artifacts/audit_*.png; the audit's seconds
+in tests/artifacts/audit_flow.json (measured, never asserted).
 """
 
 from __future__ import annotations
@@ -102,6 +102,10 @@ def flow(pg, server: str, service: str, cache: Path, browser) -> None:
 
     t0 = time.monotonic()
     pg.get_by_role("button", name="Run audit").click()
+    # while it runs: from the second cell on, the findings of the cells finished so far (above them the cell under
+    # way with its latest round, once that cell has answered)
+    expect(main.get_by_text("Findings so far:", exact=False).or_(pg.locator(ERRORS)).first).to_be_visible(timeout=SLOW)
+    snap(pg, "audit_03_live.png")
     report = main.get_by_role("heading", name="Report")
     expect(report.or_(pg.locator(ERRORS)).first).to_be_visible(timeout=SLOW * 2)
     seconds = round(time.monotonic() - t0, 1)
@@ -111,11 +115,11 @@ def flow(pg, server: str, service: str, cache: Path, browser) -> None:
     expect(table).to_be_visible()
     for label in ("critical", "high", "medium", "low", "info"):
         expect(main.locator('[data-testid="stMetric"]', has_text=label).first).to_be_visible()
-    snap(pg, "audit_03_report.png")
+    snap(pg, "audit_04_report.png")
     main.get_by_text(re.compile(r"· extraction:zeng — ")).first.click()
     expect(main.get_by_text("Why this severity:", exact=False).first).to_be_visible()
     expect(main.get_by_text("OWASP LLM Top 10 2025:", exact=False).first).to_be_visible()
-    snap(pg, "audit_04_finding.png")
+    snap(pg, "audit_05_finding.png")
     expect(main.get_by_role("button", name="Download report.html")).to_be_visible()
 
     html = next((cache / "audits").glob("*/report.html"))
@@ -123,7 +127,7 @@ def flow(pg, server: str, service: str, cache: Path, browser) -> None:
     doc.goto(html.as_uri())
     expect(doc.get_by_role("heading", name="RAG audit report")).to_be_visible()
     expect(doc.locator("svg.chart").first).to_be_visible()
-    doc.screenshot(path=str(ARTIFACTS / "audit_05_report_html.png"))
+    doc.screenshot(path=str(ARTIFACTS / "audit_06_report_html.png"))
     assert doc.locator("section.finding").count() >= 3
     rep = json.loads(html.with_name("report.json").read_text())
     assert rep["status"] == "complete" and rep["cleanup"]["outstanding"] == 0

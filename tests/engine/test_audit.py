@@ -82,6 +82,46 @@ def test_the_report_holds_every_finding_with_its_severity_tags_evidence_and_clea
 
 
 @pytest.mark.slow
+def test_the_live_view_reads_a_running_audit_from_its_folder(in_process, tmp_path):
+    """engine.views.audit: what the Audit page shows while an audit runs — here the finished folder, and a copy of
+    it as it stood while its third cell ran (the runner writes the same files after each cell)."""
+    import shutil
+
+    from engine.views.audit import audit_live
+
+    _, out = in_process
+    done = audit_live(out)
+    assert (done["cells"], done["finished"], done["current"], done["latest"]) == (4, 4, None, None)
+    assert [f["id"] for f in done["findings"]] == [
+        "extraction:zeng",
+        "extraction:ikea",
+        "poisoning:universal",
+        "poisoning:jamming",
+    ], "the cleanup line is not a cell"
+    mid = tmp_path / "mid"
+    shutil.copytree(out, mid)
+    state = json.loads((mid / "audit.json").read_text())
+    cells = list(state["cells"].values())
+    cells[2]["status"] = cells[3]["status"] = "pending"
+    del cells[3]["run_dir"]  # not prepared yet
+    (mid / "audit.json").write_text(json.dumps(state))
+    live = audit_live(mid)
+    assert live["finished"] == 2 and live["current"]["number"] == 3 and live["current"]["id"] == "poisoning:universal"
+    last = live["latest"]
+    assert last["round"] == 2 and last["question"] and isinstance(last["carried"], bool)
+    assert isinstance(last["planted_retrieved"], bool) and "leaked" not in last
+    assert [f["id"] for f in live["findings"]] == ["extraction:zeng", "extraction:ikea"], "finished cells only"
+    cells[0]["status"] = cells[1]["status"] = "pending"  # the first cell under way: an extraction round and its leak
+    del cells[1]["run_dir"]
+    (mid / "audit.json").write_text(json.dumps(state))
+    live = audit_live(mid)
+    assert live["current"]["id"] == "extraction:zeng" and live["findings"] == []
+    last = live["latest"]
+    assert last["round"] == 2 and last["answer"] and last["leaked"] >= 0 and 0.0 <= last["crr"] <= 1.0
+    assert audit_live(tmp_path / "nothing-here") is None, "before the audit wrote its state"
+
+
+@pytest.mark.slow
 def test_the_same_battery_over_http_gives_the_same_findings(in_process, rag_service, tmp_path):
     report, _ = in_process
     cfg = AuditConfig.from_dict(
