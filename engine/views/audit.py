@@ -13,7 +13,7 @@ from ..errors import RunFileError
 from ..events import AnswerScored, Generated, LeakScored, QueryIssued, Retrieved, read_events
 from ..metrics.catalog import MK
 
-FINISHED = ("done", "skipped", "failed")
+FINISHED = ("done", "skipped")  # a failed cell runs again when its audit is resumed
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -25,10 +25,12 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def current_cell(state: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
-    """The cell under way (its number from 1 in the battery, its record): the first not finished that has a run
-    folder (one is made when a cell prepares); None between cells or before the first."""
+    """The cell a running audit is on (its number from 1 in the battery, its record): the first of the cells this
+    call runs (``only``, else all) not yet done or skipped — cells run in the battery's order. Its ``run_dir`` is
+    set once it has prepared; before that it is preparing. None when every cell is finished."""
+    only = set(state.get("only") or ())
     for n, rec in enumerate((state.get("cells") or {}).values(), 1):
-        if rec.get("status") not in FINISHED and rec.get("run_dir"):
+        if rec.get("status") not in FINISHED and (not only or rec.get("id") in only):
             return n, rec
     return None
 
@@ -63,9 +65,9 @@ def latest_round(events: list[Any]) -> dict[str, Any] | None:
 
 
 def audit_live(folder: str | Path) -> dict[str, Any] | None:
-    """A running (or stopped) audit so far: ``cells`` (the battery's size), ``finished`` (cells done, skipped or
-    failed), ``current`` (the cell under way: number, id, family, attack; None between cells), ``latest`` (its
-    latest round, see :func:`latest_round`; None before its first answer) and ``findings`` (report.json's findings
+    """A running audit so far: ``cells`` (the battery's size), ``finished`` (cells done or skipped), ``current``
+    (the cell under way: number, id, family, attack; see :func:`current_cell`), ``latest`` (its latest round, see
+    :func:`latest_round`; None while it prepares, before its first answer) and ``findings`` (report.json's findings
     of the cells measured so far, in its order). None before the audit wrote its state."""
     folder = Path(folder)
     state = _read_json(folder / "audit.json")
@@ -74,7 +76,7 @@ def audit_live(folder: str | Path) -> dict[str, Any] | None:
     cells = list((state.get("cells") or {}).values())
     cur = current_cell(state)
     latest = None
-    if cur is not None:
+    if cur is not None and cur[1].get("run_dir"):
         path = Path(cur[1]["run_dir"]) / "events.jsonl"
         try:
             events, _ = read_events(path) if path.is_file() else ([], 0)

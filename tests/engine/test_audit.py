@@ -111,6 +111,11 @@ def test_the_live_view_reads_a_running_audit_from_its_folder(in_process, tmp_pat
     assert last["round"] == 2 and last["question"] and isinstance(last["carried"], bool)
     assert isinstance(last["planted_retrieved"], bool) and "leaked" not in last
     assert [f["id"] for f in live["findings"]] == ["extraction:zeng", "extraction:ikea"], "finished cells only"
+    run_dir = cells[2].pop("run_dir")  # the same cell while it prepares: named, no round yet
+    (mid / "audit.json").write_text(json.dumps(state))
+    live = audit_live(mid)
+    assert live["current"]["number"] == 3 and live["latest"] is None and live["finished"] == 2
+    cells[2]["run_dir"] = run_dir
     cells[0]["status"] = cells[1]["status"] = "pending"  # the first cell under way: an extraction round and its leak
     del cells[1]["run_dir"]
     (mid / "audit.json").write_text(json.dumps(state))
