@@ -19,6 +19,7 @@ from components.text import md_escape, shell_lines
 from engine.audit.findings import SEVERITIES, metric_text, severity_rank
 from engine.audit.gate import fail_on_text
 from engine.audit.report import HEADLINE, ci_command
+from engine.metrics.catalog import MK
 from engine.secrets import register_secret
 from engine.targets import TARGETS
 from engine.views.audit import audit_live
@@ -214,8 +215,8 @@ def render_live(folder: str | None) -> None:
                 said.append(f"chunks leaked by this answer: {last['leaked']}")
                 if last.get("pii"):
                     said.append(f"PII items in it: {last['pii']}")
-                if last.get("crr") is not None:
-                    said.append(f"CRR so far: {last['crr']:.1%}")
+                if last.get(MK.CRR) is not None:
+                    said.append(f"CRR so far: {last[MK.CRR]:.1%}")
             if "carried" in last:
                 said.append(
                     "the planted document was retrieved"

@@ -53,9 +53,11 @@ def latest_round(events: list[Any]) -> dict[str, Any] | None:
     leak = next((e for e in reversed(events) if isinstance(e, LeakScored) and e.round == r), None)
     if leak is not None:
         out.update(
-            leaked=len(dict.fromkeys([*leak.recovered, *leak.repeat_contexts, *leak.rouge_contexts])),
-            pii=len(leak.pii),
-            crr=leak.metrics.get(MK.CRR),
+            {
+                "leaked": len(dict.fromkeys([*leak.recovered, *leak.repeat_contexts, *leak.rouge_contexts])),
+                "pii": len(leak.pii),
+                MK.CRR: leak.metrics.get(MK.CRR),
+            }
         )
     scored = next((e for e in reversed(events) if isinstance(e, AnswerScored) and e.round == r), None)
     if scored is not None:

@@ -21,6 +21,7 @@ from engine.audit.findings import SEVERITIES
 from engine.audit.gate import parse_fail_on, regressions
 from engine.config import AuditConfig
 from engine.errors import ConfigError
+from engine.metrics.catalog import MK
 from engine.metrics.intervals import overlap
 from engine.targets import make_target
 from engine.types import Document
@@ -122,7 +123,7 @@ def test_the_live_view_reads_a_running_audit_from_its_folder(in_process, tmp_pat
     live = audit_live(mid)
     assert live["current"]["id"] == "extraction:zeng" and live["findings"] == []
     last = live["latest"]
-    assert last["round"] == 2 and last["answer"] and last["leaked"] >= 0 and 0.0 <= last["crr"] <= 1.0
+    assert last["round"] == 2 and last["answer"] and last["leaked"] >= 0 and 0.0 <= last[MK.CRR] <= 1.0
     assert audit_live(tmp_path / "nothing-here") is None, "before the audit wrote its state"
 
 
