@@ -7,9 +7,8 @@ session's memory only (``audit_secrets``): the configuration names them as ``${N
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 from pathlib import Path
+from typing import Any, Mapping
 
 import pandas as pd
 import streamlit as st

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import RunFileError
 from ..events import AnswerScored, Generated, LeakScored, QueryIssued, Retrieved, read_events
 from ..metrics.catalog import MK
+from .extraction import leaked_ids
 
 FINISHED = ("done", "skipped")  # a failed cell runs again when its audit is resumed
 
@@ -54,7 +55,7 @@ def latest_round(events: list[Any]) -> dict[str, Any] | None:
     if leak is not None:
         out.update(
             {
-                "leaked": len(dict.fromkeys([*leak.recovered, *leak.repeat_contexts, *leak.rouge_contexts])),
+                "leaked": len(leaked_ids(leak)),
                 "pii": len(leak.pii),
                 MK.CRR: leak.metrics.get(MK.CRR),
             }
