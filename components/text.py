@@ -17,14 +17,28 @@ _SHORTCODE = re.compile(r"(:(?:[\w+/-]|\\_)+):")
 # becomes clickable.
 _LINK_START = re.compile(r"(?<=[\w.+-])(?=@[\w-]+\.\w)|(?<=[A-Za-z0-9])(?=://)|(?<=\bwww)(?=\.)", re.IGNORECASE)
 WORD_JOINER = "\u2060"
+# a whole URL (scheme://…, up to a space, a quote, a bracket or a table's bar; a sentence's closing mark stays
+# outside): shown as a code span, which no autolink pass enters, so it reads and copies exactly (a word joiner inside
+# it would travel with a copied address and break it: the app's own errors name the service URLs a user pastes)
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s<>\"'`\[\]()|]*[^\s<>\"'`\[\]()|.,;:!?]")
+
+
+def _escape_words(text: str) -> str:
+    text = _MD_SPECIAL.sub(r"\\\1", _LINK_START.sub(WORD_JOINER, text))
+    return _SHORTCODE.sub(lambda m: m[1].replace("/", "\\/") + "\\:", _DIRECTIVE.sub(r"\\:", text))
 
 
 def md_escape(text: str) -> str:
     """Corpus text or a file name as Markdown that renders literally in st.markdown/st.error: every Markdown mark
-    backslash-escaped, Streamlit's colour, emoji and icon codes broken by an escaped colon, and a word joiner where
-    an e-mail address, a URL or a www. name would otherwise become a link."""
-    text = _MD_SPECIAL.sub(r"\\\1", _LINK_START.sub(WORD_JOINER, str(text)))
-    return _SHORTCODE.sub(lambda m: m[1].replace("/", "\\/") + "\\:", _DIRECTIVE.sub(r"\\:", text))
+    backslash-escaped, Streamlit's colour, emoji and icon codes broken by an escaped colon, a URL as a code span
+    (literal, copyable, never a link) and a word joiner where an e-mail address or a www. name would otherwise
+    become a link."""
+    text, out, at = str(text), [], 0
+    for m in _URL.finditer(text):
+        out += [_escape_words(text[at : m.start()]), md_code(m[0])]
+        at = m.end()
+    out.append(_escape_words(text[at:]))
+    return "".join(out)
 
 
 def short(text: str, limit: int) -> str:

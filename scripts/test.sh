@@ -25,13 +25,14 @@ fi
 # two test processes (pytest-xdist, each file whole in one of them): one process leaves about a quarter of two
 # cores idle (imports, subprocess start-ups, a browser's waits), and the local models take one thread per free core
 # (engine/cpu_share.py), so two share the machine without the spinning slowdown. RAG_PLAYGROUND_TEST_WORKERS=1 runs
-# them in one process; more workers only help on more cores.
+# them in one process; more workers only help on more cores. The files go out longest first, as tests/conftest.py
+# orders them from tests/file_times.json (xdist's own order, most tests first, left a long file for the end).
 WORKERS="${RAG_PLAYGROUND_TEST_WORKERS:-2}"
 case "$WORKERS" in
   ''|*[!0-9]*) echo "RAG_PLAYGROUND_TEST_WORKERS must be a whole number of processes (got '$WORKERS')" >&2; exit 2 ;;
 esac
 if [ "$WORKERS" -gt 1 ]; then
-  set -- -n "$WORKERS" --dist loadfile "$@"
+  set -- -n "$WORKERS" --dist loadfile --no-loadscope-reorder "$@"
 else
   set -- -p no:xdist "$@"
 fi

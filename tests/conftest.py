@@ -29,9 +29,29 @@ DATA_DIR = os.environ.get("RAG_PLAYGROUND_DATA_DIR")
 ALL_TESTS = os.environ.get("RAG_PLAYGROUND_TESTS", "") == "all"
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--record-file-times",
+        metavar="PATH",
+        help="write each test file's seconds (setup, call, teardown) to PATH (tests/file_times.json orders the files)",
+    )
+
+
+def pytest_configure(config):
+    path = config.getoption("--record-file-times")
+    # under xdist the controller sees every worker's reports: record there only
+    if path and not hasattr(config, "workerinput"):
+        from file_times import FileTimeRecorder
+
+        config.pluginmanager.register(FileTimeRecorder(Path(path)), "file-time-recorder")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Skip the tests marked slow unless the whole suite was asked for (they are reported as skipped, with how to
-    run them)."""
+    """The longest test files first (tests/file_times.py: the two workers finish together); skip the tests marked
+    slow unless the whole suite was asked for (they are reported as skipped, with how to run them)."""
+    from file_times import load_times, longest_files_first
+
+    items[:] = longest_files_first(items, load_times())
     if ALL_TESTS:
         return
     skip = pytest.mark.skip(reason="long end-to-end test: bash scripts/test.sh --all runs it (CI does)")

@@ -146,12 +146,20 @@ def test_a_plugin_description_shows_its_code_marks_as_code_not_as_backticks():
 def test_corpus_text_shows_no_link_emoji_icon_or_colour_of_streamlit_markdown():
     """What Streamlit's renderer would bring alive in attacker text (checked in a real browser: an e-mail address, a
     URL and www. become links, ``:smile:`` an emoji, ``:material/home:`` an icon, ``:red[x]`` coloured text) is
-    broken by an invisible word joiner or an escaped colon; ordinary colons stay as they are."""
+    broken by an invisible word joiner or an escaped colon, or, for a URL, shown as a code span (no link, and it
+    copies exactly: no invisible character travels with it); ordinary colons stay as they are."""
+    from markdown_it import MarkdownIt
+
     from components.text import WORD_JOINER, md_escape
 
     out = md_escape("mail jo@example.com, www.evil.com or https://evil.com :smile: :material/home: :red[x] at 10:30")
     assert f"jo{WORD_JOINER}@example.com" in out and f"www{WORD_JOINER}.evil" in out
-    assert f"https{WORD_JOINER}://evil.com" in out
+    assert "`https://evil.com`" in out and WORD_JOINER not in out.split("`")[1]
+    # the app's own error naming a service: the URL whole, its closing colon and the sentence outside the span
+    err = md_escape("cannot reach http://127.0.0.1:8000/query?x=a_b: connection refused (see https://x.org/a).")
+    assert err == "cannot reach `http://127.0.0.1:8000/query?x=a_b`: connection refused (see `https://x.org/a`)."
+    html = MarkdownIt().render(md_escape("a | https://evil.com/*x*_y | [b](https://c.d)"))
+    assert "<code>https://evil.com/*x*_y</code>" in html and "<a " not in html and "<em>" not in html
     assert r":smile\:" in out and r":material\/home\:" in out and r"\:red\[x\]" in out
     assert out.endswith("at 10:30")
     assert md_escape("Gate: fail on: cannot read 'x'") == "Gate: fail on: cannot read 'x'"

@@ -246,6 +246,9 @@ def test_rate_limits_keep_the_events_and_the_run_resumes(tmp_path, llama_server)
             },
             "attacker_llm": "",
             "max_tokens": 32,
+            # short answers: the refusals and the resume are the point, not what an answer copies (a context-long
+            # answer, 357 tokens, once outlasted the 60-s request timeout beside the other test worker)
+            "answer_budget": "fixed",
         }
         cfg = ExtractionConfig.from_dict({**gen, "attack": "zeng", "rounds": 3, "top_k": 2, "data_dir": ""})
         run = ExtractionRun(cfg, out_dir=tmp_path)
