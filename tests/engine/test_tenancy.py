@@ -80,8 +80,17 @@ def test_a_tenant_with_fewer_chunks_than_k_gets_fewer_results(minilm):
 
 
 def _run(mode: str, gen, rounds: int = 2) -> ExtractionRun:
+    # short answers (a fixed 48-token budget, not one as long as the context): what is retrieved for whom is the
+    # point here, not how much an answer copies
     cfg = ExtractionConfig(
-        attack="zeng", rounds=rounds, attacker_llm="", max_tokens=48, top_k=3, tenants=4, tenant_filter=mode
+        attack="zeng",
+        rounds=rounds,
+        attacker_llm="",
+        max_tokens=48,
+        answer_budget="fixed",
+        top_k=3,
+        tenants=4,
+        tenant_filter=mode,
     )
     run = ExtractionRun(cfg, generator=gen)
     run.run()
@@ -113,7 +122,14 @@ def test_the_three_modes_in_an_extraction_run(gen):
 
 def test_a_killed_and_resumed_multi_tenant_run_equals_an_uninterrupted_one(gen, tmp_path):
     cfg = ExtractionConfig(
-        attack="zeng", rounds=2, attacker_llm="", max_tokens=48, top_k=3, tenants=3, tenant_filter="none"
+        attack="zeng",
+        rounds=2,
+        attacker_llm="",
+        max_tokens=48,
+        answer_budget="fixed",
+        top_k=3,
+        tenants=3,
+        tenant_filter="none",
     )
     whole = ExtractionRun(cfg, generator=gen)
     whole.run()
