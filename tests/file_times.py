@@ -1,9 +1,10 @@
 """The order in which the two test workers take the test files: the longest first.
 
 pytest-xdist (``--dist loadfile``) hands out whole files in collection order; by default it puts the files with the
-most tests first, so a file of three long tests (the paper reproduction, whose cold fixture embeds 20,767 snippets)
-came last and ran alone while the other worker sat idle. Ordering the files by their measured time, longest first,
-is the classic longest-processing-time rule: the short files fill in at the end on whichever worker frees first.
+most tests first, so a file of three long tests (the paper reproduction, whose cold fixture embeds 20,767 snippets:
+694 s) was handed out near the end (at 48.5 of 61 min in a measured run), where it could leave one worker alone for up
+to its whole length. Ordering the files by their measured time, longest first, is the classic longest-processing-time
+rule: the short files fill in at the end on whichever worker frees first.
 
 The times come from ``tests/file_times.json``: seconds per file from a whole run on a fresh machine (empty model
 and embedding caches, what CI faces), written by ``pytest --record-file-times tests/file_times.json`` (setup, call
