@@ -8,6 +8,7 @@ from typing import Sequence
 
 import streamlit as st
 
+from components.answer_budget import answer_budget_input
 from components.comparison import long_run_section, render_live_rows, render_results
 from components.executor import executor_config, executor_section
 from components.job_panel import follow_running, job_panel
@@ -97,7 +98,16 @@ with st.form("cmp_setup"):
         help="Local offline models; the larger Qwen models are slower (SmolLM2-135M rarely repeats its context, "
         "so little leaks with it)",
     )
-    max_tokens = number(c2, "Tokens per answer", 8, 1024, 96, help="Longer answers can leak more, and take longer")
+    answer_budget = answer_budget_input(c2)
+    max_tokens = number(
+        c2,
+        "Tokens per answer",
+        8,
+        1024,
+        96,
+        help="The answer length when the budget is fixed, the shortest answer when it covers the context; longer "
+        "answers can leak more, and take longer",
+    )
     presets = c2.multiselect(
         "Defense configurations",
         PRESET_CONFIGURATIONS,
@@ -201,6 +211,7 @@ if start:
             "attacker_llm": local,
             "attacker_llm_params": {"model": model},
             "max_tokens": int(max_tokens),
+            "answer_budget": answer_budget,
             "data_dir": data_dir(),
             **({"attack_params": {"adaptive": True}} if adaptive else {}),
             **({"defense_params": defense_params} if defense_params else {}),

@@ -28,6 +28,7 @@ from components.extraction import (
     start_run,
     stream_round,
 )
+from components.answer_budget import answer_budget_input
 from components.extraction_settings import LOCAL, PRIVACY_FIELDS, more_fields
 from components.params_form import changed_only, field_input, params_form, registry_forms
 from components.state import data_dir, follow, init_state, picked
@@ -161,16 +162,7 @@ with st.expander("Attack setup", expanded=run is None and not ss["extract_view"]
             api_base = c1.text_input(
                 "API base (optional)", s["api_base"], help="Base URL of an OpenAI-compatible server"
             )
-        budgets = list(next(f["choices"] for f in ExtractionConfig.describe() if f["name"] == "answer_budget"))
-        answer_budget = c1.selectbox(
-            "Answer budget",
-            budgets,
-            index=budgets.index(s.get("answer_budget", "context")),
-            format_func=lambda b: "covers the retrieved context" if b == "context" else "fixed (tokens per answer)",
-            help="covers the retrieved context: each answer may be as long as its context "
-            "(never shorter than the tokens below), so CRR is not capped by the "
-            "budget. fixed: the tokens below, which caps what an answer can copy.",
-        )
+        answer_budget = answer_budget_input(c1, s.get("answer_budget", "context"))
         max_tokens = field_input(
             ExtractionConfig, "max_tokens", int(s["max_tokens"]), label="Tokens per answer (minimum)", container=c1
         )

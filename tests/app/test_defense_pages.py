@@ -126,8 +126,12 @@ def test_tiny_comparison_runs_in_the_background_and_shows_table_and_tradeoff(cac
     # the first try is the extraction demo's attack and model, which leak visibly (SmolLM2 and code-claim did not)
     assert next(m for m in at.multiselect if m.label == "Attacks").value == ["rag-thief"]
     assert next(s for s in at.selectbox if s.label == "Generator model").value == "qwen2.5-0.5b"
+    budget = next(s for s in at.selectbox if s.label == "Answer budget")
+    assert budget.value == "context"  # the config's default: answers as long as their context
+    budget.set_value("fixed")  # 16 tokens an answer: the page's flow is the point here, not how much is copied
     next(b for b in at.button if b.label == "Start comparison").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state["cmp_cfg"].base["answer_budget"] == "fixed"
     assert at.session_state["cmp_job"].running or at.session_state["cmp_job"].result is not None
     # a second tab (or this one after a reload) follows the running comparison: its progress, then its results
     other = _app()

@@ -14,8 +14,9 @@ def test_membership_auroc_beside_crr_per_configuration(tmp_path, monkeypatch):
         base={
             "rounds": 1,
             "max_tokens": 32,
+            "answer_budget": "fixed",  # what is recorded and resumed is the point here, not what an answer copies
             "attacker_llm": "",
-            "generator_params": {"model": "qwen2.5-0.5b"},
+            "generator_params": {"model": "smollm2-135m"},
             "top_k": 2,
         },
         configurations=("none", "detect-and-hide"),

@@ -105,6 +105,7 @@ def test_a_comparison_measures_each_configurations_task_accuracy_once(data_dir, 
             "kb": kb,
             "rounds": 1,
             "max_tokens": 16,
+            "answer_budget": "fixed",  # the task's answers are what is measured here, not an extraction's copy
             "attacker_llm": "",
             "generator_params": {"model": "smollm2-135m"},
             "top_k": 2,

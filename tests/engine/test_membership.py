@@ -1,4 +1,4 @@
-"""Membership inference: the metrics against independent computations, the split, and real experiments (Qwen2.5-0.5B,
+"""Membership inference: the metrics against independent computations, the split, and real experiments (SmolLM2-135M,
 MiniLM, a real Chroma store) that record, summarise, resume and print their JSON."""
 
 import json
@@ -159,14 +159,16 @@ def test_membership_config_is_checked_before_anything_loads():
 
 
 @pytest.fixture(scope="module")
-def qwen():
-    return GENERATORS.create("local", {"model": "qwen2.5-0.5b"})
+def smol():
+    """SmolLM2-135M: the real pipeline at a quarter of Qwen2.5-0.5B's time; what is recorded, scored and resumed
+    is checked here, not how well a model answers (docs/results.md has the measured tables)."""
+    return GENERATORS.create("local", {"model": "smollm2-135m"})
 
 
 @pytest.mark.slow
-def test_an_experiment_records_every_decision_and_resumes_after_a_stop(tmp_path, qwen):
+def test_an_experiment_records_every_decision_and_resumes_after_a_stop(tmp_path, smol):
     cfg = MembershipConfig(members=3, non_members=3, max_tokens=24, attack="s2mia", seed=1)
-    run = MembershipRun(cfg, out_dir=tmp_path, generator=qwen)
+    run = MembershipRun(cfg, out_dir=tmp_path, generator=smol)
     run.prepare()
     split = next(e for e in run.events if isinstance(e, MembershipSplit))
     assert len(split.members) == len(split.non_members) == 3 and split.kb_size == len(run.corpus)
@@ -174,7 +176,7 @@ def test_an_experiment_records_every_decision_and_resumes_after_a_stop(tmp_path,
     first = [e for e in run.events if isinstance(e, MembershipScored)]
     run.close()  # stopped after two records, as a killed process leaves it
     seen: list[tuple] = []
-    again = MembershipRun.resume(tmp_path / run.run_id, generator=qwen, progress=lambda *a: seen.append(a))
+    again = MembershipRun.resume(tmp_path / run.run_id, generator=smol, progress=lambda *a: seen.append(a))
     assert again.rounds_done == 2
     again.run()
     # the stage is named while the first record of this session is probed (it read "loading the generator 1/1")
@@ -263,13 +265,13 @@ def test_mba_masks_a_records_hard_words_with_its_proxy_model_and_scores_the_fill
 
 
 @pytest.mark.slow
-def test_mba_runs_against_the_real_pipeline_and_never_shows_a_masked_word(tmp_path, qwen):
-    """Through the real RAG system (Qwen2.5-0.5B, MiniLM, Chroma), 2 members and 2 non-members: each decision is one
+def test_mba_runs_against_the_real_pipeline_and_never_shows_a_masked_word(tmp_path, smol):
+    """Through the real RAG system (SmolLM2-135M, MiniLM, Chroma), 2 members and 2 non-members: each decision is one
     question holding the masked record (four masks, each word hidden where it stood) and a fill share in [0, 1].
     (Whether members score higher depends on the model: Qwen2.5-0.5B mostly repeats the masked text instead of
     filling it; see docs/results.md.)"""
     cfg = MembershipConfig(members=2, non_members=2, max_tokens=24, attack="mba", attack_params={"masks": 4}, seed=0)
-    run = MembershipRun(cfg, out_dir=tmp_path, generator=qwen)
+    run = MembershipRun(cfg, out_dir=tmp_path, generator=smol)
     run.prepare()
     run.run()
     run.close()
@@ -287,7 +289,7 @@ def test_mba_runs_against_the_real_pipeline_and_never_shows_a_masked_word(tmp_pa
 
 
 @pytest.mark.slow
-def test_canaries_in_a_membership_run_are_planted_in_the_kb_counted_in_answers_and_resume_alike(tmp_path, qwen):
+def test_canaries_in_a_membership_run_are_planted_in_the_kb_counted_in_answers_and_resume_alike(tmp_path, smol):
     """canaries = 1: every record of the knowledge base gets its fake record number (the probed copies do not —
     their owner holds them as they were); each decision records the canaries its answers carried, exactly those
     canary_hits finds; the summary counts them with a Wilson interval; a resumed run plants the same codes; a run
@@ -304,7 +306,7 @@ def test_canaries_in_a_membership_run_are_planted_in_the_kb_counted_in_answers_a
         seed=3,
         canaries=1.0,
     )
-    run = MembershipRun(cfg, out_dir=tmp_path, generator=qwen)
+    run = MembershipRun(cfg, out_dir=tmp_path, generator=smol)
     run.prepare()
     planted = next(e for e in run.events if e.kind == "canaries_planted")
     assert len(planted.doc_ids) == len(run.corpus) == run.events[1].kb_size and planted.share == 1.0
@@ -313,7 +315,7 @@ def test_canaries_in_a_membership_run_are_planted_in_the_kb_counted_in_answers_a
     assert not any(code in d.text for d in run.split[0] for code in planted.codes)  # the probed copies
     run.step(1)
     run.close()
-    again = MembershipRun.resume(tmp_path / run.run_id, generator=qwen)
+    again = MembershipRun.resume(tmp_path / run.run_id, generator=smol)
     assert again.canaries == run.canaries  # the same codes: the same seed plants the same canaries
     again.run()
     again.close()
@@ -355,7 +357,7 @@ def test_riddle_asks_natural_questions_about_the_records_own_facts():
     assert all(not QueryIntentBlock(QueryIntentBlock.Params()).matches(q) for q in qs)
 
 
-def test_riddle_runs_against_the_real_pipeline_and_passes_the_intent_block(tmp_path, qwen):
+def test_riddle_runs_against_the_real_pipeline_and_passes_the_intent_block(tmp_path, smol):
     """Through the real RAG system with the intent block on: no question is blocked (they ask nothing about
     the context), each decision costs its questions, and the score is a share in [0, 1]."""
     cfg = MembershipConfig(
@@ -367,7 +369,7 @@ def test_riddle_runs_against_the_real_pipeline_and_passes_the_intent_block(tmp_p
         seed=0,
         defenses=("intent-block",),
     )
-    run = MembershipRun(cfg, out_dir=tmp_path, generator=qwen)
+    run = MembershipRun(cfg, out_dir=tmp_path, generator=smol)
     run.prepare()
     run.run()
     run.close()

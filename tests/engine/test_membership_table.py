@@ -1,5 +1,5 @@
 """The membership table: knowledge bases × attacks × defense configurations, one resumable membership run per
-cell, against the real pipeline (Qwen2.5-0.5B, MiniLM, Chroma); stopped in a cell, continued by the same call;
+cell, against the real pipeline (SmolLM2-135M, MiniLM, Chroma); stopped in a cell, continued by the same call;
 another configuration in the same folder refused; the Markdown table; the bundled held-out clinic records."""
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ TINY = {
 
 
 @pytest.fixture(scope="module")
-def qwen():
-    return GENERATORS.create("local", {"model": "qwen2.5-0.5b"})
+def smol():
+    """SmolLM2-135M: the real pipeline at a quarter of Qwen2.5-0.5B's time; what is recorded, scored and resumed
+    is checked here, not how well a model answers (docs/results.md has the measured tables)."""
+    return GENERATORS.create("local", {"model": "smollm2-135m"})
 
 
-def test_a_table_stops_in_a_cell_continues_and_reads_back(tmp_path, qwen):
+def test_a_table_stops_in_a_cell_continues_and_reads_back(tmp_path, smol):
     cfg = MembershipTableConfig.from_dict(TINY)
     assert cells_of(cfg) == [("clinic_records", "direct", "none"), ("clinic_records", "direct", "detect-and-hide")]
     seen = []
@@ -38,11 +40,11 @@ def test_a_table_stops_in_a_cell_continues_and_reads_back(tmp_path, qwen):
         seen.append((index, done, total))
 
     probed = iter(range(100))
-    rows = run_table(cfg, tmp_path, progress=progress, stop=stop_flag(lambda: next(probed) >= 3), generator=qwen)
+    rows = run_table(cfg, tmp_path, progress=progress, stop=stop_flag(lambda: next(probed) >= 3), generator=smol)
     assert [r["decisions"] for r in rows] == [2, 0] and not rows[0]["complete"], rows
     partial = markdown_table(rows)
     assert "(of 4: not finished)" in partial and "not run (0 of 4)" in partial
-    rows = run_table(cfg, tmp_path, progress=progress, generator=qwen)
+    rows = run_table(cfg, tmp_path, progress=progress, generator=smol)
     assert [r["decisions"] for r in rows] == [4, 4] and all(r["complete"] for r in rows)
     assert seen[-1] == (1, 4, 4) and (0, 4, 4) in seen
     for r in rows:
@@ -52,11 +54,11 @@ def test_a_table_stops_in_a_cell_continues_and_reads_back(tmp_path, qwen):
     assert all(i.startswith("rec-0") and int(i[4:]) > 320 for i in split["non_members"]), "held-out records"
     text = markdown_table(rows)
     assert text.count("\n") == 3 and "| clinic_records | direct | detect-and-hide | 2 + 2 |" in text
-    again = run_table(cfg, tmp_path, generator=qwen)  # finished: nothing runs again
+    again = run_table(cfg, tmp_path, generator=smol)  # finished: nothing runs again
     assert [r["run_dir"] for r in again] == [r["run_dir"] for r in rows]
     # utility beside: asked for later, it is measured once per configuration and the finished cells are kept
     useful = MembershipTableConfig.from_dict({**TINY, "utility_limit": 2})
-    with_utility = run_table(useful, tmp_path, generator=qwen)
+    with_utility = run_table(useful, tmp_path, generator=smol)
     assert [r["run_dir"] for r in with_utility] == [r["run_dir"] for r in rows]
     for r in with_utility:
         assert r["utility_n"] == 2 and 0.0 <= r["utility_acc"] <= 1.0 and len(r["utility_acc_ci"]) == 2
@@ -74,7 +76,7 @@ def test_a_table_stops_in_a_cell_continues_and_reads_back(tmp_path, qwen):
     events = tmp_path / rows[0]["run_dir"] / "events.jsonl"
     lines = events.read_text().splitlines()
     events.write_text("\n".join(x.replace('"unit": "record"', '"unit": "chunk"') for x in lines) + "\n")
-    redone = run_table(cfg, tmp_path, generator=qwen)
+    redone = run_table(cfg, tmp_path, generator=smol)
     assert redone[0]["run_dir"] != rows[0]["run_dir"] and redone[0]["complete"]
     assert redone[1]["run_dir"] == rows[1]["run_dir"]
     aside = tmp_path / "cells" / "clinic_records--direct--none.split-by-chunk"
