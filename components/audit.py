@@ -185,10 +185,11 @@ def _live(folder: str, stamp: tuple) -> dict[str, Any] | None:
     return audit_live(folder)
 
 
-def render_live(folder: str | None) -> None:
+def render_live(folder: str | None, stage: str | None = None) -> None:
     """A running audit so far, read from its folder (a second tab following it reads the same): the cell under way
     with its latest round — the attack's question, the target's answer (plain text: attacker-controlled) and what
-    it gave away — then the findings of the cells finished so far, most severe first."""
+    it gave away; before its first answer, ``stage`` (the job's latest step, e.g. loading the generator) — then
+    the findings of the cells finished so far, most severe first."""
     if not folder:
         return
     live = _live(str(folder), _stamp(Path(folder)))
@@ -199,7 +200,13 @@ def render_live(folder: str | None) -> None:
         box = st.container(border=True)
         box.markdown(
             f"**Cell {cur['number']} of {live['cells']}: {md_escape(cur['id'])}**"
-            + (f" · latest round {last['round']}" if last else " · preparing (no answer yet)")
+            + (
+                f" · latest round {last['round']}"
+                if last
+                else f" · {md_escape(stage)} (no answer yet)"
+                if stage
+                else " · preparing (no answer yet)"
+            )
         )
         if last:
             q, a = box.columns(2)

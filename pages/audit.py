@@ -273,7 +273,7 @@ job_panel(
     stop_key="audit_stop",
     drawn=job is not None and not job.running,
     show_error=False,
-    live=lambda j: render_live(j.state.get("audit_dir")),
+    live=lambda j: render_live(j.state.get("audit_dir"), stage=j.last if j.running else None),
 )
 if job is not None and not job.running:
     stopped_at = job.result.get("stopped") if isinstance(job.result, dict) else None

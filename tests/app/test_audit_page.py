@@ -100,6 +100,9 @@ def test_an_audit_runs_in_the_background_and_shows_its_report(audits, audit_pres
     wait(at, 600, seen)
     # while it ran: the cell under way, then its latest round's question and answer and what the answer gave away
     assert any(s.startswith("**Cell 1 of 1: extraction:zeng**") for s in seen), seen
+    # before the cell's first answer the box names the step under way (loading a model, indexing the KB, the round)
+    steps = [s.split(" · ", 1)[1] for s in seen if s.startswith("**Cell 1 of 1") and s.endswith("(no answer yet)")]
+    assert any(not s.startswith("preparing") for s in steps), seen
     assert "The attack's question" in seen and any(s.startswith("chunks leaked by this answer: ") for s in seen), seen
     assert any("Report" == h.value for h in at.subheader)
     assert any("cell" in df.value.columns and "extraction:zeng" in df.value["cell"].tolist() for df in at.dataframe)
