@@ -80,20 +80,28 @@ def tradeoff_scatter(rows: Sequence[dict[str, Any]], x: str = MK.UTILITY_ACC, y:
     """Security vs utility: one labelled point per configuration (per attack, if several). Lower-right is better."""
     fig = go.Figure()
     several = len({r["attack"] for r in rows}) > 1
+    # configurations on the same point (e.g. none and a defense that changed nothing) share one label, "a = b",
+    # written by the first of them: labels drawn on top of each other could not be read
+    at: dict[tuple[float, float], list[str]] = {}
+    for r in rows:
+        if r.get(x) is not None and r.get(y) is not None:
+            at.setdefault((round(float(r[x]), 9), round(float(r[y]), 9)), []).append(_name(r, several))
     for r in rows:
         xv, yv = r.get(x), r.get(y)
         if xv is None or yv is None:
             continue
         label = _name(r, several)
+        same = at[(round(float(xv), 9), round(float(yv), 9))]
+        text = " = ".join(same) if same[0] == label else ""
         y_ci = (tuple(r[f"{y}_ci"]) if r.get(f"{y}_ci") else share_interval(r, yv)) if y in SHARES_OF_THE_KB else None
         x_ci = accuracy_interval(r) if x == MK.UTILITY_ACC else None
         fig.add_trace(
             go.Scatter(
                 x=[xv],
                 y=[yv],
-                mode="markers+text",
+                mode="markers+text" if text else "markers",
                 name=label,
-                text=[label],
+                text=[text],
                 # a label centred on a point at the axis' end is cut by the plot's edge: it leans inwards there
                 textposition="top left" if xv > 0.85 else "top right" if xv < 0.15 else "top center",
                 cliponaxis=False,

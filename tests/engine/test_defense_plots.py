@@ -123,6 +123,12 @@ def test_tradeoff_one_labelled_point_per_configuration(rows):
     assert len(fig.data) == 4
     t = fig.data[3]
     assert t.text == ("reindex+cascade",) and t.x == (0.6,) and t.y == (0.1,) and "text" in t.mode
+    # two configurations on one point (a defense that changed nothing): one readable label names both
+    same = [dict(r) for r in rows]
+    same[1].update(utility_acc=same[0]["utility_acc"], crr=same[0]["crr"])
+    first, second = tradeoff_scatter(same, "utility_acc", "crr").data[:2]
+    assert first.text == ("none = reindex",) and "text" in first.mode
+    assert second.mode == "markers" and second.name == "reindex" and second.x == first.x
     rows[0]["utility_acc"] = None  # no utility for a row: no point
     assert len(tradeoff_scatter(rows).data) == 3
 
