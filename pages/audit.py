@@ -69,7 +69,7 @@ typed: dict = ss["audit_form"] if (ss.get("audit_form") or {}).get("battery") ==
 secrets_section()
 
 number = NumberFields()
-with st.form("audit_setup"):
+with st.form("audit_setup", enter_to_submit=False):  # an audit starts only from its button
     st.markdown(f"**Target: {md_escape(kind)}** — {doc_markdown(TARGETS.describe(kind))}")
     params = target_form(kind, (ss.get("audit_target_params") or {}).get(kind))
     st.markdown("**Battery**")

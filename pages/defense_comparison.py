@@ -58,7 +58,7 @@ job: Job | None = follow_running("cmp_job", "compare", what="comparison")
 adaptive_ok = any(supports_adaptive(a) for a in ATTACKS)
 
 number = NumberFields()
-with st.form("cmp_setup"):
+with st.form("cmp_setup", enter_to_submit=False):  # a comparison starts only from its button
     c1, c2, c3 = st.columns(3)
     kb = c1.selectbox(
         "Knowledge base",

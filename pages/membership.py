@@ -63,7 +63,7 @@ defenses = a2.multiselect(
     "Defenses", DEFENSES.names(), help="Any subset; none = the undefended assistant", key="mia_defenses"
 )
 
-with st.form("mia_setup"):
+with st.form("mia_setup", enter_to_submit=False):  # an experiment starts only from its button
     c1, c2 = st.columns(2)
     defaults = {"members": 10, "non_members": 10, "max_tokens": 64}
     values = params_form(MembershipConfig, defaults, only=FORM_FIELDS[:LEFT_FIELDS], container=c1)

@@ -44,7 +44,7 @@ st.caption(
 job: Job | None = follow_running("sweep_job", "sweep", what="sweep")
 
 number = NumberFields()
-with st.form("sweep_setup"):
+with st.form("sweep_setup", enter_to_submit=False):  # a sweep starts only from its button
     c1, c2 = st.columns(2)
     corpora = c1.multiselect("Corpora", available_corpora(), default=["clinic_handbook"])
     offline = offline_retrievers()  # a sweep runs many cells: only retrievers that need no download
